@@ -1,0 +1,122 @@
+# gpupack -- build, test, run.
+#
+#   make            build bin/gpupack
+#   make run        serve the embedded example cluster on 127.0.0.1:8765
+#   make test       every Check suite, plain and under ASan+UBSan
+#   make valgrind   the unit suites under valgrind (no fork, leak check)
+#   WERROR=1        turn warnings into errors (CI sets it)
+
+CC      ?= cc
+PKGS    := libmicrohttpd libcurl jansson yaml-0.1
+WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+           -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
+CSTD    := -std=c11 -D_GNU_SOURCE
+OPT     ?= -O2 -g
+ifeq ($(WERROR),1)
+WARN    += -Werror
+endif
+
+# Sanitizer builds live in their own tree: make SAN=address,undefined
+ifneq ($(SAN),)
+BUILD   ?= build/san
+SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT     := -O1 -g
+else
+BUILD   ?= build/out
+endif
+
+DEPS_OK := $(shell scripts/deps.sh --check >/dev/null 2>&1 && echo yes)
+ifeq ($(DEPS_OK),yes)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+CHECK_CFLAGS := $(shell pkg-config --cflags check)
+CHECK_LIBS   := $(shell pkg-config --libs check)
+endif
+
+CFLAGS  := $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
+LDLIBS  := $(PKG_LIBS) -lpthread -lm
+LDFLAGS := $(SANFLAGS)
+
+LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
+TEST_SRC := $(wildcard test/test_*.c)
+TEST_SUP := $(filter-out $(TEST_SRC) test/run.c,$(wildcard test/*.c))
+TEST_OBJ := $(TEST_SRC:test/%.c=$(BUILD)/test/%.o) $(TEST_SUP:test/%.c=$(BUILD)/test/%.o) \
+            $(BUILD)/test/run.o
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
+
+ifneq ($(SAN),)
+GPUPACK := $(BUILD)/gpupack
+else
+GPUPACK := bin/gpupack
+endif
+
+.PHONY: all build deps run test test-plain test-san valgrind bench clean
+# deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
+all: deps
+	@$(MAKE) --no-print-directory build
+
+build: $(GPUPACK)
+
+deps:
+	@scripts/deps.sh
+
+$(GPUPACK): $(BUILD)/src/main.o $(BUILD)/libgpupack.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libgpupack.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# Test suites: test/test_NAME.c defines `Suite *suite_NAME(void)`; the list is generated.
+$(BUILD)/test/suites.h: $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	@for f in $(TEST_SRC); do n=$$(basename $$f .c); n=$${n#test_}; \
+	  echo "SUITE($$n)"; done > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/test/run.o: test/run.c $(BUILD)/test/suites.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I$(BUILD)/test -c -o $@ $<
+
+$(BUILD)/test/%.o: test/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itest -c -o $@ $<
+
+$(BUILD)/unit-tests: $(TEST_OBJ) $(BUILD)/libgpupack.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+run: all
+	$(GPUPACK) serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765
+
+test: deps
+	@$(MAKE) --no-print-directory test-plain
+	@$(MAKE) --no-print-directory test-san SAN=address,undefined
+
+test-plain test-san: $(BUILD)/unit-tests $(GPUPACK)
+	@echo "== test suites ($(if $(SAN),sanitizers: $(SAN),plain build))"
+	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(BUILD)/unit-tests
+
+valgrind: $(BUILD)/unit-tests $(GPUPACK)
+	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) CK_FORK=no \
+	  valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --error-exitcode=3 --quiet $(BUILD)/unit-tests
+
+bin/%: bench/%.c $(BUILD)/libgpupack.a
+	@mkdir -p bin
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: deps
+	@$(MAKE) --no-print-directory build $(BENCH_BIN)
+
+clean:
+	rm -rf build bin
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d

@@ -1,0 +1,117 @@
+/* cluster.h -- the node -> GPU -> allocation store; one lock; assume / confirm / forget.
+ *
+ * The store mirrors what the API server says (nodes and their GPUs, pods and
+ * the GPUs their annotations name) plus what bind has assumed and the watch
+ * has not yet confirmed. It is fed by the embedded cluster file or by the
+ * watch, read by filter/prioritize/inspect, written by bind.
+ *
+ * Thread-safety: every function takes the store's lock itself, except the
+ * cluster_rd_* accessors, which must be called between cluster_rdlock() and
+ * cluster_unlock() -- pointers they return are valid only until the unlock.
+ *
+ * Memory: gp_node objects in the store are allocated to their GPU count: never
+ * copy one by value; use gp_node_size() with memcpy. */
+#ifndef GP_CLUSTER_H
+#define GP_CLUSTER_H
+
+#include <jansson.h>
+
+#include "gpu.h"
+#include "inventory.h"
+#include "placement.h"
+#include "util.h"
+
+typedef struct gp_cluster gp_cluster;
+
+gp_cluster *cluster_new(void);
+void cluster_free(gp_cluster *c);           /* accepts NULL */
+
+/* Bytes of a gp_node with n GPUs. */
+size_t gp_node_size(int ngpus);
+
+/* --- nodes ------------------------------------------------------------ */
+
+/* Adds or replaces a node's inventory. Allocations of pods on GPUs that still
+ * exist (same device index) are kept; holds on vanished GPUs are kept in the
+ * pod records and reapplied if the GPU returns. */
+void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *inv);
+void cluster_remove_node(gp_cluster *c, const char *name);
+
+/* Relist support: between begin and end, every node upserted is kept; at end
+ * the nodes not upserted since begin are removed. */
+void cluster_nodes_resync_begin(gp_cluster *c);
+void cluster_nodes_resync_end(gp_cluster *c);
+
+/* --- pods ------------------------------------------------------------- */
+
+typedef enum {
+    GP_POD_ASSUMED = 1,   /* bind chose GPUs; the API server has not shown it bound yet */
+    GP_POD_BOUND = 2      /* seen bound with its assignment (or bound in embedded mode) */
+} gp_pod_state;
+
+/* Atomically: place req on node `node` under the write lock and record the
+ * result as `state` (ASSUMED for live bind, BOUND in embedded mode).
+ * If the pod (by uid) already holds GPUs on that node, returns 0 with its
+ * existing assignment (idempotent bind); on another node, -1.
+ * Returns 0 and fills *out, or -1 with a reason in err (no state changed). */
+int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
+                             const gp_place_opts *opts, const char *policy,
+                             gp_pod_state state, gp_assignment *out, gp_err *err) GP_WUR;
+
+/* Bind's API calls succeeded: ASSUMED -> stays ASSUMED until the watch
+ * confirms it (cluster_pod_observed), but is no longer subject to rollback. */
+void cluster_bind_done(gp_cluster *c, const char *uid);
+
+/* Undoes an ASSUMED pod (failed PATCH or Binding). No-op for other states. */
+void cluster_forget(gp_cluster *c, const char *uid);
+
+/* What the watch (or the cluster file) knows of a pod. */
+typedef struct gp_pod_obs {
+    const char *uid, *ns, *name;
+    const char *node_name;         /* spec.nodeName; NULL or "" = not bound */
+    bool terminal;                 /* deleted, or phase Succeeded/Failed */
+    const gp_assignment *assign;   /* decoded from annotations; NULL = none */
+} gp_pod_obs;
+
+/* Applies an observation: terminal -> release; bound with an assignment whose
+ * node matches -> record/confirm as BOUND (the annotations are the truth, even
+ * if they differ from what was assumed); anything else leaves ASSUMED state
+ * alone. Holds may over-commit a GPU here (the cluster says so); placement then
+ * sees no free capacity there. */
+void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs);
+
+/* Relist of pods: pods not observed between begin and end are released,
+ * except ASSUMED ones (TTL handles those). */
+void cluster_pods_resync_begin(gp_cluster *c);
+void cluster_pods_resync_end(gp_cluster *c);
+
+/* Releases ASSUMED pods older than ttl_s seconds (monotonic clock). Returns
+ * how many expired. */
+int cluster_expire_assumed(gp_cluster *c, double ttl_s);
+
+/* --- reading ---------------------------------------------------------- */
+
+void cluster_rdlock(gp_cluster *c);
+void cluster_unlock(gp_cluster *c);
+const gp_node *cluster_rd_node(const gp_cluster *c, const char *name);   /* NULL if unknown */
+/* Iterates nodes in no particular order; returns NULL past the end. */
+const gp_node *cluster_rd_node_at(const gp_cluster *c, size_t *iter);
+size_t cluster_rd_node_count(const gp_cluster *c);
+
+/* A pod's recorded assignment (copy), state and policy; 0 or -1 when unknown. */
+int cluster_pod_get(gp_cluster *c, const char *uid, gp_assignment *out, gp_pod_state *state);
+
+typedef struct gp_cluster_stats {
+    size_t nodes, gpus, pods_bound, pods_assumed;
+    int64_t mem_total, mem_used;    /* MiB over healthy GPUs */
+    int64_t core_total, core_used;  /* per-mille */
+} gp_cluster_stats;
+void cluster_stats(gp_cluster *c, gp_cluster_stats *out);
+
+/* JSON view for /inspect: {"nodes":[{name,source,gpus:[{index,uuid,model,healthy,
+ * memory:{used,total},core:{used,total},pods:[{namespace,name,uid,state,policy,memMiB,core}]}]}]}
+ * node == NULL: all nodes (sorted by name); else that one ({"node":...} or NULL
+ * when unknown). Returns owned json. */
+json_t *cluster_inspect(gp_cluster *c, const char *node);
+
+#endif

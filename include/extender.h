@@ -1,0 +1,63 @@
+/* extender.h -- kube-scheduler extender verbs: decoded request -> decision.
+ *
+ * No sockets here: server.c hands over request bodies and sends back what
+ * these return. In live mode a binder (kube side) writes the annotations and
+ * the Binding; in embedded mode there is none and bind only records. */
+#ifndef GP_EXTENDER_H
+#define GP_EXTENDER_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "cluster.h"
+#include "policy.h"
+#include "util.h"
+
+typedef struct gp_extender gp_extender;
+
+/* What bind asks the binder to do for one pod. */
+typedef struct gp_bind_call {
+    const char *ns, *name, *uid, *node;
+    const json_t *annotations;    /* the object to merge into metadata.annotations */
+    const gp_assignment *assign;
+    const char *policy;
+} gp_bind_call;
+
+/* PATCHes the annotations and POSTs the Binding. Returns 0, or -1 with a
+ * message that says which step failed and why. Called without store locks. */
+typedef int (*gp_binder_fn)(void *ud, const gp_bind_call *call, gp_err *err);
+
+/* Returns the current policy set, referenced (caller unrefs). */
+typedef gp_policy_set *(*gp_policy_source_fn)(void *ud);
+
+typedef struct gp_extender_config {
+    gp_binder_fn binder;          /* NULL: embedded mode, bind records as BOUND */
+    void *binder_ud;
+    gp_policy_source_fn policies; /* NULL: the built-in default set */
+    void *policies_ud;
+    size_t pending_max;           /* pod requests remembered between filter and bind (default 10000) */
+    double pending_ttl_s;         /* how long they are remembered (default 600) */
+} gp_extender_config;
+
+/* Borrows c (must outlive the extender). */
+gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg);
+void extender_free(gp_extender *e);   /* accepts NULL */
+
+/* One verb: `body` is the raw request (borrowed). Returns the HTTP status and
+ * sets *out to the owned JSON answer (a {"error": "..."} object for 4xx).
+ * Thread-safe. */
+int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out);
+int extender_prioritize(gp_extender *e, const char *body, size_t len, json_t **out);
+int extender_bind(gp_extender *e, const char *body, size_t len, json_t **out);
+
+/* Remembers a pending pod's request (the watch calls this for unscheduled
+ * pods, so bind knows them even without a preceding filter). Borrows pod. */
+void extender_note_pod(gp_extender *e, const json_t *pod);
+
+/* Counters for /metrics. */
+typedef struct gp_extender_stats {
+    unsigned long filter, prioritize, bind, bind_errors, bad_requests;
+} gp_extender_stats;
+void extender_stats(gp_extender *e, gp_extender_stats *out);
+
+#endif

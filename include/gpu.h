@@ -1,0 +1,128 @@
+/* gpu.h -- the shared data model: GPUs, nodes, pod GPU requests, assignments.
+ *
+ * Units everywhere inside gpupack:
+ *   memory  MiB (int64_t)
+ *   compute per-mille of one GPU (int, 0..GP_CORE_FULL); users write percent
+ *           (gpupack.io/gpu-core: 30 == 300 here), the traces write milli.
+ * Plain structs with fixed bounds: no ownership questions, cheap to copy. */
+#ifndef GP_GPU_H
+#define GP_GPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GP_CORE_FULL 1000
+#define GP_MAX_GPUS_PER_NODE 64   /* inventories larger than this are rejected */
+#define GP_MAX_GPUS_PER_CTR 16    /* gpu-count above this is rejected */
+#define GP_MAX_CTRS 16            /* GPU-using containers per pod (init included) */
+#define GP_UUID_MAX 96
+#define GP_MODEL_MAX 64
+#define GP_NAME_MAX 254           /* DNS subdomain 253 + NUL */
+#define GP_CTR_NAME_MAX 64        /* DNS label 63 + NUL */
+#define GP_UID_MAX 64
+#define GP_MODELS_MAX 256         /* a '|'-separated model list */
+
+/* One physical GPU of a node, as an inventory source reports it. */
+typedef struct gp_gpu_info {
+    int index;                    /* device index on the node */
+    char uuid[GP_UUID_MAX];       /* "" when the source does not know it */
+    char model[GP_MODEL_MAX];     /* "" when unknown */
+    int64_t mem_total;            /* MiB */
+    int core_total;               /* per-mille; GP_CORE_FULL for a whole GPU */
+    bool healthy;
+} gp_gpu_info;
+
+/* A GPU with its allocation, as the cluster store and placement see it. */
+typedef struct gp_gpu {
+    gp_gpu_info info;
+    int64_t mem_used;             /* MiB held by pods (assumed or bound) */
+    int core_used;                /* per-mille held by pods */
+    int pods;                     /* pods holding any part of this GPU */
+} gp_gpu;
+
+/* A node as placement sees it. `cpu_*`/`host_mem_*` are 0 when unknown
+ * (the live extender leaves those checks to kube-scheduler; the simulator
+ * fills them). */
+typedef struct gp_node {
+    char name[GP_NAME_MAX];
+    int ngpus;
+    gp_gpu gpus[GP_MAX_GPUS_PER_NODE];  /* positions 0..ngpus-1, sorted by index */
+    char source[16];              /* inventory source: gpupack, hami, gfd, aliyun, trace */
+    int64_t cpu_alloc_milli, cpu_used_milli;
+    int64_t host_mem_alloc_mib, host_mem_used_mib;
+} gp_node;
+
+typedef enum { GP_PROFILE_NATIVE = 0, GP_PROFILE_ALIYUN = 1 } gp_profile;
+
+/* One GPU-using container's request. Memory comes either in MiB or, when
+ * mem_mib is 0 and mem_permille > 0, as a share of each GPU's own memory
+ * (whole-GPU requests and trace replays use this). */
+typedef struct gp_ctr_req {
+    char name[GP_CTR_NAME_MAX];
+    bool init;                    /* an init container: runs before the others */
+    int count;                    /* physical GPUs, >= 1 */
+    int64_t mem_mib;              /* per GPU */
+    int mem_permille;             /* per GPU, used when mem_mib == 0 */
+    int core;                     /* per GPU, per-mille; 0 = unconstrained */
+} gp_ctr_req;
+
+/* What a pod asks of gpupack. `nctrs == 0` means the pod is not managed. */
+typedef struct gp_pod_req {
+    char ns[GP_NAME_MAX];
+    char name[GP_NAME_MAX];
+    char uid[GP_UID_MAX];
+    gp_profile profile;
+    int nctrs;
+    gp_ctr_req ctrs[GP_MAX_CTRS]; /* regular containers first, then init containers */
+    char models[GP_MODELS_MAX];   /* gpupack.io/gpu-model; "" = any */
+    char policy[GP_NAME_MAX];     /* gpupack.io/policy; "" = none asked */
+    int64_t cpu_milli;            /* host requests, for the simulator's fit (0 = none) */
+    int64_t host_mem_mib;
+} gp_pod_req;
+
+/* Where a pod's containers run: the answer of placement, what bind records
+ * and what the gpupack.io/assignment annotation carries. */
+typedef struct gp_gpu_grant {
+    int index;                    /* device index on the node */
+    int64_t mem_mib;
+    int core;                     /* per-mille */
+} gp_gpu_grant;
+
+typedef struct gp_ctr_assign {
+    char name[GP_CTR_NAME_MAX];
+    bool init;
+    int ngpus;
+    gp_gpu_grant gpus[GP_MAX_GPUS_PER_CTR];
+} gp_ctr_assign;
+
+typedef struct gp_assignment {
+    char node[GP_NAME_MAX];
+    int nctrs;
+    gp_ctr_assign ctrs[GP_MAX_CTRS];
+} gp_assignment;
+
+/* What a pod holds on one GPU over its life: max(any one init container,
+ * sum of the regular containers), per dimension. */
+typedef struct gp_hold {
+    int index;
+    int64_t mem_mib;
+    int core;
+} gp_hold;
+
+/* Fills holds (capacity GP_MAX_GPUS_PER_NODE) from an assignment; returns
+ * how many GPUs the pod holds. Pure. */
+int gp_assignment_holds(const gp_assignment *a, gp_hold *holds);
+
+/* Position of device `index` in node->gpus, or -1. */
+int gp_node_gpu_pos(const gp_node *node, int index);
+
+/* Memory a request needs on a given GPU (resolves mem_permille). */
+int64_t gp_ctr_mem_on(const gp_ctr_req *c, const gp_gpu_info *g);
+
+/* True when `model` is allowed by a '|'-separated list ("" allows all).
+ * Case-insensitive; an entry matches whole '-'/' '/'_'-separated tokens of the
+ * model: "A100" matches "A100-SXM4-40GB" and "T4" matches "Tesla-T4", but "A10"
+ * does not match "A100". */
+bool gp_model_allowed(const char *list, const char *model);
+
+#endif

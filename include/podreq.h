@@ -1,0 +1,34 @@
+/* podreq.h -- a Kubernetes Pod (JSON) -> what it asks of gpupack. Pure. */
+#ifndef GP_PODREQ_H
+#define GP_PODREQ_H
+
+#include <jansson.h>
+
+#include "gpu.h"
+#include "util.h"
+
+/* Which resource names mean what, and their units. A policy can rename them. */
+typedef struct gp_resource_names {
+    char mem[GP_NAME_MAX];          /* default gpupack.io/gpu-mem */
+    int64_t mem_unit_mib;           /* MiB per unit of `mem`: 1 (MiB) or 1024 (GiB) */
+    char count[GP_NAME_MAX];        /* default gpupack.io/gpu-count */
+    char core[GP_NAME_MAX];         /* default gpupack.io/gpu-core (percent) */
+    char aliyun_mem[GP_NAME_MAX];   /* default aliyun.com/gpu-mem; "" disables the profile */
+    int64_t aliyun_unit_mib;        /* default 1024 (GiB), 1 when configured as MiB */
+} gp_resource_names;
+
+void podreq_default_names(gp_resource_names *n);
+
+/* Decodes pod metadata and the GPU requests of its containers: limits, with
+ * requests as a fallback; init containers flagged; quantities as strings or
+ * numbers. A container with only gpu-count gets whole GPUs. Pods asking the
+ * aliyun memory resource get the aliyun profile (one GPU per container).
+ * Returns 0 (out->nctrs == 0 means not a gpupack pod) or -1 with a message
+ * that names the field. `pod` is borrowed. */
+int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out,
+                  gp_err *err) GP_WUR;
+
+/* The pod's labels object (borrowed from pod; NULL when absent). */
+const json_t *podreq_labels(const json_t *pod);
+
+#endif

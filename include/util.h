@@ -1,0 +1,54 @@
+/* util.h -- allocation that aborts on OOM, bounded growable buffers, error text. */
+#ifndef GP_UTIL_H
+#define GP_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_WUR __attribute__((warn_unused_result))
+#define GP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define GP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Out of memory is not a recoverable condition for a scheduler extender: these
+ * print a message and abort, so logic code carries no NULL checks. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);          /* NULL in, NULL out */
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) GP_PRINTF(1, 2);
+
+/* An error message filled by fallible functions. Callers own it on the stack. */
+typedef struct gp_err {
+    char msg[512];
+} gp_err;
+
+/* Sets err->msg (err may be NULL); always returns -1 so callers can
+ * `return gp_fail(err, "...")`. */
+int gp_fail(gp_err *err, const char *fmt, ...) GP_PRINTF(2, 3);
+
+/* A growable byte buffer with a hard size limit, for anything filled from the
+ * network. Always NUL-terminated after a successful append. */
+typedef struct gp_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t max;   /* appends past this many bytes fail */
+} gp_buf;
+
+void gp_buf_init(gp_buf *b, size_t max);
+/* Returns 0, or -1 (buffer unchanged) when the result would exceed b->max. */
+int gp_buf_append(gp_buf *b, const void *p, size_t n) GP_WUR;
+int gp_buf_printf(gp_buf *b, const char *fmt, ...) GP_PRINTF(2, 3) GP_WUR;
+void gp_buf_reset(gp_buf *b);
+void gp_buf_free(gp_buf *b);   /* accepts a zeroed or freed buffer */
+
+/* Bounded copy; always terminates dst (dstsize > 0). Returns strlen(src). */
+size_t gp_strlcpy(char *dst, const char *src, size_t dstsize);
+
+/* Wall clock in Unix nanoseconds, and a monotonic clock in seconds. */
+int64_t gp_now_ns(void);
+double gp_mono_s(void);
+
+#endif
