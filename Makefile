@@ -17,12 +17,14 @@ WARN    += -Werror
 endif
 
 # Sanitizer builds live in their own tree: make SAN=address,undefined
+# BUILD_ROOT lets several people build in one tree without clobbering each other.
+BUILD_ROOT ?= build
 ifneq ($(SAN),)
-BUILD   ?= build/san
+BUILD   := $(BUILD_ROOT)/san
 SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
 OPT     := -O1 -g
 else
-BUILD   ?= build/out
+BUILD   := $(BUILD_ROOT)/out
 endif
 
 DEPS_OK := $(shell scripts/deps.sh --check >/dev/null 2>&1 && echo yes)
@@ -46,11 +48,7 @@ TEST_OBJ := $(TEST_SRC:test/%.c=$(BUILD)/test/%.o) $(TEST_SUP:test/%.c=$(BUILD)/
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
 
-ifneq ($(SAN),)
 GPUPACK := $(BUILD)/gpupack
-else
-GPUPACK := bin/gpupack
-endif
 
 .PHONY: all build deps run test test-plain test-san valgrind bench clean
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
@@ -58,6 +56,7 @@ all: deps
 	@$(MAKE) --no-print-directory build
 
 build: $(GPUPACK)
+	@mkdir -p bin && cp -f $(GPUPACK) bin/gpupack.tmp && mv -f bin/gpupack.tmp bin/gpupack
 
 deps:
 	@scripts/deps.sh
@@ -92,7 +91,7 @@ $(BUILD)/unit-tests: $(TEST_OBJ) $(BUILD)/libgpupack.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 run: all
-	$(GPUPACK) serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765
+	bin/gpupack serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765
 
 test: deps
 	@$(MAKE) --no-print-directory test-plain

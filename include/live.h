@@ -1,0 +1,34 @@
+/* live.h -- live mode: the API server feeds the store (LIST+WATCH) and bind
+ * writes annotations and the Binding through it. */
+#ifndef GP_LIVE_H
+#define GP_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cluster.h"
+#include "extender.h"
+#include "util.h"
+
+typedef struct gp_live_config {
+    const char *kubeconfig;        /* NULL: in-cluster service account */
+    double assume_ttl_s;           /* assumed pods not seen bound expire after this (default 120) */
+    int64_t aliyun_unit_mib;       /* for restoring aliyun annotations (default 1024) */
+} gp_live_config;
+
+typedef struct gp_live gp_live;
+
+/* Reads credentials and prepares the client; no network yet. Borrows c. */
+gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err);
+/* The binder the extender calls in live mode (ud = the gp_live). */
+gp_binder_fn live_binder(void);
+/* Starts the node and pod reflectors (threads). Borrows e for note_pod. */
+int live_start(gp_live *l, gp_extender *e, gp_err *err) GP_WUR;
+/* True once the first full LIST of nodes and of pods has been applied. */
+bool live_ready(gp_live *l);
+/* True while the data may be stale (watch down); why gets a reason. */
+bool live_stale(gp_live *l, char *why, size_t whylen);
+/* Stops threads and frees; accepts NULL. */
+void live_free(gp_live *l);
+
+#endif
