@@ -116,8 +116,9 @@ int gp_assignment_holds(const gp_assignment *a, gp_hold *holds);
 /* Position of device `index` in node->gpus, or -1. */
 int gp_node_gpu_pos(const gp_node *node, int index);
 
-/* Memory a request needs on a given GPU (resolves mem_permille). */
-int64_t gp_ctr_mem_on(const gp_ctr_req *c, const gp_gpu_info *g);
+/* Memory a request needs on a GPU with `alloc_mib` allocatable MiB (its
+ * memory less any policy reserve): resolves mem_permille, rounding up. */
+int64_t gp_ctr_mem_on(const gp_ctr_req *c, int64_t alloc_mib);
 
 /* True when `model` is allowed by a '|'-separated list ("" allows all).
  * Case-insensitive; an entry matches whole '-'/' '/'_'-separated tokens of the

@@ -73,12 +73,14 @@ int gp_node_gpu_pos(const gp_node *node, int index)
     return -1;
 }
 
-int64_t gp_ctr_mem_on(const gp_ctr_req *c, const gp_gpu_info *g)
+int64_t gp_ctr_mem_on(const gp_ctr_req *c, int64_t alloc_mib)
 {
     if (c->mem_mib > 0 || c->mem_permille <= 0)
         return c->mem_mib;
-    /* ceil(permille / 1000 * total), as the trace protocol defines it */
-    return (g->mem_total * c->mem_permille + GP_CORE_FULL - 1) / GP_CORE_FULL;
+    if (alloc_mib <= 0)
+        return 1;   /* nothing to share: never fits an empty GPU */
+    /* ceil(permille / 1000 * memory), as the trace protocol defines it */
+    return (alloc_mib * c->mem_permille + GP_CORE_FULL - 1) / GP_CORE_FULL;
 }
 
 static bool is_sep(char c)
