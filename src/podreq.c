@@ -1,0 +1,253 @@
+/* podreq.c -- a Kubernetes Pod (JSON) -> what it asks of gpupack. */
+#include "podreq.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "quantity.h"
+
+#define ANN_GPU_MODEL "gpupack.io/gpu-model"
+#define ANN_POLICY "gpupack.io/policy"
+
+void podreq_default_names(gp_resource_names *n)
+{
+    memset(n, 0, sizeof *n);
+    gp_strlcpy(n->mem, "gpupack.io/gpu-mem", sizeof n->mem);
+    n->mem_unit_mib = 1;
+    gp_strlcpy(n->count, "gpupack.io/gpu-count", sizeof n->count);
+    gp_strlcpy(n->core, "gpupack.io/gpu-core", sizeof n->core);
+    gp_strlcpy(n->aliyun_mem, "aliyun.com/gpu-mem", sizeof n->aliyun_mem);
+    n->aliyun_unit_mib = 1024;
+}
+
+const json_t *podreq_labels(const json_t *pod)
+{
+    const json_t *l = json_object_get(json_object_get(pod, "metadata"), "labels");
+    return json_is_object(l) ? l : NULL;
+}
+
+/* A resource value: quantity string or JSON number. 1 found, 0 absent, -1 bad. */
+static int resource_int(const json_t *list, const char *name, const char *where, int64_t *out,
+                        gp_err *err)
+{
+    const json_t *v = json_object_get(list, name);
+    if (!v || json_is_null(v))
+        return 0;
+    gp_err e;
+    if (json_is_string(v)) {
+        if (quantity_parse_int(json_string_value(v), out, &e))
+            return gp_fail(err, "%s[\"%s\"]: %s", where, name, e.msg);
+        return 1;
+    }
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0)
+            return gp_fail(err, "%s[\"%s\"]: negative value", where, name);
+        *out = json_integer_value(v);
+        return 1;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d < 0 || d != floor(d) || d > 9e15)
+            return gp_fail(err, "%s[\"%s\"]: %g is not a whole non-negative number", where, name,
+                           d);
+        *out = (int64_t)d;
+        return 1;
+    }
+    return gp_fail(err, "%s[\"%s\"]: must be a quantity string or a number", where, name);
+}
+
+/* limits, then requests (Kubernetes defaults requests from limits). */
+static int container_int(const json_t *res, const char *name, const char *where, int64_t *out,
+                         gp_err *err)
+{
+    char w[160];
+    snprintf(w, sizeof w, "%s.resources.limits", where);
+    int rc = resource_int(json_object_get(res, "limits"), name, w, out, err);
+    if (rc)
+        return rc;
+    snprintf(w, sizeof w, "%s.resources.requests", where);
+    return resource_int(json_object_get(res, "requests"), name, w, out, err);
+}
+
+static int64_t host_milli(const json_t *res, const char *name)
+{
+    const json_t *v = json_object_get(json_object_get(res, "requests"), name);
+    if (!v)
+        v = json_object_get(json_object_get(res, "limits"), name);
+    int64_t m = 0;
+    if (json_is_string(v) && quantity_parse_milli(json_string_value(v), &m, NULL) == 0)
+        return m > 0 ? m : 0;
+    if (json_is_integer(v))
+        return json_integer_value(v) * 1000;
+    return 0;
+}
+
+typedef struct acc {
+    int64_t cpu_sum, mem_sum, cpu_init, mem_init;
+    bool native, aliyun;
+} acc;
+
+static int decode_container(const json_t *c, const char *where, bool init,
+                            const gp_resource_names *n, gp_pod_req *out, acc *a, gp_err *err)
+{
+    if (!json_is_object(c))
+        return gp_fail(err, "%s: must be an object", where);
+    const json_t *res = json_object_get(c, "resources");
+    if (res && !json_is_object(res))
+        return gp_fail(err, "%s.resources: must be an object", where);
+    const json_t *jname = json_object_get(c, "name");
+    const char *name = json_is_string(jname) ? json_string_value(jname) : "";
+    int64_t cpu = host_milli(res, "cpu");
+    int64_t mem = host_milli(res, "memory") / 1000 / (1024 * 1024);   /* bytes -> MiB */
+    if (init) {
+        if (cpu > a->cpu_init)
+            a->cpu_init = cpu;
+        if (mem > a->mem_init)
+            a->mem_init = mem;
+    } else {
+        a->cpu_sum += cpu;
+        a->mem_sum += mem;
+    }
+    if (!res)
+        return 0;
+
+    int64_t gmem = 0, count = 0, core = 0, amem = 0;
+    int has_mem = container_int(res, n->mem, where, &gmem, err);
+    if (has_mem < 0)
+        return -1;
+    int has_count = container_int(res, n->count, where, &count, err);
+    if (has_count < 0)
+        return -1;
+    int has_core = container_int(res, n->core, where, &core, err);
+    if (has_core < 0)
+        return -1;
+    int has_amem = 0;
+    if (n->aliyun_mem[0]) {
+        has_amem = container_int(res, n->aliyun_mem, where, &amem, err);
+        if (has_amem < 0)
+            return -1;
+    }
+    if (!(has_mem && gmem) && !(has_count && count) && !(has_core && core) && !(has_amem && amem))
+        return 0;   /* not a GPU container */
+    if (core > 100)
+        return gp_fail(err, "%s: %s is %lld, compute share is a percent from 0 to 100", where,
+                       n->core, (long long)core);
+    if (count > GP_MAX_GPUS_PER_CTR)
+        return gp_fail(err, "%s: %s is %lld, at most %d GPUs per container", where, n->count,
+                       (long long)count, GP_MAX_GPUS_PER_CTR);
+    if (strlen(name) >= GP_CTR_NAME_MAX)
+        return gp_fail(err, "%s.name: longer than %d characters", where, GP_CTR_NAME_MAX - 1);
+    if (gmem > INT64_MAX / (n->mem_unit_mib ? n->mem_unit_mib : 1) ||
+        amem > INT64_MAX / (n->aliyun_unit_mib ? n->aliyun_unit_mib : 1))
+        return gp_fail(err, "%s: GPU memory request is out of range", where);
+
+    if (has_amem && amem) {
+        a->aliyun = true;
+        if (a->native)
+            goto mixed;
+        /* aliyun profile: the whole pod shares one GPU; containers add up */
+        for (int i = 0; i < out->nctrs; i++) {
+            if (out->ctrs[i].init == init) {
+                out->ctrs[i].mem_mib += amem * n->aliyun_unit_mib;
+                return 0;
+            }
+        }
+        if (out->nctrs == GP_MAX_CTRS)
+            goto too_many;
+        gp_ctr_req *r = &out->ctrs[out->nctrs++];
+        memset(r, 0, sizeof *r);
+        gp_strlcpy(r->name, name, sizeof r->name);
+        r->init = init;
+        r->count = 1;
+        r->mem_mib = amem * n->aliyun_unit_mib;
+        return 0;
+    }
+    a->native = true;
+    if (a->aliyun)
+        goto mixed;
+    if (out->nctrs == GP_MAX_CTRS)
+        goto too_many;
+    gp_ctr_req *r = &out->ctrs[out->nctrs++];
+    memset(r, 0, sizeof *r);
+    gp_strlcpy(r->name, name, sizeof r->name);
+    r->init = init;
+    r->count = (has_count && count) ? (int)count : 1;
+    r->mem_mib = gmem * n->mem_unit_mib;
+    r->core = (int)core * 10;
+    if (r->mem_mib == 0 && r->core == 0) {
+        /* only a GPU count: whole GPUs */
+        r->mem_permille = GP_CORE_FULL;
+        r->core = GP_CORE_FULL;
+    }
+    return 0;
+mixed:
+    return gp_fail(err, "%s: pod mixes %s with %s resources; use one profile per pod", where,
+                   n->aliyun_mem, "gpupack.io");
+too_many:
+    return gp_fail(err, "%s: pod has more than %d GPU containers", where, GP_MAX_CTRS);
+}
+
+static int copy_str(char *dst, size_t len, const json_t *v, const char *what, gp_err *err)
+{
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return gp_fail(err, "%s: must be a string", what);
+    if (strlen(json_string_value(v)) >= len)
+        return gp_fail(err, "%s: longer than %zu characters", what, len - 1);
+    gp_strlcpy(dst, json_string_value(v), len);
+    return 0;
+}
+
+int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out, gp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(pod))
+        return gp_fail(err, "Pod: must be an object");
+    const json_t *md = json_object_get(pod, "metadata");
+    if (!json_is_object(md))
+        return gp_fail(err, "Pod.metadata: missing or not an object");
+    if (copy_str(out->name, sizeof out->name, json_object_get(md, "name"), "Pod.metadata.name", err) ||
+        copy_str(out->ns, sizeof out->ns, json_object_get(md, "namespace"),
+                 "Pod.metadata.namespace", err) ||
+        copy_str(out->uid, sizeof out->uid, json_object_get(md, "uid"), "Pod.metadata.uid", err))
+        return -1;
+    if (!out->ns[0])
+        gp_strlcpy(out->ns, "default", sizeof out->ns);
+    const json_t *ann = json_object_get(md, "annotations");
+    if (ann && !json_is_object(ann))
+        return gp_fail(err, "Pod.metadata.annotations: must be an object");
+    if (copy_str(out->models, sizeof out->models, json_object_get(ann, ANN_GPU_MODEL),
+                 "annotation " ANN_GPU_MODEL, err) ||
+        copy_str(out->policy, sizeof out->policy, json_object_get(ann, ANN_POLICY),
+                 "annotation " ANN_POLICY, err))
+        return -1;
+
+    const json_t *spec = json_object_get(pod, "spec");
+    if (!json_is_object(spec))
+        return gp_fail(err, "Pod.spec: missing or not an object");
+    acc a = {0};
+    static const struct {
+        const char *key;
+        bool init;
+    } lists[] = {{"containers", false}, {"initContainers", true}};
+    for (size_t l = 0; l < GP_ARRAY_LEN(lists); l++) {
+        const json_t *arr = json_object_get(spec, lists[l].key);
+        if (!arr || json_is_null(arr))
+            continue;
+        if (!json_is_array(arr))
+            return gp_fail(err, "Pod.spec.%s: must be an array", lists[l].key);
+        for (size_t i = 0; i < json_array_size(arr); i++) {
+            char where[64];
+            snprintf(where, sizeof where, "spec.%s[%zu]", lists[l].key, i);
+            if (decode_container(json_array_get(arr, i), where, lists[l].init, names, out, &a,
+                                 err))
+                return -1;
+        }
+    }
+    out->profile = a.aliyun ? GP_PROFILE_ALIYUN : GP_PROFILE_NATIVE;
+    out->cpu_milli = a.cpu_sum > a.cpu_init ? a.cpu_sum : a.cpu_init;
+    out->host_mem_mib = a.mem_sum > a.mem_init ? a.mem_sum : a.mem_init;
+    return 0;
+}
