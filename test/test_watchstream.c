@@ -1,0 +1,207 @@
+/* test_watchstream.c -- the watch line splitter on real apiserver streams, split at every byte. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "livetest.h"
+#include "watchstream.h"
+
+typedef struct {
+    gp_buf all;      /* lines joined with '\n' */
+    int n;
+    int stop_after;  /* callback returns -1 after this many lines (0 = never) */
+} collect;
+
+static int on_line(void *ud, const char *line, size_t len)
+{
+    collect *c = ud;
+    ck_assert_uint_eq(strlen(line), len);
+    ck_assert(gp_buf_append(&c->all, line, len) == 0);
+    ck_assert(gp_buf_append(&c->all, "\n", 1) == 0);
+    c->n++;
+    if (c->stop_after && c->n >= c->stop_after)
+        return -1;
+    return 0;
+}
+
+static const char *const streams[] = {
+    "samples/wire/watch/pods-watch.jsonl",
+    "samples/wire/watch/nodes-watch.jsonl",
+    "samples/wire/watch/pods-watch-no-rv-initial-state.jsonl",
+    "samples/wire/gone/watch-pods-rv1-410.jsonl",
+    "samples/wire/gone/watch-nodes-rv1-410.jsonl",
+};
+
+static char *load(const char *rel, size_t *len)
+{
+    char *p = livetest_shared(rel);
+    char *data = livetest_read(p, len);
+    ck_assert_msg(data != NULL, "cannot read %s", p);
+    free(p);
+    return data;
+}
+
+static int count_lines(const char *data, size_t len)
+{
+    int n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += data[i] == '\n';
+    return n;
+}
+
+/* Every stream split in two at every offset yields exactly its lines. */
+START_TEST(split_every_offset)
+{
+    size_t len;
+    char *data = load(streams[_i], &len);
+    ck_assert(len > 0 && data[len - 1] == '\n');
+    int want = count_lines(data, len);
+    for (size_t k = 0; k <= len; k++) {
+        collect c = {.n = 0};
+        gp_buf_init(&c.all, 1u << 24);
+        gp_watchstream *w = watchstream_new(GP_WATCH_LINE_MAX, on_line, &c);
+        gp_err err;
+        ck_assert(watchstream_feed(w, data, k, &err) == 0);
+        ck_assert(watchstream_feed(w, data + k, len - k, &err) == 0);
+        ck_assert_int_eq(c.n, want);
+        ck_assert_uint_eq(c.all.len, len);
+        ck_assert(memcmp(c.all.data, data, len) == 0);
+        ck_assert_uint_eq(watchstream_pending(w), 0);
+        watchstream_free(w);
+        gp_buf_free(&c.all);
+    }
+    free(data);
+}
+END_TEST
+
+/* One byte at a time, and every line decodes as an event. */
+START_TEST(bytewise_and_parse)
+{
+    size_t len;
+    char *data = load(streams[_i], &len);
+    collect c = {.n = 0};
+    gp_buf_init(&c.all, 1u << 24);
+    gp_watchstream *w = watchstream_new(GP_WATCH_LINE_MAX, on_line, &c);
+    gp_err err;
+    for (size_t k = 0; k < len; k++)
+        ck_assert(watchstream_feed(w, data + k, 1, &err) == 0);
+    ck_assert_int_eq(c.n, count_lines(data, len));
+    char *save = NULL;
+    for (char *line = strtok_r(c.all.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        gp_watch_event ev;
+        ck_assert_msg(watchstream_event_parse(line, strlen(line), &ev, &err) == 0, "%s", err.msg);
+        ck_assert_ptr_nonnull(ev.object);
+        if (ev.type == GP_WATCH_ERROR) {
+            ck_assert_int_eq(ev.code, 410);
+            ck_assert_str_eq(ev.reason, "Expired");
+        } else {
+            ck_assert(ev.rv[0] != '\0');
+        }
+        watchstream_event_clear(&ev);
+    }
+    watchstream_free(w);
+    gp_buf_free(&c.all);
+    free(data);
+}
+END_TEST
+
+/* The event types of pods-watch.jsonl, in order (events-summary.txt). */
+START_TEST(pods_event_sequence)
+{
+    static const gp_watch_type want[] = {
+        GP_WATCH_ADDED,    GP_WATCH_MODIFIED, GP_WATCH_MODIFIED, GP_WATCH_ADDED,
+        GP_WATCH_MODIFIED, GP_WATCH_MODIFIED, GP_WATCH_MODIFIED, GP_WATCH_DELETED,
+        GP_WATCH_MODIFIED, GP_WATCH_DELETED,  GP_WATCH_ADDED,    GP_WATCH_MODIFIED,
+        GP_WATCH_DELETED,  GP_WATCH_BOOKMARK,
+    };
+    static const char *const rvs[] = {"229", "231", "233", "234", "235", "238", "239",
+                                      "240", "241", "242", "243", "244", "245", "245"};
+    size_t len;
+    char *data = load("samples/wire/watch/pods-watch.jsonl", &len);
+    size_t i = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+        ck_assert_uint_lt(i, GP_ARRAY_LEN(want));
+        gp_watch_event ev;
+        gp_err err;
+        ck_assert(watchstream_event_parse(line, strlen(line), &ev, &err) == 0);
+        ck_assert_int_eq(ev.type, want[i]);
+        ck_assert_str_eq(ev.rv, rvs[i]);
+        watchstream_event_clear(&ev);
+    }
+    ck_assert_uint_eq(i, GP_ARRAY_LEN(want));
+    free(data);
+}
+END_TEST
+
+START_TEST(line_limit)
+{
+    collect c = {.n = 0};
+    gp_buf_init(&c.all, 1024);
+    gp_watchstream *w = watchstream_new(8, on_line, &c);
+    gp_err err;
+    ck_assert(watchstream_feed(w, "12345678\n", 9, &err) == 0);   /* exactly the limit */
+    ck_assert_int_eq(c.n, 1);
+    ck_assert(watchstream_feed(w, "1234", 4, &err) == 0);
+    ck_assert(watchstream_feed(w, "56789", 5, &err) == -1);       /* one past, split */
+    ck_assert(strstr(err.msg, "exceeds 8 bytes") != NULL);
+    watchstream_reset(w);
+    ck_assert(watchstream_feed(w, "123456789\n", 10, &err) == -1); /* one past, whole */
+    watchstream_free(w);
+    gp_buf_free(&c.all);
+}
+END_TEST
+
+START_TEST(crlf_blank_partial_stop)
+{
+    collect c = {.n = 0};
+    gp_buf_init(&c.all, 1024);
+    gp_watchstream *w = watchstream_new(64, on_line, &c);
+    gp_err err;
+    ck_assert(watchstream_feed(w, "a\r\n\n\r\nb\nhalf", 12, &err) == 0);
+    ck_assert_int_eq(c.n, 2);
+    ck_assert_str_eq(c.all.data, "a\nb\n");
+    ck_assert_uint_eq(watchstream_pending(w), 4);   /* a cut event */
+    watchstream_reset(w);
+    ck_assert_uint_eq(watchstream_pending(w), 0);
+    c.stop_after = 3;
+    ck_assert(watchstream_feed(w, "x\ny\nz\n", 6, &err) == -1);
+    ck_assert_int_eq(c.n, 3);
+    watchstream_free(w);
+    watchstream_free(NULL);
+    gp_buf_free(&c.all);
+}
+END_TEST
+
+START_TEST(bad_events)
+{
+    static const char *const bad[] = {
+        "{", "[]", "{\"type\":\"ADDED\"}", "{\"object\":{}}",
+        "{\"type\":\"WHAT\",\"object\":{}}", "{\"type\":\"ADDED\",\"object\":[1]}",
+        "{\"type\":\"ADDED\",\"type\":\"DELETED\",\"object\":{}}", "\xff\xfe",
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(bad); i++) {
+        gp_watch_event ev;
+        gp_err err = {{0}};
+        ck_assert_msg(watchstream_event_parse(bad[i], strlen(bad[i]), &ev, &err) == -1, "%s", bad[i]);
+        ck_assert(err.msg[0] != '\0');
+        ck_assert_ptr_null(ev.object);
+    }
+}
+END_TEST
+
+Suite *suite_watchstream(void);
+Suite *suite_watchstream(void)
+{
+    Suite *s = suite_create("watchstream");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, split_every_offset, 0, (int)GP_ARRAY_LEN(streams));
+    tcase_add_loop_test(tc, bytewise_and_parse, 0, (int)GP_ARRAY_LEN(streams));
+    tcase_add_test(tc, pods_event_sequence);
+    tcase_add_test(tc, line_limit);
+    tcase_add_test(tc, crlf_blank_partial_stop);
+    tcase_add_test(tc, bad_events);
+    suite_add_tcase(s, tc);
+    return s;
+}
