@@ -71,6 +71,7 @@ typedef struct gp_pod_obs {
     const char *node_name;         /* spec.nodeName; NULL or "" = not bound */
     bool terminal;                 /* deleted, or phase Succeeded/Failed */
     const gp_assignment *assign;   /* decoded from annotations; NULL = none */
+    const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
 } gp_pod_obs;
 
 /* Applies an observation: terminal -> release; bound with an assignment whose
@@ -88,6 +89,10 @@ void cluster_pods_resync_end(gp_cluster *c);
 /* Releases ASSUMED pods older than ttl_s seconds (monotonic clock). Returns
  * how many expired. */
 int cluster_expire_assumed(gp_cluster *c, double ttl_s);
+
+/* GPUs of `node` that pods of namespace `ns` hold (distinct devices). Call
+ * under cluster_rdlock. */
+int cluster_rd_ns_gpus(const gp_cluster *c, const char *node, const char *ns);
 
 /* --- reading ---------------------------------------------------------- */
 

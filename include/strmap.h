@@ -1,0 +1,22 @@
+/* strmap.h -- string -> pointer hash map (open addressing). Not thread-safe:
+ * callers lock. Keys are copied; values are borrowed (the map never frees them). */
+#ifndef GP_STRMAP_H
+#define GP_STRMAP_H
+
+#include <stddef.h>
+
+typedef struct strmap strmap;
+
+strmap *strmap_new(void);
+void strmap_free(strmap *m);                    /* accepts NULL; values untouched */
+void *strmap_get(const strmap *m, const char *key);
+/* Sets key to val (val must not be NULL); returns the previous value or NULL. */
+void *strmap_put(strmap *m, const char *key, void *val);
+/* Removes key; returns its value or NULL. */
+void *strmap_del(strmap *m, const char *key);
+size_t strmap_count(const strmap *m);
+/* Iteration: *iter starts at 0; returns the next value (and key via *key if
+ * non-NULL) or NULL at the end. Do not modify the map while iterating. */
+void *strmap_next(const strmap *m, size_t *iter, const char **key);
+
+#endif

@@ -1,0 +1,596 @@
+/* cluster.c -- the node -> GPU -> allocation store; one lock; assume / confirm / forget. */
+#include "cluster.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "strmap.h"
+
+typedef struct pod_rec {
+    char uid[GP_UID_MAX];
+    char ns[GP_NAME_MAX];
+    char name[GP_NAME_MAX];
+    char policy[GP_NAME_MAX];
+    gp_pod_state state;
+    bool bind_done;
+    double assumed_at;          /* monotonic seconds */
+    unsigned gen;               /* last resync generation it was observed in */
+    gp_assignment *a;           /* allocated to a->nctrs containers */
+} pod_rec;
+
+typedef struct node_ent {
+    unsigned gen;
+    pod_rec **pods;             /* pods whose assignment names this node */
+    size_t npods, cappods;
+    gp_node node;               /* allocated to node.ngpus GPUs: keep last */
+} node_ent;
+
+struct gp_cluster {
+    pthread_rwlock_t lock;
+    strmap *nodes;              /* name -> node_ent */
+    strmap *pods;               /* uid -> pod_rec */
+    unsigned node_gen, pod_gen;
+};
+
+size_t gp_node_size(int ngpus)
+{
+    return offsetof(gp_node, gpus) + (size_t)ngpus * sizeof(gp_gpu);
+}
+
+static size_t ent_size(int ngpus)
+{
+    return offsetof(node_ent, node) + gp_node_size(ngpus);
+}
+
+static size_t assign_size(int nctrs)
+{
+    return offsetof(gp_assignment, ctrs) + (size_t)nctrs * sizeof(gp_ctr_assign);
+}
+
+static gp_assignment *assign_dup(const gp_assignment *a)
+{
+    gp_assignment *d = xmalloc(assign_size(a->nctrs));
+    memcpy(d, a, assign_size(a->nctrs));
+    return d;
+}
+
+static bool assign_equal(const gp_assignment *x, const gp_assignment *y)
+{
+    return x->nctrs == y->nctrs && memcmp(x, y, assign_size(x->nctrs)) == 0;
+}
+
+gp_cluster *cluster_new(void)
+{
+    gp_cluster *c = xcalloc(1, sizeof *c);
+    pthread_rwlock_init(&c->lock, NULL);
+    c->nodes = strmap_new();
+    c->pods = strmap_new();
+    return c;
+}
+
+static void rec_free(pod_rec *r)
+{
+    if (r) {
+        free(r->a);
+        free(r);
+    }
+}
+
+static void ent_free(node_ent *e)
+{
+    if (e) {
+        free(e->pods);
+        free(e);
+    }
+}
+
+void cluster_free(gp_cluster *c)
+{
+    if (!c)
+        return;
+    size_t it = 0;
+    node_ent *e;
+    while ((e = strmap_next(c->nodes, &it, NULL)))
+        ent_free(e);
+    it = 0;
+    pod_rec *r;
+    while ((r = strmap_next(c->pods, &it, NULL)))
+        rec_free(r);
+    strmap_free(c->nodes);
+    strmap_free(c->pods);
+    pthread_rwlock_destroy(&c->lock);
+    free(c);
+}
+
+static void wrlock(gp_cluster *c)
+{
+    pthread_rwlock_wrlock(&c->lock);
+}
+
+void cluster_rdlock(gp_cluster *c)
+{
+    pthread_rwlock_rdlock(&c->lock);
+}
+
+void cluster_unlock(gp_cluster *c)
+{
+    pthread_rwlock_unlock(&c->lock);
+}
+
+/* --------------------------------------------------------- accounting -- */
+
+/* Adds (sign 1) or removes (-1) a pod's holds on the GPUs of e that exist. */
+static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
+{
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(a, holds);
+    for (int h = 0; h < nh; h++) {
+        int pos = gp_node_gpu_pos(&e->node, holds[h].index);
+        if (pos < 0)
+            continue;
+        gp_gpu *g = &e->node.gpus[pos];
+        g->mem_used += sign * holds[h].mem_mib;
+        g->core_used += sign * holds[h].core;
+        g->pods += sign;
+    }
+}
+
+static void attach(gp_cluster *c, pod_rec *r)
+{
+    node_ent *e = strmap_get(c->nodes, r->a->node);
+    if (!e)
+        return;
+    if (e->npods == e->cappods) {
+        e->cappods = e->cappods ? e->cappods * 2 : 4;
+        e->pods = xrealloc(e->pods, e->cappods * sizeof *e->pods);
+    }
+    e->pods[e->npods++] = r;
+    apply_holds(e, r->a, 1);
+}
+
+static void detach(gp_cluster *c, pod_rec *r)
+{
+    node_ent *e = strmap_get(c->nodes, r->a->node);
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->npods; i++) {
+        if (e->pods[i] == r) {
+            e->pods[i] = e->pods[--e->npods];
+            apply_holds(e, r->a, -1);
+            return;
+        }
+    }
+}
+
+static void pod_remove(gp_cluster *c, pod_rec *r)
+{
+    detach(c, r);
+    strmap_del(c->pods, r->uid);
+    rec_free(r);
+}
+
+static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const char *name,
+                        const char *policy, const gp_assignment *a, gp_pod_state state)
+{
+    pod_rec *r = xcalloc(1, sizeof *r);
+    gp_strlcpy(r->uid, uid, sizeof r->uid);
+    gp_strlcpy(r->ns, ns ? ns : "", sizeof r->ns);
+    gp_strlcpy(r->name, name ? name : "", sizeof r->name);
+    gp_strlcpy(r->policy, policy ? policy : "", sizeof r->policy);
+    r->state = state;
+    r->assumed_at = gp_mono_s();
+    r->gen = c->pod_gen;
+    r->a = assign_dup(a);
+    strmap_put(c->pods, r->uid, r);
+    attach(c, r);
+    return r;
+}
+
+/* -------------------------------------------------------------- nodes -- */
+
+static bool same_inventory(const gp_node *n, const gp_inventory *inv)
+{
+    if (n->ngpus != inv->n || strcmp(n->source, inv->source) != 0)
+        return false;
+    for (int i = 0; i < inv->n; i++)
+        if (memcmp(&n->gpus[i].info, &inv->gpus[i], sizeof inv->gpus[i]) != 0)
+            return false;
+    return true;
+}
+
+void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *inv)
+{
+    if (strlen(name) >= GP_NAME_MAX)
+        return;
+    wrlock(c);
+    node_ent *old = strmap_get(c->nodes, name);
+    if (old && same_inventory(&old->node, inv)) {
+        old->gen = c->node_gen;
+        cluster_unlock(c);
+        return;
+    }
+    node_ent *e = xcalloc(1, ent_size(inv->n));
+    gp_strlcpy(e->node.name, name, sizeof e->node.name);
+    gp_strlcpy(e->node.source, inv->source, sizeof e->node.source);
+    e->node.ngpus = inv->n;
+    for (int i = 0; i < inv->n; i++)
+        e->node.gpus[i].info = inv->gpus[i];
+    e->gen = c->node_gen;
+    strmap_put(c->nodes, name, e);
+    if (old) {
+        /* same pods, recounted against the new inventory */
+        for (size_t i = 0; i < old->npods; i++)
+            attach(c, old->pods[i]);
+        ent_free(old);
+    } else {
+        size_t it = 0;
+        pod_rec *r;
+        while ((r = strmap_next(c->pods, &it, NULL)))
+            if (strcmp(r->a->node, name) == 0)
+                attach(c, r);
+    }
+    cluster_unlock(c);
+}
+
+void cluster_remove_node(gp_cluster *c, const char *name)
+{
+    wrlock(c);
+    ent_free(strmap_del(c->nodes, name));
+    cluster_unlock(c);
+}
+
+void cluster_nodes_resync_begin(gp_cluster *c)
+{
+    wrlock(c);
+    c->node_gen++;
+    cluster_unlock(c);
+}
+
+void cluster_nodes_resync_end(gp_cluster *c)
+{
+    wrlock(c);
+    const char *gone[256];
+    for (;;) {
+        size_t n = 0, it = 0;
+        const char *key;
+        node_ent *e;
+        while (n < GP_ARRAY_LEN(gone) && (e = strmap_next(c->nodes, &it, &key)))
+            if (e->gen != c->node_gen)
+                gone[n++] = key;
+        if (n == 0)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            LOG_INFO("node %s is gone after relist", gone[i]);
+            char name[GP_NAME_MAX];
+            gp_strlcpy(name, gone[i], sizeof name);
+            ent_free(strmap_del(c->nodes, name));
+        }
+    }
+    cluster_unlock(c);
+}
+
+/* --------------------------------------------------------------- pods -- */
+
+int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
+                             const gp_place_opts *opts, const char *policy, gp_pod_state state,
+                             gp_assignment *out, gp_err *err)
+{
+    int rc = -1;
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, req->uid);
+    if (r) {
+        if (strcmp(r->a->node, node) != 0) {
+            gp_fail(err, "pod %s/%s already holds GPUs on node %s", req->ns, req->name,
+                    r->a->node);
+            goto out;
+        }
+        memset(out, 0, sizeof *out);
+        memcpy(out, r->a, assign_size(r->a->nctrs));
+        rc = 0;
+        goto out;
+    }
+    node_ent *e = strmap_get(c->nodes, node);
+    if (!e) {
+        gp_fail(err, "node %s is not known to gpupack", node);
+        goto out;
+    }
+    gp_fit_fail why;
+    if (placement_fit(&e->node, req, opts, out, &why)) {
+        gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
+        goto out;
+    }
+    pod_add(c, req->uid, req->ns, req->name, policy, out, state);
+    rc = 0;
+out:
+    cluster_unlock(c);
+    return rc;
+}
+
+void cluster_bind_done(gp_cluster *c, const char *uid)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r)
+        r->bind_done = true;
+    cluster_unlock(c);
+}
+
+void cluster_forget(gp_cluster *c, const char *uid)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && r->state == GP_POD_ASSUMED)
+        pod_remove(c, r);
+    cluster_unlock(c);
+}
+
+void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
+{
+    if (!obs->uid || !*obs->uid || strlen(obs->uid) >= GP_UID_MAX)
+        return;
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, obs->uid);
+    if (obs->terminal) {
+        if (r)
+            pod_remove(c, r);
+        goto out;
+    }
+    bool bound = obs->assign && obs->node_name && *obs->node_name &&
+                 strcmp(obs->assign->node, obs->node_name) == 0;
+    if (bound) {
+        if (r && assign_equal(r->a, obs->assign)) {
+            r->state = GP_POD_BOUND;
+            r->gen = c->pod_gen;
+            if (obs->policy && *obs->policy)
+                gp_strlcpy(r->policy, obs->policy, sizeof r->policy);
+            goto out;
+        }
+        if (r) {
+            LOG_WARN("pod %s/%s: annotations name other GPUs than assumed; following the "
+                     "annotations", obs->ns, obs->name);
+            pod_remove(c, r);
+        }
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND);
+        goto out;
+    }
+    if (r) {
+        r->gen = c->pod_gen;
+        /* a recorded binding whose pod no longer carries it: the cluster is the truth */
+        if (r->state == GP_POD_BOUND)
+            pod_remove(c, r);
+    }
+out:
+    cluster_unlock(c);
+}
+
+void cluster_pods_resync_begin(gp_cluster *c)
+{
+    wrlock(c);
+    c->pod_gen++;
+    cluster_unlock(c);
+}
+
+/* Removes the records `stale` selects, in batches (no map changes while iterating). */
+static int sweep_pods(gp_cluster *c, bool (*stale)(const gp_cluster *, const pod_rec *, double),
+                      double arg)
+{
+    int total = 0;
+    for (;;) {
+        pod_rec *batch[256];
+        size_t n = 0, it = 0;
+        pod_rec *r;
+        while (n < GP_ARRAY_LEN(batch) && (r = strmap_next(c->pods, &it, NULL)))
+            if (stale(c, r, arg))
+                batch[n++] = r;
+        if (n == 0)
+            return total;
+        for (size_t i = 0; i < n; i++)
+            pod_remove(c, batch[i]);
+        total += (int)n;
+    }
+}
+
+static bool unseen_bound(const gp_cluster *c, const pod_rec *r, double unused)
+{
+    return r->state == GP_POD_BOUND && r->gen != c->pod_gen;
+}
+
+static bool assumed_before(const gp_cluster *c, const pod_rec *r, double cutoff)
+{
+    return r->state == GP_POD_ASSUMED && r->assumed_at < cutoff;
+}
+
+void cluster_pods_resync_end(gp_cluster *c)
+{
+    wrlock(c);
+    int n = sweep_pods(c, unseen_bound, 0);
+    if (n)
+        LOG_INFO("%d pods released: gone after relist", n);
+    cluster_unlock(c);
+}
+
+int cluster_expire_assumed(gp_cluster *c, double ttl_s)
+{
+    wrlock(c);
+    int n = sweep_pods(c, assumed_before, gp_mono_s() - ttl_s);
+    cluster_unlock(c);
+    if (n)
+        LOG_WARN("%d assumed pods expired: never seen bound within %.0f s", n, ttl_s);
+    return n;
+}
+
+/* ------------------------------------------------------------ reading -- */
+
+const gp_node *cluster_rd_node(const gp_cluster *c, const char *name)
+{
+    node_ent *e = strmap_get(c->nodes, name);
+    return e ? &e->node : NULL;
+}
+
+const gp_node *cluster_rd_node_at(const gp_cluster *c, size_t *iter)
+{
+    node_ent *e = strmap_next(c->nodes, iter, NULL);
+    return e ? &e->node : NULL;
+}
+
+size_t cluster_rd_node_count(const gp_cluster *c)
+{
+    return strmap_count(c->nodes);
+}
+
+int cluster_rd_ns_gpus(const gp_cluster *c, const char *node, const char *ns)
+{
+    node_ent *e = strmap_get(c->nodes, node);
+    if (!e)
+        return 0;
+    bool held[GP_MAX_GPUS_PER_NODE] = {false};
+    int n = 0;
+    for (size_t i = 0; i < e->npods; i++) {
+        if (strcmp(e->pods[i]->ns, ns) != 0)
+            continue;
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int nh = gp_assignment_holds(e->pods[i]->a, holds);
+        for (int h = 0; h < nh; h++) {
+            int pos = gp_node_gpu_pos(&e->node, holds[h].index);
+            if (pos >= 0 && !held[pos]) {
+                held[pos] = true;
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+int cluster_pod_get(gp_cluster *c, const char *uid, gp_assignment *out, gp_pod_state *state)
+{
+    int rc = -1;
+    cluster_rdlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r) {
+        memset(out, 0, sizeof *out);
+        memcpy(out, r->a, assign_size(r->a->nctrs));
+        if (state)
+            *state = r->state;
+        rc = 0;
+    }
+    cluster_unlock(c);
+    return rc;
+}
+
+void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    cluster_rdlock(c);
+    size_t it = 0;
+    node_ent *e;
+    while ((e = strmap_next(c->nodes, &it, NULL))) {
+        s->nodes++;
+        for (int i = 0; i < e->node.ngpus; i++) {
+            const gp_gpu *g = &e->node.gpus[i];
+            s->gpus++;
+            if (!g->info.healthy)
+                continue;
+            s->mem_total += g->info.mem_total;
+            s->mem_used += g->mem_used;
+            s->core_total += g->info.core_total;
+            s->core_used += g->core_used;
+        }
+    }
+    it = 0;
+    pod_rec *r;
+    while ((r = strmap_next(c->pods, &it, NULL))) {
+        if (r->state == GP_POD_BOUND)
+            s->pods_bound++;
+        else
+            s->pods_assumed++;
+    }
+    cluster_unlock(c);
+}
+
+/* ------------------------------------------------------------ inspect -- */
+
+static json_t *percent(int permille)
+{
+    return permille % 10 == 0 ? json_integer(permille / 10) : json_real(permille / 10.0);
+}
+
+static json_t *inspect_node(const node_ent *e)
+{
+    const gp_node *n = &e->node;
+    json_t *gpus = json_array();
+    for (int i = 0; i < n->ngpus; i++) {
+        const gp_gpu *g = &n->gpus[i];
+        json_t *pods = json_array();
+        for (size_t p = 0; p < e->npods; p++) {
+            const pod_rec *r = e->pods[p];
+            gp_hold holds[GP_MAX_GPUS_PER_NODE];
+            int nh = gp_assignment_holds(r->a, holds);
+            for (int h = 0; h < nh; h++) {
+                if (holds[h].index != g->info.index)
+                    continue;
+                json_t *po = json_object();
+                json_object_set_new(po, "namespace", json_string(r->ns));
+                json_object_set_new(po, "name", json_string(r->name));
+                json_object_set_new(po, "uid", json_string(r->uid));
+                json_object_set_new(po, "state",
+                                    json_string(r->state == GP_POD_BOUND ? "bound" : "assumed"));
+                json_object_set_new(po, "policy", json_string(r->policy));
+                json_object_set_new(po, "memMiB", json_integer(holds[h].mem_mib));
+                json_object_set_new(po, "corePercent", percent(holds[h].core));
+                json_array_append_new(pods, po);
+            }
+        }
+        json_t *go = json_object();
+        json_object_set_new(go, "index", json_integer(g->info.index));
+        json_object_set_new(go, "uuid", json_string(g->info.uuid));
+        json_object_set_new(go, "model", json_string(g->info.model));
+        json_object_set_new(go, "healthy", json_boolean(g->info.healthy));
+        json_object_set_new(go, "memoryMiB",
+                            json_pack("{s:I,s:I}", "used", (json_int_t)g->mem_used, "total",
+                                      (json_int_t)g->info.mem_total));
+        json_object_set_new(go, "corePercent",
+                            json_pack("{s:o,s:o}", "used", percent(g->core_used), "total",
+                                      percent(g->info.core_total)));
+        json_object_set_new(go, "pods", pods);
+        json_array_append_new(gpus, go);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(n->name));
+    json_object_set_new(o, "source", json_string(n->source));
+    json_object_set_new(o, "gpus", gpus);
+    return o;
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+    const node_ent *x = *(node_ent *const *)a, *y = *(node_ent *const *)b;
+    return strcmp(x->node.name, y->node.name);
+}
+
+json_t *cluster_inspect(gp_cluster *c, const char *node)
+{
+    json_t *out = NULL;
+    cluster_rdlock(c);
+    if (node) {
+        node_ent *e = strmap_get(c->nodes, node);
+        if (e)
+            out = json_pack("{s:o}", "node", inspect_node(e));
+        cluster_unlock(c);
+        return out;
+    }
+    size_t n = strmap_count(c->nodes), it = 0, k = 0;
+    node_ent **all = xmalloc((n ? n : 1) * sizeof *all);
+    node_ent *e;
+    while ((e = strmap_next(c->nodes, &it, NULL)))
+        all[k++] = e;
+    qsort(all, k, sizeof *all, cmp_ent);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(arr, inspect_node(all[i]));
+    free(all);
+    cluster_unlock(c);
+    return json_pack("{s:o}", "nodes", arr);
+}
