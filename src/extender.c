@@ -1,0 +1,591 @@
+/* extender.c -- kube-scheduler extender verbs: decoded request -> decision. */
+#include "extender.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "annotations.h"
+#include "log.h"
+#include "podreq.h"
+#include "strmap.h"
+
+#define MAX_NODES_PER_REQUEST 100000
+
+typedef struct pending {
+    json_t *pod;        /* trimmed copy: metadata + container resources */
+    double at;          /* monotonic seconds */
+} pending;
+
+struct gp_extender {
+    gp_cluster *c;
+    gp_extender_config cfg;
+    gp_policy_set *fallback;    /* used when cfg.policies is NULL */
+    pthread_mutex_t mu;         /* guards pending */
+    strmap *pending;            /* uid -> pending */
+    atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
+};
+
+gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
+{
+    gp_extender *e = xcalloc(1, sizeof *e);
+    e->c = c;
+    if (cfg)
+        e->cfg = *cfg;
+    if (!e->cfg.pending_max)
+        e->cfg.pending_max = 10000;
+    if (e->cfg.pending_ttl_s <= 0)
+        e->cfg.pending_ttl_s = 600;
+    if (!e->cfg.policies)
+        e->fallback = policy_set_default();
+    pthread_mutex_init(&e->mu, NULL);
+    e->pending = strmap_new();
+    return e;
+}
+
+static void pending_free(pending *p)
+{
+    if (p) {
+        json_decref(p->pod);
+        free(p);
+    }
+}
+
+void extender_free(gp_extender *e)
+{
+    if (!e)
+        return;
+    size_t it = 0;
+    pending *p;
+    while ((p = strmap_next(e->pending, &it, NULL)))
+        pending_free(p);
+    strmap_free(e->pending);
+    pthread_mutex_destroy(&e->mu);
+    policy_set_unref(e->fallback);
+    free(e);
+}
+
+void extender_stats(gp_extender *e, gp_extender_stats *out)
+{
+    out->filter = atomic_load(&e->n_filter);
+    out->prioritize = atomic_load(&e->n_prioritize);
+    out->bind = atomic_load(&e->n_bind);
+    out->bind_errors = atomic_load(&e->n_bind_errors);
+    out->bad_requests = atomic_load(&e->n_bad);
+}
+
+static gp_policy_set *policies_get(gp_extender *e)
+{
+    if (e->cfg.policies)
+        return e->cfg.policies(e->cfg.policies_ud);
+    policy_set_ref(e->fallback);
+    return e->fallback;
+}
+
+static json_t *error_body(const char *msg)
+{
+    return json_pack("{s:s}", "Error", msg);
+}
+
+static int bad_request(gp_extender *e, json_t **out, const char *fmt, ...) GP_PRINTF(3, 4);
+static int bad_request(gp_extender *e, json_t **out, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    atomic_fetch_add(&e->n_bad, 1);
+    *out = error_body(msg);
+    return 400;
+}
+
+/* ------------------------------------------------------ pending pods -- */
+
+/* Keeps what bind needs of a pod: metadata and container resources. */
+static json_t *trim_pod(const json_t *pod)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    json_t *tmd = json_object();
+    static const char *const mkeys[] = {"name", "namespace", "uid", "labels"};
+    for (size_t i = 0; i < GP_ARRAY_LEN(mkeys); i++) {
+        json_t *v = json_object_get(md, mkeys[i]);
+        if (v)
+            json_object_set(tmd, mkeys[i], v);
+    }
+    json_t *ann = json_object_get(md, "annotations");
+    if (json_is_object(ann)) {
+        json_t *tann = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(ann, k, v) {
+            if (strncmp(k, "gpupack.io/", 11) == 0)
+                json_object_set(tann, k, v);
+        }
+        json_object_set_new(tmd, "annotations", tann);
+    }
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *tspec = json_object();
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < GP_ARRAY_LEN(lists); l++) {
+        json_t *arr = json_object_get(spec, lists[l]);
+        if (!json_is_array(arr))
+            continue;
+        json_t *tarr = json_array();
+        size_t i;
+        json_t *c;
+        json_array_foreach(arr, i, c) {
+            json_t *tc = json_object();
+            json_t *name = json_object_get(c, "name");
+            json_t *res = json_object_get(c, "resources");
+            if (name)
+                json_object_set(tc, "name", name);
+            if (res)
+                json_object_set(tc, "resources", res);
+            json_array_append_new(tarr, tc);
+        }
+        json_object_set_new(tspec, lists[l], tarr);
+    }
+    return json_pack("{s:o,s:o}", "metadata", tmd, "spec", tspec);
+}
+
+static void pending_evict_locked(gp_extender *e, double now)
+{
+    pending *victims[64];
+    const char *keys[64];
+    for (;;) {
+        size_t n = 0, it = 0;
+        const char *k;
+        pending *p, *oldest = NULL;
+        const char *oldest_key = NULL;
+        while (n < GP_ARRAY_LEN(victims) && (p = strmap_next(e->pending, &it, &k))) {
+            if (now - p->at > e->cfg.pending_ttl_s) {
+                victims[n] = p;
+                keys[n++] = k;
+            } else if (!oldest || p->at < oldest->at) {
+                oldest = p;
+                oldest_key = k;
+            }
+        }
+        if (n == 0 && strmap_count(e->pending) >= e->cfg.pending_max && oldest) {
+            victims[n] = oldest;
+            keys[n++] = oldest_key;
+        }
+        if (n == 0)
+            return;
+        for (size_t i = 0; i < n; i++) {
+            char key[GP_UID_MAX];
+            gp_strlcpy(key, keys[i], sizeof key);
+            strmap_del(e->pending, key);
+            pending_free(victims[i]);
+        }
+        if (strmap_count(e->pending) < e->cfg.pending_max)
+            return;
+    }
+}
+
+static void remember(gp_extender *e, const json_t *pod, const char *uid)
+{
+    if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
+        return;
+    pending *p = xcalloc(1, sizeof *p);
+    p->pod = trim_pod(pod);
+    p->at = gp_mono_s();
+    pthread_mutex_lock(&e->mu);
+    if (strmap_count(e->pending) >= e->cfg.pending_max)
+        pending_evict_locked(e, p->at);
+    pending_free(strmap_put(e->pending, uid, p));
+    pthread_mutex_unlock(&e->mu);
+}
+
+static json_t *recall(gp_extender *e, const char *uid)
+{
+    pthread_mutex_lock(&e->mu);
+    pending *p = strmap_get(e->pending, uid);
+    json_t *pod = p ? json_incref(p->pod) : NULL;
+    pthread_mutex_unlock(&e->mu);
+    return pod;
+}
+
+static void forget_pending(gp_extender *e, const char *uid)
+{
+    pthread_mutex_lock(&e->mu);
+    pending_free(strmap_del(e->pending, uid));
+    pthread_mutex_unlock(&e->mu);
+}
+
+void extender_note_pod(gp_extender *e, const json_t *pod)
+{
+    const json_t *uid = json_object_get(json_object_get(pod, "metadata"), "uid");
+    if (json_is_string(uid))
+        remember(e, pod, json_string_value(uid));
+}
+
+/* ------------------------------------------------------ request parts -- */
+
+/* The pod's request under the policy that governs it. Returns 0, or -1 with
+ * a message (the pod cannot be scheduled by gpupack as it stands). */
+static int pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                       gp_policy_view *view, gp_err *err)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const json_t *ns = json_object_get(md, "namespace");
+    const json_t *ask = json_object_get(json_object_get(md, "annotations"), "gpupack.io/policy");
+    if (policy_select(set, json_is_string(ns) ? json_string_value(ns) : "default",
+                      podreq_labels(pod), json_is_string(ask) ? json_string_value(ask) : NULL,
+                      time(NULL), view, err))
+        return -1;
+    return podreq_decode(pod, &view->names, req, err);
+}
+
+/* Node names from NodeNames, or from Nodes.items[].metadata.name. */
+typedef struct node_list {
+    const json_t *names;    /* NodeNames array, or NULL */
+    const json_t *items;    /* Nodes.items array, or NULL */
+    size_t n;
+} node_list;
+
+static int node_list_get(const json_t *args, node_list *nl, char *msg, size_t len)
+{
+    memset(nl, 0, sizeof *nl);
+    const json_t *names = json_object_get(args, "NodeNames");
+    const json_t *nodes = json_object_get(args, "Nodes");
+    if (names && !json_is_null(names)) {
+        if (!json_is_array(names)) {
+            snprintf(msg, len, "NodeNames must be an array of node names");
+            return -1;
+        }
+        nl->names = names;
+        nl->n = json_array_size(names);
+    } else if (nodes && !json_is_null(nodes)) {
+        const json_t *items = json_object_get(nodes, "items");
+        if (!json_is_object(nodes) || !(json_is_array(items) || json_is_null(items) || !items)) {
+            snprintf(msg, len, "Nodes must be a NodeList object with an items array");
+            return -1;
+        }
+        nl->items = json_is_array(items) ? items : NULL;
+        nl->n = nl->items ? json_array_size(items) : 0;
+    } else {
+        snprintf(msg, len, "request has neither NodeNames nor Nodes");
+        return -1;
+    }
+    if (nl->n > MAX_NODES_PER_REQUEST) {
+        snprintf(msg, len, "more than %d nodes in one request", MAX_NODES_PER_REQUEST);
+        return -1;
+    }
+    for (size_t i = 0; i < nl->n; i++) {
+        const json_t *v = nl->names ? json_array_get(nl->names, i)
+                                    : json_object_get(json_object_get(json_array_get(nl->items, i),
+                                                                      "metadata"),
+                                                      "name");
+        if (!json_is_string(v) || json_string_length(v) == 0 ||
+            json_string_length(v) >= GP_NAME_MAX) {
+            snprintf(msg, len, "%s[%zu] is not a node name", nl->names ? "NodeNames" : "Nodes.items",
+                     i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *node_list_name(const node_list *nl, size_t i)
+{
+    if (nl->names)
+        return json_string_value(json_array_get(nl->names, i));
+    return json_string_value(
+        json_object_get(json_object_get(json_array_get(nl->items, i), "metadata"), "name"));
+}
+
+static int parse_args(gp_extender *e, const char *body, size_t len, json_t **args, json_t **out)
+{
+    json_error_t je;
+    *args = json_loadb(body, len, 0, &je);
+    if (!*args)
+        return bad_request(e, out, "request body is not valid JSON (line %d, column %d): %s",
+                           je.line, je.column, je.text);
+    if (!json_is_object(*args)) {
+        json_decref(*args);
+        *args = NULL;
+        return bad_request(e, out, "request body must be a JSON object");
+    }
+    return 0;
+}
+
+/* Evaluates every node for the pod under the read lock: fits[i] and raw[i],
+ * or the failure reason. */
+typedef struct verdict {
+    bool fits;
+    bool unresolvable;
+    double raw;
+    char reason[256];
+} verdict;
+
+static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
+                     const node_list *nl, verdict *v)
+{
+    cluster_rdlock(e->c);
+    for (size_t i = 0; i < nl->n; i++) {
+        const char *name = node_list_name(nl, i);
+        const gp_node *node = cluster_rd_node(e->c, name);
+        memset(&v[i], 0, sizeof v[i]);
+        if (!node) {
+            v[i].unresolvable = true;
+            snprintf(v[i].reason, sizeof v[i].reason,
+                     "node is not known to gpupack (no GPU inventory seen)");
+            continue;
+        }
+        gp_assignment a;
+        gp_fit_fail why;
+        if (placement_fit(node, req, &view->place, &a, &why)) {
+            v[i].unresolvable = why.unresolvable;
+            gp_strlcpy(v[i].reason, why.reason, sizeof v[i].reason);
+            continue;
+        }
+        if (view->ns_share_cap > 0 && node->ngpus > 0) {
+            gp_hold holds[GP_MAX_GPUS_PER_NODE];
+            int nh = gp_assignment_holds(&a, holds);
+            int held = cluster_rd_ns_gpus(e->c, name, req->ns);
+            /* GPUs the pod adds that the namespace does not hold yet are not
+             * tracked separately: count the pod's GPUs as new (conservative) */
+            int cap = (int)(view->ns_share_cap * node->ngpus + 1e-9);
+            if (held + nh > cap) {
+                snprintf(v[i].reason, sizeof v[i].reason,
+                         "namespace %.60s would hold %d of %d GPUs, policy %.60s allows %d",
+                         req->ns, held + nh, node->ngpus, view->name, cap);
+                continue;
+            }
+        }
+        v[i].fits = true;
+        v[i].raw = placement_node_score(node, req, &a, &view->place);
+    }
+    cluster_unlock(e->c);
+}
+
+/* --------------------------------------------------------------- verbs -- */
+
+int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
+{
+    atomic_fetch_add(&e->n_filter, 1);
+    json_t *args;
+    int status = parse_args(e, body, len, &args, out);
+    if (status)
+        return status;
+    char msg[256];
+    node_list nl;
+    const json_t *pod = json_object_get(args, "Pod");
+    if (!json_is_object(pod)) {
+        status = bad_request(e, out, "Pod must be a Pod object");
+        goto done;
+    }
+    if (node_list_get(args, &nl, msg, sizeof msg)) {
+        status = bad_request(e, out, "%s", msg);
+        goto done;
+    }
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_err err;
+    json_t *failed = json_object(), *unres = json_object();
+    bool ok_all = false;
+    verdict *v = xcalloc(nl.n ? nl.n : 1, sizeof *v);
+    if (pod_request(e, pod, set, &req, &view, &err)) {
+        for (size_t i = 0; i < nl.n; i++)
+            json_object_set_new(unres, node_list_name(&nl, i), json_string(err.msg));
+    } else if (req.nctrs == 0) {
+        ok_all = true;   /* not a gpupack pod: nothing to say */
+    } else {
+        remember(e, pod, req.uid);
+        evaluate(e, &req, &view, &nl, v);
+        if (view.decide_in_filter) {
+            double best = 0;
+            bool any = false;
+            for (size_t i = 0; i < nl.n; i++)
+                if (v[i].fits && (!any || v[i].raw > best)) {
+                    best = v[i].raw;
+                    any = true;
+                }
+            for (size_t i = 0; i < nl.n; i++)
+                if (v[i].fits && v[i].raw < best - 1e-12) {
+                    v[i].fits = false;
+                    snprintf(v[i].reason, sizeof v[i].reason,
+                             "policy %.100s (nodeDecision: filter) prefers another node",
+                             view.name);
+                }
+        }
+        for (size_t i = 0; i < nl.n; i++)
+            if (!v[i].fits)
+                json_object_set_new(v[i].unresolvable ? unres : failed, node_list_name(&nl, i),
+                                    json_string(v[i].reason));
+    }
+    policy_set_unref(set);
+
+    json_t *res = json_object();
+    if (nl.names) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < nl.n; i++)
+            if (ok_all || v[i].fits)
+                json_array_append_new(names, json_string(node_list_name(&nl, i)));
+        json_object_set_new(res, "NodeNames", names);
+        json_object_set_new(res, "Nodes", json_null());
+    } else {
+        json_t *items = json_array();
+        for (size_t i = 0; i < nl.n; i++)
+            if (ok_all || v[i].fits)
+                json_array_append(items, json_array_get(nl.items, i));
+        json_object_set_new(res, "Nodes", json_pack("{s:{},s:o}", "metadata", "items", items));
+        json_object_set_new(res, "NodeNames", json_null());
+    }
+    json_object_set_new(res, "FailedNodes", failed);
+    json_object_set_new(res, "FailedAndUnresolvableNodes", unres);
+    json_object_set_new(res, "Error", json_string(""));
+    free(v);
+    *out = res;
+    status = 200;
+done:
+    json_decref(args);
+    return status;
+}
+
+int extender_prioritize(gp_extender *e, const char *body, size_t len, json_t **out)
+{
+    atomic_fetch_add(&e->n_prioritize, 1);
+    json_t *args;
+    int status = parse_args(e, body, len, &args, out);
+    if (status)
+        return status;
+    char msg[256];
+    node_list nl;
+    const json_t *pod = json_object_get(args, "Pod");
+    if (!json_is_object(pod)) {
+        status = bad_request(e, out, "Pod must be a Pod object");
+        goto done;
+    }
+    if (node_list_get(args, &nl, msg, sizeof msg)) {
+        status = bad_request(e, out, "%s", msg);
+        goto done;
+    }
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_err err;
+    verdict *v = xcalloc(nl.n ? nl.n : 1, sizeof *v);
+    int *scores = xcalloc(nl.n ? nl.n : 1, sizeof *scores);
+    if (pod_request(e, pod, set, &req, &view, &err) == 0 && req.nctrs > 0) {
+        remember(e, pod, req.uid);
+        evaluate(e, &req, &view, &nl, v);
+        double *raw = xcalloc(nl.n ? nl.n : 1, sizeof *raw);
+        int *sc = xcalloc(nl.n ? nl.n : 1, sizeof *sc);
+        size_t k = 0;
+        for (size_t i = 0; i < nl.n; i++)
+            if (v[i].fits)
+                raw[k++] = v[i].raw;
+        placement_normalize(raw, (int)k, sc);
+        k = 0;
+        for (size_t i = 0; i < nl.n; i++)
+            scores[i] = v[i].fits ? sc[k++] : 0;
+        free(raw);
+        free(sc);
+    }
+    policy_set_unref(set);
+    json_t *res = json_array();
+    for (size_t i = 0; i < nl.n; i++)
+        json_array_append_new(res, json_pack("{s:s,s:i}", "Host", node_list_name(&nl, i), "Score",
+                                             scores[i]));
+    free(v);
+    free(scores);
+    *out = res;
+    status = 200;
+done:
+    json_decref(args);
+    return status;
+}
+
+static int bind_field(const json_t *args, const char *key, size_t max, const char **out)
+{
+    const json_t *v = json_object_get(args, key);
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= max)
+        return -1;
+    *out = json_string_value(v);
+    return 0;
+}
+
+int extender_bind(gp_extender *e, const char *body, size_t len, json_t **out)
+{
+    atomic_fetch_add(&e->n_bind, 1);
+    json_t *args;
+    int status = parse_args(e, body, len, &args, out);
+    if (status)
+        return status;
+    const char *name, *ns, *uid, *node;
+    if (bind_field(args, "PodName", GP_NAME_MAX, &name) ||
+        bind_field(args, "PodNamespace", GP_NAME_MAX, &ns) ||
+        bind_field(args, "PodUID", GP_UID_MAX, &uid) || bind_field(args, "Node", GP_NAME_MAX, &node)) {
+        status = bad_request(e, out,
+                             "bind needs PodName, PodNamespace, PodUID and Node as non-empty strings");
+        goto done;
+    }
+    status = 200;
+    char msg[1200];
+    msg[0] = '\0';
+    json_t *pod = recall(e, uid);
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_err err;
+    gp_assignment a;
+    if (!pod) {
+        snprintf(msg, sizeof msg,
+                 "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
+                 ns, name, uid);
+    } else if (pod_request(e, pod, set, &req, &view, &err)) {
+        snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
+    } else if (req.nctrs == 0) {
+        snprintf(msg, sizeof msg, "pod %.200s/%.200s asks for no gpupack resources", ns, name);
+    } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.name,
+                                        e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a, &err)) {
+        snprintf(msg, sizeof msg, "%s", err.msg);
+    } else if (e->cfg.binder) {
+        json_t *ann = NULL;
+        cluster_rdlock(e->c);
+        const gp_node *n = cluster_rd_node(e->c, node);
+        if (n)
+            ann = annotations_build(&a, n, req.profile, view.names.aliyun_unit_mib, view.name,
+                                    gp_now_ns());
+        cluster_unlock(e->c);
+        gp_bind_call call = {ns, name, uid, node, ann, &a, view.name};
+        if (!ann) {
+            cluster_forget(e->c, uid);
+            snprintf(msg, sizeof msg, "node %.200s disappeared during bind", node);
+        } else if (e->cfg.binder(e->cfg.binder_ud, &call, &err)) {
+            cluster_forget(e->c, uid);
+            snprintf(msg, sizeof msg, "binding pod %.200s/%.200s to %.200s failed: %.500s", ns, name,
+                     node, err.msg);
+        } else {
+            cluster_bind_done(e->c, uid);
+        }
+        json_decref(ann);
+    }
+    policy_set_unref(set);
+    json_decref(pod);
+    if (msg[0]) {
+        atomic_fetch_add(&e->n_bind_errors, 1);
+        LOG_WARN("bind %s/%s -> %s: %s", ns, name, node, msg);
+    } else {
+        char gpus[256];
+        size_t off = 0;
+        gpus[0] = '\0';
+        for (int c = 0; c < a.nctrs && off < sizeof gpus - 32; c++)
+            for (int g = 0; g < a.ctrs[c].ngpus && off < sizeof gpus - 32; g++)
+                off += (size_t)snprintf(gpus + off, sizeof gpus - off, "%s%.20s:%d", off ? " " : "",
+                                        a.ctrs[c].name, a.ctrs[c].gpus[g].index);
+        LOG_INFO("bind %s/%s -> %s gpus [%s] policy %s", ns, name, node, gpus, view.name);
+        forget_pending(e, uid);
+    }
+    *out = error_body(msg);
+done:
+    json_decref(args);
+    return status;
+}
