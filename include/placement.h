@@ -42,6 +42,8 @@ typedef struct gp_shape {
     int count;
     int core;        /* per-mille per GPU */
     double weight;
+    int64_t cpu_milli;            /* host CPU the shape needs; 0 = not considered */
+    char models[GP_MODELS_MAX];   /* '|'-separated models it accepts; "" = any */
 } gp_shape;
 
 typedef struct gp_shapes {

@@ -1,6 +1,8 @@
 /* placement.c -- fitting one pod onto one node's GPUs; strategies as tables. */
 #include "placement.h"
 
+#include "frag.h"   /* fragmentation-aware and baseline strategy rows */
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -121,6 +123,10 @@ static const gp_gpu_strategy gpu_strategies[] = {
     {"binpack", "the most used GPU that fits", cost_binpack},
     {"spread", "the least used GPU that fits", cost_spread},
     {"first-fit", "the lowest device index that fits", cost_first_fit},
+    {"fragmentation-aware",
+     "the GPU whose use leaves the node least fragmented for the typical task shapes (FGD)",
+     frag_gpu_cost_fgd},
+    {"random", "a pseudo-random GPU that fits, stable per container and node", frag_gpu_cost_random},
     /* more GPU strategies: add rows here */
 };
 
@@ -166,6 +172,14 @@ static double score_spread(const gp_node *n, const gp_pod_req *r, const gp_assig
 static const gp_node_strategy node_strategies[] = {
     {"binpack", "the node whose GPUs are most used after placement", score_binpack},
     {"spread", "the node whose GPUs are least used after placement", score_spread},
+    {"fragmentation-aware",
+     "the node whose expected fragmentation for the typical task shapes drops most (FGD)",
+     frag_node_score_fgd},
+    {"fragmentation-aware-bestfit",
+     "fragmentation-aware, near-ties broken towards the fuller node", frag_node_score_fgd_bestfit},
+    {"best-fit", "the node left with the least free GPU share and CPU", frag_node_score_best_fit},
+    {"random", "all fitting nodes score alike; the scheduler's tie-breaking picks",
+     frag_node_score_none},
     /* more node strategies: add rows here */
 };
 
