@@ -1,0 +1,44 @@
+/* server.h -- the HTTP front: libmicrohttpd daemon, bounded bodies, route table. */
+#ifndef GP_SERVER_H
+#define GP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cluster.h"
+#include "extender.h"
+#include "util.h"
+
+#define GP_MAX_BODY_DEFAULT (32u << 20)   /* 32 MiB: a 5,000-node Nodes list is ~25 MiB */
+
+typedef struct gp_server_config {
+    const char *listen;         /* "HOST:PORT", "[V6]:PORT" or ":PORT"; port 0 = any */
+    const char *url_prefix;     /* verbs live under it; "" or NULL = root */
+    size_t max_body;            /* request bodies past this get 413 */
+    const char *tls_cert;       /* PEM files; both or neither */
+    const char *tls_key;
+    unsigned threads;           /* worker threads; 0 = 2 */
+} gp_server_config;
+
+/* Hooks the server calls from its threads (all optional). */
+typedef struct gp_server_hooks {
+    void *ud;
+    /* /readyz: ready or not, with a line of detail (e.g. "stale: watch down 12s"). */
+    bool (*ready)(void *ud, char *detail, size_t len);
+    /* /metrics: appends more metric families. */
+    void (*metrics)(void *ud, gp_buf *out);
+    /* /inspect: returns an owned object merged into the answer (e.g. policies). */
+    json_t *(*inspect)(void *ud);
+} gp_server_hooks;
+
+typedef struct gp_server gp_server;
+
+/* Starts listening; borrows e, c and hooks (they must outlive the server). */
+gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster *c,
+                        const gp_server_hooks *hooks, gp_err *err);
+/* The bound port (useful with port 0). */
+int server_port(const gp_server *s);
+/* Stops the daemon (waits for requests in flight) and frees; accepts NULL. */
+void server_stop(gp_server *s);
+
+#endif
