@@ -62,7 +62,8 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
  * confirms it (cluster_pod_observed), but is no longer subject to rollback. */
 void cluster_bind_done(gp_cluster *c, const char *uid);
 
-/* Undoes an ASSUMED pod (failed PATCH or Binding). No-op for other states. */
+/* Undoes an ASSUMED pod (failed PATCH or Binding). No-op for BOUND pods and
+ * for ASSUMED pods whose bind already succeeded once (cluster_bind_done). */
 void cluster_forget(gp_cluster *c, const char *uid);
 
 /* What the watch (or the cluster file) knows of a pod. */

@@ -322,7 +322,8 @@ void cluster_forget(gp_cluster *c, const char *uid)
 {
     wrlock(c);
     pod_rec *r = strmap_get(c->pods, uid);
-    if (r && r->state == GP_POD_ASSUMED)
+    /* a retried bind that fails must not undo an earlier one that succeeded */
+    if (r && r->state == GP_POD_ASSUMED && !r->bind_done)
         pod_remove(c, r);
     cluster_unlock(c);
 }

@@ -210,13 +210,6 @@ static json_t *recall(gp_extender *e, const char *uid)
     return pod;
 }
 
-static void forget_pending(gp_extender *e, const char *uid)
-{
-    pthread_mutex_lock(&e->mu);
-    pending_free(strmap_del(e->pending, uid));
-    pthread_mutex_unlock(&e->mu);
-}
-
 void extender_note_pod(gp_extender *e, const json_t *pod)
 {
     const json_t *uid = json_object_get(json_object_get(pod, "metadata"), "uid");
@@ -581,8 +574,8 @@ int extender_bind(gp_extender *e, const char *body, size_t len, json_t **out)
             for (int g = 0; g < a.ctrs[c].ngpus && off < sizeof gpus - 32; g++)
                 off += (size_t)snprintf(gpus + off, sizeof gpus - off, "%s%.20s:%d", off ? " " : "",
                                         a.ctrs[c].name, a.ctrs[c].gpus[g].index);
+        /* the pending request stays until its TTL: a retried bind is idempotent */
         LOG_INFO("bind %s/%s -> %s gpus [%s] policy %s", ns, name, node, gpus, view.name);
-        forget_pending(e, uid);
     }
     *out = error_body(msg);
 done:

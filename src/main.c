@@ -1,0 +1,320 @@
+/* main.c -- gpupack: flags -> config; signals; start and stop order. No logic. */
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster.h"
+#include "clusterfile.h"
+#include "extender.h"
+#include "inspect_cli.h"
+#include "live.h"
+#include "log.h"
+#include "server.h"
+
+#define GPUPACK_VERSION "0.1.0"
+
+typedef struct serve_opts {
+    const char *cluster_file, *kubeconfig, *listen, *url_prefix, *policies_dir;
+    const char *tls_cert, *tls_key;
+    size_t max_body;
+    unsigned threads;
+    double assume_ttl;
+    int64_t aliyun_unit_mib;
+} serve_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "gpupack " GPUPACK_VERSION " -- a kube-scheduler extender that packs pods onto shared GPUs\n"
+            "\n"
+            "usage:\n"
+            "  gpupack serve [flags]          run the extender\n"
+            "  gpupack inspect [--server URL] [--json] [NODE]\n"
+            "                                 per-node, per-GPU allocation table\n"
+            "  gpupack version\n"
+            "\n"
+            "serve flags:\n"
+            "  --cluster FILE       embedded mode: nodes (and pods) from a YAML/JSON List, no API server\n"
+            "  --kubeconfig FILE    live mode with this kubeconfig (default: in-cluster service account)\n"
+            "  --listen HOST:PORT   address to serve on (default 127.0.0.1:8765)\n"
+            "  --url-prefix P       serve filter/prioritize/bind under P/ (match the urlPrefix)\n"
+            "  --policies DIR       packing policy files (*.yaml), reloaded when they change\n"
+            "  --tls-cert FILE --tls-key FILE   serve HTTPS\n"
+            "  --max-body BYTES     largest request body accepted (default %u)\n"
+            "  --threads N          HTTP worker threads (default 2)\n"
+            "  --assume-ttl SEC     live mode: forget assumed pods never seen bound (default 120)\n"
+            "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
+            "  --log-level L        debug, info, warn, error (default info)\n",
+            GP_MAX_BODY_DEFAULT);
+}
+
+typedef struct flag {
+    const char *name;
+    int kind;          /* 0 string, 1 size, 2 uint, 3 double */
+    size_t off;
+} flag;
+
+#define F(n, k, field) {n, k, offsetof(serve_opts, field)}
+static const flag flags[] = {
+    F("--cluster", 0, cluster_file),   F("--kubeconfig", 0, kubeconfig),
+    F("--listen", 0, listen),          F("--url-prefix", 0, url_prefix),
+    F("--policies", 0, policies_dir),  F("--tls-cert", 0, tls_cert),
+    F("--tls-key", 0, tls_key),        F("--max-body", 1, max_body),
+    F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
+};
+#undef F
+
+static int parse_serve(int argc, char **argv, serve_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->listen = "127.0.0.1:8765";
+    o->assume_ttl = 120;
+    o->aliyun_unit_mib = 1024;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "gpupack serve: %s needs a value (or is unknown)\n", a);
+            return -1;
+        }
+        const char *v = argv[++i];
+        if (strcmp(a, "--log-level") == 0) {
+            gp_log_level l;
+            if (gp_log_parse_level(v, &l)) {
+                fprintf(stderr, "gpupack serve: --log-level: debug, info, warn or error\n");
+                return -1;
+            }
+            gp_log_set_level(l);
+            continue;
+        }
+        if (strcmp(a, "--aliyun-unit") == 0) {
+            if (strcmp(v, "GiB") == 0)
+                o->aliyun_unit_mib = 1024;
+            else if (strcmp(v, "MiB") == 0)
+                o->aliyun_unit_mib = 1;
+            else {
+                fprintf(stderr, "gpupack serve: --aliyun-unit: GiB or MiB\n");
+                return -1;
+            }
+            continue;
+        }
+        const flag *f = NULL;
+        for (size_t k = 0; k < GP_ARRAY_LEN(flags); k++)
+            if (strcmp(a, flags[k].name) == 0)
+                f = &flags[k];
+        if (!f) {
+            fprintf(stderr, "gpupack serve: unknown flag %s (see gpupack serve --help)\n", a);
+            return -1;
+        }
+        char *field = (char *)o + f->off, *end;
+        switch (f->kind) {
+        case 0:
+            *(const char **)field = v;
+            break;
+        case 1:
+        case 2: {
+            unsigned long long n = strtoull(v, &end, 10);
+            if (*end || !*v || n == 0 || (f->kind == 2 && n > 64)) {
+                fprintf(stderr, "gpupack serve: %s: %s is not a valid number\n", a, v);
+                return -1;
+            }
+            if (f->kind == 1)
+                *(size_t *)field = (size_t)n;
+            else
+                *(unsigned *)field = (unsigned)n;
+            break;
+        }
+        default: {
+            double d = strtod(v, &end);
+            if (*end || !*v || d <= 0) {
+                fprintf(stderr, "gpupack serve: %s: %s is not a positive number\n", a, v);
+                return -1;
+            }
+            *(double *)field = d;
+        }
+        }
+    }
+    if (o->cluster_file && o->kubeconfig) {
+        fprintf(stderr, "gpupack serve: --cluster and --kubeconfig exclude each other\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- hooks -- */
+
+typedef struct app {
+    gp_live *live;
+} app;
+
+static bool ready_hook(void *ud, char *detail, size_t len)
+{
+    app *a = ud;
+    if (!a->live) {
+        snprintf(detail, len, "embedded cluster");
+        return true;
+    }
+    if (!live_ready(a->live)) {
+        snprintf(detail, len, "waiting for the first full list of nodes and pods");
+        return false;
+    }
+    char why[200] = "";
+    if (live_stale(a->live, why, sizeof why))
+        snprintf(detail, len, "serving possibly stale data: %s", why);
+    return true;
+}
+
+static void metrics_hook(void *ud, gp_buf *out)
+{
+    app *a = ud;
+    int stale = 0, ready = 1;
+    if (a->live) {
+        char why[8];
+        stale = live_stale(a->live, why, sizeof why);
+        ready = live_ready(a->live);
+    }
+    (void)!gp_buf_printf(out,
+                         "# HELP gpupack_cluster_ready 1 once the first full list was applied.\n"
+                         "# TYPE gpupack_cluster_ready gauge\ngpupack_cluster_ready %d\n"
+                         "# HELP gpupack_cluster_stale 1 while the API server watch is down.\n"
+                         "# TYPE gpupack_cluster_stale gauge\ngpupack_cluster_stale %d\n",
+                         ready, stale);
+}
+
+static void print_try_it(const char *listen, int port)
+{
+    const char *colon = strrchr(listen, ':');
+    int hl = colon ? (int)(colon - listen) : 0;
+    char host[128];
+    snprintf(host, sizeof host, "%.*s", hl, listen);
+    if (!host[0] || strcmp(host, "0.0.0.0") == 0)
+        snprintf(host, sizeof host, "127.0.0.1");
+    fprintf(stderr,
+            "\ngpupack is serving the embedded cluster on http://%s:%d -- try it:\n"
+            "  curl -s http://%s:%d/inspect\n"
+            "  curl -s -XPOST http://%s:%d/filter -d @examples/filter-request.json\n"
+            "  curl -s -XPOST http://%s:%d/prioritize -d @examples/filter-request.json\n"
+            "  curl -s -XPOST http://%s:%d/bind -d @examples/bind-request.json\n"
+            "  bin/gpupack inspect --server http://%s:%d\n"
+            "Ctrl-C stops it.\n\n",
+            host, port, host, port, host, port, host, port, host, port, host, port);
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    serve_opts o;
+    if (parse_serve(argc, argv, &o))
+        return 2;
+    /* signals go to sigwait below, never to the worker threads */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    int rc = 1;
+    gp_err err;
+    app a = {0};
+    gp_cluster *c = cluster_new();
+    gp_extender *e = NULL;
+    gp_server *s = NULL;
+    gp_extender_config ecfg = {0};
+
+    if (o.cluster_file) {
+        gp_clusterfile_stats st;
+        if (clusterfile_load(c, o.cluster_file, o.aliyun_unit_mib, &st, &err)) {
+            LOG_ERROR("%s", err.msg);
+            goto out;
+        }
+        LOG_INFO("embedded cluster %s: %d nodes, %d GPUs, %d pods holding GPUs", o.cluster_file,
+                 st.nodes, st.gpus, st.pods);
+    } else {
+        gp_live_config lc = {o.kubeconfig, o.assume_ttl, o.aliyun_unit_mib};
+        a.live = live_new(&lc, c, &err);
+        if (!a.live) {
+            LOG_ERROR("%s", err.msg);
+            goto out;
+        }
+        ecfg.binder = live_binder();
+        ecfg.binder_ud = a.live;
+    }
+    if (o.policies_dir)
+        LOG_WARN("--policies %s: policy files are not supported by this build yet; using the "
+                 "built-in default policy", o.policies_dir);
+    e = extender_new(c, &ecfg);
+    if (a.live && live_start(a.live, e, &err)) {
+        LOG_ERROR("%s", err.msg);
+        goto out;
+    }
+    gp_server_config scfg = {o.listen, o.url_prefix, o.max_body, o.tls_cert, o.tls_key, o.threads};
+    gp_server_hooks hooks = {&a, ready_hook, metrics_hook, NULL};
+    s = server_start(&scfg, e, c, &hooks, &err);
+    if (!s) {
+        LOG_ERROR("%s", err.msg);
+        goto out;
+    }
+    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
+             o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
+    if (o.cluster_file)
+        print_try_it(o.listen, server_port(s));
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    LOG_INFO("signal %d: shutting down", sig);
+    rc = 0;
+out:
+    server_stop(s);       /* no request in flight after this */
+    live_free(a.live);    /* then the watchers */
+    extender_free(e);
+    cluster_free(c);
+    curl_global_cleanup();
+    return rc;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    printf("gpupack %s\n", GPUPACK_VERSION);
+    return 0;
+}
+
+static int cmd_inspect(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = inspect_main(argc, argv);
+    curl_global_cleanup();
+    return rc;
+}
+
+static const struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} commands[] = {
+    {"serve", cmd_serve},
+    {"inspect", cmd_inspect},
+    {"version", cmd_version},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < GP_ARRAY_LEN(commands); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "gpupack: unknown command %s\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
