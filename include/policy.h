@@ -45,4 +45,42 @@ int policy_select(const gp_policy_set *s, const char *ns, const json_t *labels,
 int policy_set_count(const gp_policy_set *s);
 const char *policy_set_name_at(const gp_policy_set *s, int i);
 
+/* ---------------------------------------------------------------- loading
+ * (policy files: see policy_yaml.h for the schema, docs/policies.md for
+ * users). */
+
+typedef struct gp_policy gp_policy;
+typedef struct policy_diag policy_diag;
+
+/* Builds a set from parsed policies. Takes ownership of `pols` (the array
+ * and every policy) in all cases. Checks what no single document can: two
+ * policies with one name, two with the same priority that can match the
+ * same pod at the same time, selectors that can never match. Adds the
+ * built-in "default" unless a policy is named so. Returns 0 and an owned ref
+ * in *out, or -1 with every problem appended to diag. */
+int policy_set_build(gp_policy **pols, int n, policy_diag *diag, gp_policy_set **out) GP_WUR;
+
+/* Parses the files (in the order given) into one set, as a policy directory
+ * is loaded: every error of every file goes to diag; any error rejects the
+ * whole set. Returns 0 and an owned ref in *out, or -1. */
+int policy_set_load_files(const char *const *paths, int n, gp_policy_set **out,
+                          policy_diag *diag) GP_WUR;
+
+/* One file -> a set that also holds the default (for `gpupack simulate
+ * --policy FILE`). Returns 0 and an owned ref, or -1 with the first error
+ * ("file:line:col: ...") and the count of the others in err. */
+int policy_set_load_file(const char *path, gp_policy_set **out, gp_err *err) GP_WUR;
+
+/* The policy named `name` in the set, or NULL. Borrowed from the set. */
+const gp_policy *policy_set_find(const gp_policy_set *s, const char *name);
+
+/* True when the policy's schedule (in its time zone) covers `now`; always
+ * true without a schedule. Pure. */
+bool policy_active_at(const gp_policy *p, time_t now);
+
+/* A JSON description of the set for /inspect: [{"name", "file", "priority",
+ * "node", "gpu", "nodeDecision", "activeNow"}...] in selection order.
+ * Returns an owned array. */
+json_t *policy_set_to_json(const gp_policy_set *s, time_t now);
+
 #endif
