@@ -1,0 +1,25 @@
+/* testutil.h -- builders for nodes and requests, fixture loading (tests only). */
+#ifndef GP_TESTUTIL_H
+#define GP_TESTUTIL_H
+
+#include <jansson.h>
+
+#include "cluster.h"
+#include "gpu.h"
+
+/* A node of n GPUs with mem[i] MiB each (model "A100" unless models given),
+ * usage (mem_used, core_used per-mille) applied. Returns owned (free()). */
+gp_node *tu_node(const char *name, int n, const int64_t *mem, const int64_t *used_mem,
+                 const int *used_core);
+/* An inventory of n identical GPUs. */
+void tu_inventory(gp_inventory *inv, int n, int64_t mem, const char *model);
+/* A pod request with one container. */
+void tu_req(gp_pod_req *r, const char *uid, int count, int64_t mem, int core_permille);
+/* Adds a container. */
+void tu_add_ctr(gp_pod_req *r, const char *name, bool init, int count, int64_t mem, int core);
+/* Loads a JSON file (aborts the test on failure); path relative to the repo root. */
+json_t *tu_load_json(const char *path);
+/* Path of a file under shared/ (GPUPACK_SHARED, default ../shared); static buffer. */
+const char *tu_shared(const char *rel);
+
+#endif
