@@ -1,0 +1,309 @@
+/* test_cluster.c -- the store: assume / forget / observe / resync / expire, and races. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "testutil.h"
+
+static gp_cluster *cluster_with(int nodes, int gpus, int64_t mem)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, gpus, mem, "A100");
+    for (int i = 0; i < nodes; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "n%d", i);
+        cluster_upsert_node(c, name, &inv);
+    }
+    return c;
+}
+
+static int64_t node_mem_used(gp_cluster *c, const char *name)
+{
+    int64_t used = 0;
+    cluster_rdlock(c);
+    const gp_node *n = cluster_rd_node(c, name);
+    for (int i = 0; n && i < n->ngpus; i++)
+        used += n->gpus[i].mem_used;
+    cluster_unlock(c);
+    return used;
+}
+
+START_TEST(assume_forget_and_idempotence)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);
+    gp_pod_req r;
+    tu_req(&r, "u1", 1, 4096, 300);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a, again;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "default", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
+    /* same pod, same node: the same answer, nothing added */
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "default", GP_POD_ASSUMED, &again, &err), 0);
+    ck_assert_int_eq(again.ctrs[0].gpus[0].index, a.ctrs[0].gpus[0].index);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
+    /* another node for the same pod is refused */
+    ck_assert_int_eq(cluster_place_and_assume(c, "n9", &r, &o, "default", GP_POD_ASSUMED, &again, &err), -1);
+    ck_assert_msg(strstr(err.msg, "already holds GPUs on node n0"), "%s", err.msg);
+    cluster_forget(c, "u1");
+    ck_assert_int_eq(node_mem_used(c, "n0"), 0);
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "u1", &a, &st), -1);
+    /* unknown node */
+    ck_assert_int_eq(cluster_place_and_assume(c, "nope", &r, &o, "default", GP_POD_ASSUMED, &a, &err), -1);
+    ck_assert_msg(strstr(err.msg, "not known"), "%s", err.msg);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(forget_spares_a_completed_bind)
+{
+    gp_cluster *c = cluster_with(1, 1, 16384);
+    gp_pod_req r;
+    tu_req(&r, "u1", 1, 4096, 0);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    cluster_bind_done(c, "u1");
+    cluster_forget(c, "u1");   /* a failed retry must not undo the first bind */
+    ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(observe_confirms_and_releases)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);
+    gp_pod_req r;
+    tu_req(&r, "u1", 1, 4096, 0);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    /* watch: annotated but not bound yet -> stays assumed */
+    gp_pod_obs obs = {.uid = "u1", .ns = "default", .name = "pod-u1", .node_name = "", .assign = &a};
+    cluster_pod_observed(c, &obs);
+    gp_pod_state st;
+    gp_assignment got;
+    ck_assert_int_eq(cluster_pod_get(c, "u1", &got, &st), 0);
+    ck_assert_int_eq(st, GP_POD_ASSUMED);
+    /* bound: confirmed, counted once */
+    obs.node_name = "n0";
+    cluster_pod_observed(c, &obs);
+    ck_assert_int_eq(cluster_pod_get(c, "u1", &got, &st), 0);
+    ck_assert_int_eq(st, GP_POD_BOUND);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
+    /* the annotations are the truth: another GPU and size */
+    gp_assignment other = a;
+    other.ctrs[0].gpus[0].index = a.ctrs[0].gpus[0].index == 0 ? 1 : 0;
+    other.ctrs[0].gpus[0].mem_mib = 2048;
+    obs.assign = &other;
+    cluster_pod_observed(c, &obs);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 2048);
+    /* terminal releases */
+    obs.terminal = true;
+    cluster_pod_observed(c, &obs);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 0);
+    ck_assert_int_eq(cluster_pod_get(c, "u1", &got, &st), -1);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(pods_before_their_node_and_inventory_changes)
+{
+    gp_cluster *c = cluster_new();
+    gp_assignment a = {.nctrs = 1};
+    gp_strlcpy(a.node, "late", sizeof a.node);
+    a.ctrs[0].ngpus = 1;
+    a.ctrs[0].gpus[0] = (gp_gpu_grant){3, 1000, 100};
+    gp_pod_obs obs = {.uid = "u", .ns = "ns", .name = "p", .node_name = "late", .assign = &a};
+    cluster_pod_observed(c, &obs);
+    gp_inventory inv;
+    tu_inventory(&inv, 2, 16384, "A100");
+    cluster_upsert_node(c, "late", &inv);
+    ck_assert_int_eq(node_mem_used(c, "late"), 0);      /* GPU 3 does not exist yet */
+    tu_inventory(&inv, 4, 16384, "A100");
+    cluster_upsert_node(c, "late", &inv);
+    ck_assert_int_eq(node_mem_used(c, "late"), 1000);   /* now it does */
+    cluster_upsert_node(c, "late", &inv);               /* heartbeat: unchanged */
+    ck_assert_int_eq(node_mem_used(c, "late"), 1000);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(resync_removes_unseen)
+{
+    gp_cluster *c = cluster_with(3, 1, 16384);
+    gp_pod_req r;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a1, a2;
+    gp_err err;
+    tu_req(&r, "bound", 1, 1000, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a1, &err), 0);
+    tu_req(&r, "assumed", 1, 1000, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a2, &err), 0);
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    cluster_nodes_resync_begin(c);
+    cluster_upsert_node(c, "n0", &inv);
+    cluster_upsert_node(c, "n2", &inv);
+    cluster_nodes_resync_end(c);
+    cluster_rdlock(c);
+    ck_assert_uint_eq(cluster_rd_node_count(c), 2);
+    ck_assert_ptr_null(cluster_rd_node(c, "n1"));
+    cluster_unlock(c);
+    /* a pod relist that does not mention the bound pod releases it; the
+     * assumed one waits for its TTL */
+    cluster_pods_resync_begin(c);
+    cluster_pods_resync_end(c);
+    gp_pod_state st;
+    gp_assignment got;
+    ck_assert_int_eq(cluster_pod_get(c, "bound", &got, &st), -1);
+    ck_assert_int_eq(cluster_pod_get(c, "assumed", &got, &st), 0);
+    ck_assert_int_eq(cluster_expire_assumed(c, 3600), 0);
+    ck_assert_int_eq(cluster_expire_assumed(c, -1), 1);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 0);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(ns_gpus_and_inspect)
+{
+    gp_cluster *c = cluster_with(1, 4, 16384);
+    gp_pod_req r;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    o.gpu = placement_gpu_strategy("spread");
+    gp_assignment a;
+    gp_err err;
+    tu_req(&r, "a", 2, 1000, 0);
+    gp_strlcpy(r.ns, "team", sizeof r.ns);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    tu_req(&r, "b", 1, 1000, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    cluster_rdlock(c);
+    ck_assert_int_eq(cluster_rd_ns_gpus(c, "n0", "team"), 2);
+    ck_assert_int_eq(cluster_rd_ns_gpus(c, "n0", "default"), 1);
+    ck_assert_int_eq(cluster_rd_ns_gpus(c, "n0", "other"), 0);
+    cluster_unlock(c);
+    json_t *j = cluster_inspect(c, NULL);
+    json_t *gpus = json_object_get(json_array_get(json_object_get(j, "nodes"), 0), "gpus");
+    ck_assert_uint_eq(json_array_size(gpus), 4);
+    int pods = 0;
+    for (size_t i = 0; i < 4; i++)
+        pods += (int)json_array_size(json_object_get(json_array_get(gpus, i), "pods"));
+    ck_assert_int_eq(pods, 3);   /* pod a on two GPUs, pod b on one */
+    json_decref(j);
+    ck_assert_ptr_null(cluster_inspect(c, "missing"));
+    cluster_free(c);
+}
+END_TEST
+
+/* --------------------------------------------------------- concurrency -- */
+
+#define RACE_THREADS 8
+#define RACE_PODS 400
+
+typedef struct race {
+    gp_cluster *c;
+    int id;
+    int placed;
+} race;
+
+static void *binder_thread(void *arg)
+{
+    race *r = arg;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    for (int i = 0; i < RACE_PODS; i++) {
+        char uid[32], node[16];
+        snprintf(uid, sizeof uid, "t%d-p%d", r->id, i);
+        snprintf(node, sizeof node, "n%d", i % 4);
+        gp_pod_req req;
+        tu_req(&req, uid, 1 + (i % 2), 3000 + (i % 7) * 500, (i % 3) * 100);
+        gp_assignment a;
+        gp_err err;
+        if (cluster_place_and_assume(r->c, node, &req, &o, "p", GP_POD_ASSUMED, &a, &err) == 0) {
+            r->placed++;
+            if (i % 3 == 0) {
+                cluster_forget(r->c, uid);      /* a failed API call */
+            } else if (i % 3 == 1) {
+                gp_pod_obs obs = {.uid = uid, .ns = "default", .name = uid, .node_name = node,
+                                  .assign = &a};
+                cluster_pod_observed(r->c, &obs);   /* watch confirms ... */
+                obs.terminal = (i % 2) == 0;        /* ... and some finish */
+                cluster_pod_observed(r->c, &obs);
+            }
+        }
+        /* readers interleave */
+        gp_cluster_stats st;
+        cluster_stats(r->c, &st);
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_binds_never_overcommit)
+{
+    gp_cluster *c = cluster_with(4, 4, 16384);
+    pthread_t th[RACE_THREADS];
+    race rs[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++) {
+        rs[i] = (race){c, i, 0};
+        pthread_create(&th[i], NULL, binder_thread, &rs[i]);
+    }
+    int placed = 0;
+    for (int i = 0; i < RACE_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        placed += rs[i].placed;
+    }
+    ck_assert_int_gt(placed, 0);
+    cluster_rdlock(c);
+    size_t it = 0;
+    const gp_node *n;
+    while ((n = cluster_rd_node_at(c, &it))) {
+        for (int g = 0; g < n->ngpus; g++) {
+            ck_assert_int_le(n->gpus[g].mem_used, n->gpus[g].info.mem_total);
+            ck_assert_int_le(n->gpus[g].core_used, n->gpus[g].info.core_total);
+            ck_assert_int_ge(n->gpus[g].mem_used, 0);
+            ck_assert_int_ge(n->gpus[g].pods, 0);
+        }
+    }
+    cluster_unlock(c);
+    /* releasing everything returns every counter to zero: nothing leaked */
+    cluster_pods_resync_begin(c);
+    cluster_pods_resync_end(c);
+    cluster_expire_assumed(c, -1);
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.mem_used, 0);
+    ck_assert_int_eq(st.core_used, 0);
+    ck_assert_uint_eq(st.pods_bound + st.pods_assumed, 0);
+    cluster_free(c);
+}
+END_TEST
+
+Suite *suite_cluster(void);
+Suite *suite_cluster(void)
+{
+    Suite *s = suite_create("cluster");
+    TCase *t = tcase_create("store");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, assume_forget_and_idempotence);
+    tcase_add_test(t, forget_spares_a_completed_bind);
+    tcase_add_test(t, observe_confirms_and_releases);
+    tcase_add_test(t, pods_before_their_node_and_inventory_changes);
+    tcase_add_test(t, resync_removes_unseen);
+    tcase_add_test(t, ns_gpus_and_inspect);
+    tcase_add_test(t, concurrent_binds_never_overcommit);
+    suite_add_tcase(s, t);
+    return s;
+}
