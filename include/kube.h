@@ -81,8 +81,11 @@ int kube_request(gp_kube *k, const char *method, const char *path, const char *c
 
 /* Receives stream bytes as they arrive; return 0 to go on, -1 to abort. */
 typedef int (*gp_kube_data_fn)(void *ud, const char *p, size_t n);
+/* Called once when the response headers are complete, with the status. */
+typedef void (*gp_kube_open_fn)(void *ud, long status);
 
-/* A streaming GET (watch). When the answer is 200 the body goes to fn; any
+/* A streaming GET (watch). on_open (may be NULL) learns the status as soon
+ * as the headers are in. When the answer is 200 the body goes to fn; any
  * other status puts up to GP_KUBE_ERRBODY_MAX bytes of body into errbody
  * (initialised here; caller frees). stall_s: abort when no byte arrived for
  * that long; max_s: abort after that long in total (0 = no limit).
@@ -91,8 +94,8 @@ typedef int (*gp_kube_data_fn)(void *ud, const char *p, size_t n);
  * message when the connection failed or was cut mid-body, the stream
  * stalled, fn aborted, or cancel fired. *status is 0 when no answer came. */
 int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
-                gp_kube_cancel *cancel, gp_kube_data_fn fn, void *ud, long *status,
-                gp_buf *errbody, gp_err *err) GP_WUR;
+                gp_kube_cancel *cancel, gp_kube_open_fn on_open, gp_kube_data_fn fn, void *ud,
+                long *status, gp_buf *errbody, gp_err *err) GP_WUR;
 
 /* The message of an API Status body ("pods \"x\" not found"), else the body's
  * first bytes, sanitised to printable ASCII; "(empty body)" when empty. */

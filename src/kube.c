@@ -365,7 +365,9 @@ typedef struct xfer {
     gp_buf *body;              /* non-stream body, or a stream's error body */
     bool body_overflow;
     gp_kube_data_fn fn;        /* stream: receives 200 bodies */
+    gp_kube_open_fn on_open;   /* stream: told the status once headers are in */
     void *ud;
+    bool opened;
     bool fn_aborted;
     CURL *easy;
     long status;               /* known once headers are in */
@@ -387,6 +389,24 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
     if (gp_buf_append(x->body, p, n) < 0) {
         x->body_overflow = true;
         return 0;
+    }
+    return n;
+}
+
+/* Spots the end of the final header block (not a 100 Continue's). */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (!x->opened && (n == 2 && p[0] == '\r' && p[1] == '\n')) {
+        long st = 0;
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+        if (st >= 200) {
+            x->opened = true;
+            x->status = st;
+            if (x->on_open)
+                x->on_open(x->ud, st);
+        }
     }
     return n;
 }
@@ -546,12 +566,12 @@ out:
 }
 
 int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
-                gp_kube_cancel *cancel, gp_kube_data_fn fn, void *ud, long *status,
-                gp_buf *errbody, gp_err *err)
+                gp_kube_cancel *cancel, gp_kube_open_fn on_open, gp_kube_data_fn fn, void *ud,
+                long *status, gp_buf *errbody, gp_err *err)
 {
     *status = 0;
     gp_buf_init(errbody, GP_KUBE_ERRBODY_MAX);
-    xfer x = {.body = errbody, .fn = fn, .ud = ud};
+    xfer x = {.body = errbody, .fn = fn, .on_open = on_open, .ud = ud};
     struct curl_slist *hdrs = NULL;
     int rc = -1;
     CURL *h = easy_new(k, path, &hdrs, &x);
@@ -561,6 +581,8 @@ int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
     }
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
     if (stall_s > 0) {
         long t = (long)stall_s;
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);

@@ -273,10 +273,23 @@ void fakeapi_end_watches(gp_fakeapi *f)
 void fakeapi_expire(gp_fakeapi *f)
 {
     pthread_mutex_lock(&f->mu);
-    f->expired_rv = f->rv + 1;
+    f->expired_rv = f->rv;
     for (size_t i = 0; i < f->nsnaps; i++)
         json_decref(f->snaps[i].items);
     f->nsnaps = 0;
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_inject_raw(gp_fakeapi *f, bool pod, const char *line)
+{
+    pthread_mutex_lock(&f->mu);
+    f->rv++;
+    if (f->nevents == f->capevents) {
+        f->capevents = f->capevents ? 2 * f->capevents : 64;
+        f->events = xrealloc(f->events, f->capevents * sizeof *f->events);
+    }
+    f->events[f->nevents++] = (event){.rv = f->rv, .pod = pod, .line = xstrdup(line)};
+    pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
 }
 

@@ -52,10 +52,14 @@ void fakeapi_delay(gp_fakeapi *f, const char *method, const char *match, int del
 void fakeapi_cut_watches(gp_fakeapi *f, bool mid_event);
 /* Every open watch ends properly (as at timeoutSeconds). */
 void fakeapi_end_watches(gp_fakeapi *f);
-/* Every resourceVersion up to now becomes too old: watches from an older one
- * get HTTP 200 + a single ERROR event (Status 410 Expired) and end; continue
- * tokens issued so far get HTTP 410. */
+/* Every resourceVersion older than the current one becomes too old (as after
+ * an apiserver restart): watches from one get HTTP 200 + a single ERROR event
+ * (Status 410 Expired) and end; continue tokens issued so far get HTTP 410. */
 void fakeapi_expire(gp_fakeapi *f);
+/* Appends a raw line (must end in '\n') to the event stream of pods or
+ * nodes, as if it were an event at the current resourceVersion (for
+ * malformed-event tests). */
+void fakeapi_inject_raw(gp_fakeapi *f, bool pod, const char *line);
 /* Sends a BOOKMARK to every open watch that asked for bookmarks. */
 void fakeapi_bookmark(gp_fakeapi *f);
 /* Open watch streams of a resource ("pods", "nodes"; NULL = all). */

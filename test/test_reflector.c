@@ -1,0 +1,545 @@
+/* test_reflector.c -- LIST/WATCH against the fake API server: paging, events, 410, cuts, faults. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fakeapi.h"
+#include "kube.h"
+#include "livetest.h"
+#include "log.h"
+#include "reflector.h"
+
+/* What the reflector told us: the current view (name -> resourceVersion) and counters. */
+typedef struct rec {
+    pthread_mutex_t mu;
+    json_t *view, *mark;
+    int begins, ends, added, modified, deleted, listed;
+    json_t *applied;     /* per name: how many watch events */
+} rec;
+
+static void rec_begin(void *ud)
+{
+    rec *r = ud;
+    pthread_mutex_lock(&r->mu);
+    r->begins++;
+    json_object_clear(r->mark);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void rec_end(void *ud)
+{
+    rec *r = ud;
+    pthread_mutex_lock(&r->mu);
+    r->ends++;
+    json_t *keep = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(r->view, k, v) {
+        if (json_object_get(r->mark, k))
+            json_object_set(keep, k, v);
+    }
+    json_decref(r->view);
+    r->view = keep;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void rec_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
+{
+    rec *r = ud;
+    const json_t *md = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+    ck_assert_ptr_nonnull(name);
+    pthread_mutex_lock(&r->mu);
+    if (listed) {
+        r->listed++;
+        json_object_set_new(r->mark, name, json_true());
+        ck_assert_ptr_null(json_object_get(md, "managedFields"));   /* trimmed */
+    } else {
+        json_int_t n = json_integer_value(json_object_get(r->applied, name));
+        json_object_set_new(r->applied, name, json_integer(n + 1));
+    }
+    if (type == GP_WATCH_DELETED) {
+        r->deleted++;
+        json_object_del(r->view, name);
+    } else {
+        if (type == GP_WATCH_ADDED && !listed)
+            r->added++;
+        if (type == GP_WATCH_MODIFIED)
+            r->modified++;
+        json_object_set_new(r->view, name, json_string(rv ? rv : ""));
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static json_t *trim_keep_name_rv(const json_t *obj)
+{
+    const json_t *md = json_object_get(obj, "metadata");
+    return json_pack("{s:{s:O,s:O}}", "metadata", "name", json_object_get(md, "name"),
+                     "resourceVersion", json_object_get(md, "resourceVersion"));
+}
+
+static const gp_reflector_ops rec_ops = {rec_begin, rec_end, rec_apply, trim_keep_name_rv};
+
+static json_t *pod(const char *name)
+{
+    return json_pack("{s:{s:s,s:s,s:[{s:s}]},s:{s:[{s:s,s:{s:{s:s}}}]},s:{s:s}}", "metadata", "name",
+                     name, "namespace", "default", "managedFields", "manager", "test", "spec",
+                     "containers", "name", "c", "resources", "limits", "gpupack.io/gpu-mem", "1024",
+                     "status", "phase", "Pending");
+}
+
+typedef struct fixture {
+    gp_fakeapi *f;
+    gp_kube *k;
+    rec r;
+    gp_reflector *refl;
+} fixture;
+
+static void setup(fixture *x, int page_limit, int watch_timeout, double stall)
+{
+    memset(x, 0, sizeof *x);
+    gp_log_set_level(GP_LOG_ERROR);
+    x->f = fakeapi_start();
+    ck_assert_ptr_nonnull(x->f);
+    gp_kube_auth a = {.server = (char *)fakeapi_url(x->f)};
+    gp_err err;
+    x->k = kube_new(&a, &err);
+    ck_assert_msg(x->k != NULL, "%s", err.msg);
+    pthread_mutex_init(&x->r.mu, NULL);
+    x->r.view = json_object();
+    x->r.mark = json_object();
+    x->r.applied = json_object();
+    gp_reflector_config cfg = {.resource = "pods", .path = "/api/v1/pods", .page_limit = page_limit,
+                               .watch_timeout_s = watch_timeout, .stall_s = stall,
+                               .backoff_min_s = 0.02, .backoff_max_s = 0.2};
+    x->refl = reflector_new(x->k, &cfg, &rec_ops, &x->r);
+}
+
+static void start(fixture *x)
+{
+    gp_err err;
+    ck_assert(reflector_start(x->refl, &err) == 0);
+}
+
+static void teardown(fixture *x)
+{
+    reflector_free(x->refl);
+    kube_free(x->k);
+    fakeapi_stop(x->f);
+    json_decref(x->r.view);
+    json_decref(x->r.mark);
+    json_decref(x->r.applied);
+    pthread_mutex_destroy(&x->r.mu);
+}
+
+/* Polls until the view equals the fake's pods (by name and resourceVersion). */
+static bool converged(fixture *x, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    do {
+        bool same = true;
+        json_t *want = json_object();
+        /* the fake's truth: a LIST straight from it */
+        gp_kube_resp resp;
+        gp_err err;
+        if (kube_request(x->k, "GET", "/api/v1/pods", NULL, NULL, 5, NULL, &resp, &err) == 0) {
+            json_t *l = json_loadb(resp.body.data, resp.body.len, 0, NULL);
+            size_t i;
+            json_t *it;
+            json_array_foreach(json_object_get(l, "items"), i, it) {
+                const json_t *md = json_object_get(it, "metadata");
+                json_object_set(want, json_string_value(json_object_get(md, "name")),
+                                json_object_get(md, "resourceVersion"));
+            }
+            json_decref(l);
+        }
+        kube_resp_free(&resp);
+        pthread_mutex_lock(&x->r.mu);
+        same = json_equal(want, x->r.view);
+        pthread_mutex_unlock(&x->r.mu);
+        json_decref(want);
+        if (same)
+            return true;
+        usleep(10000);
+    } while (gp_mono_s() < end);
+    return false;
+}
+
+static bool wait_synced(gp_reflector *r, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    while (!reflector_synced(r) && gp_mono_s() < end)
+        usleep(5000);
+    return reflector_synced(r);
+}
+
+static bool wait_watches(gp_fakeapi *f, int n, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    while (fakeapi_open_watches(f, "pods") < n && gp_mono_s() < end)
+        usleep(5000);
+    return fakeapi_open_watches(f, "pods") >= n;
+}
+
+/* ------------------------------------------------------------------ */
+
+START_TEST(paged_list_then_watch)
+{
+    fixture x;
+    setup(&x, 2, 60, 0);
+    char name[32];
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        fakeapi_put_pod(x.f, pod(name));
+    }
+    long list_rv = fakeapi_rv(x.f);
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(converged(&x, 5));
+    ck_assert_int_eq(x.r.begins, 1);
+    ck_assert_int_eq(x.r.listed, 5);
+    /* three pages: limit=2, then two continues */
+    ck_assert_int_eq(fakeapi_count(x.f, "GET", "/api/v1/pods?limit=2"), 3);
+    ck_assert_int_eq(fakeapi_count(x.f, "GET", "&continue=fake-continue-"), 2);
+    ck_assert(wait_watches(x.f, 1, 5));
+    char want[160];
+    snprintf(want, sizeof want,
+             "/api/v1/pods?watch=1&resourceVersion=%ld&allowWatchBookmarks=true&timeoutSeconds=60", list_rv);
+    ck_assert_int_eq(fakeapi_count(x.f, "GET", want), 1);
+
+    fakeapi_put_pod(x.f, pod("new"));
+    fakeapi_set_pod_phase(x.f, "default", "p1", "Running");
+    fakeapi_delete_pod(x.f, "default", "p2");
+    ck_assert(converged(&x, 5));
+    ck_assert_int_eq(x.r.added, 1);
+    ck_assert_int_eq(x.r.modified, 1);
+    ck_assert_int_eq(x.r.deleted, 1);
+    char why[256];
+    ck_assert(reflector_healthy(x.refl, why, sizeof why));
+
+    /* a bookmark moves the resourceVersion without applying anything, and
+     * the next watch starts from it */
+    int applied = x.r.added + x.r.modified + x.r.deleted;
+    long brv = fakeapi_rv(x.f) + 1;
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":"
+             "{\"resourceVersion\":\"%ld\",\"creationTimestamp\":null},\"spec\":{\"containers\":null},"
+             "\"status\":{}}}\n", brv);
+    fakeapi_inject_raw(x.f, true, line);
+    gp_reflector_stats st;
+    double end = gp_mono_s() + 5;
+    do {
+        reflector_stats(x.refl, &st);
+        if (st.bookmarks == 0)
+            usleep(2000);
+    } while (st.bookmarks == 0 && gp_mono_s() < end);
+    ck_assert_uint_eq(st.bookmarks, 1);
+    ck_assert_int_eq(atol(st.rv), brv);
+    ck_assert_int_eq(x.r.added + x.r.modified + x.r.deleted, applied);
+    fakeapi_end_watches(x.f);
+    snprintf(want, sizeof want, "watch=1&resourceVersion=%ld&", brv);
+    ck_assert_int_eq(fakeapi_wait_count(x.f, "GET", want, 1, 5), 1);
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(expired_rv_relists)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    fakeapi_put_pod(x.f, pod("a"));
+    fakeapi_put_pod(x.f, pod("b"));
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(wait_watches(x.f, 1, 5));
+    /* an apiserver restart: connections drop, the cache window moves on,
+     * and the cluster changes meanwhile */
+    fakeapi_fail(x.f, "GET", "watch=1", 503, 2);
+    fakeapi_cut_watches(x.f, false);
+    fakeapi_delete_pod(x.f, "default", "a");
+    fakeapi_put_pod(x.f, pod("c"));
+    fakeapi_expire(x.f);
+    ck_assert(converged(&x, 5));
+    ck_assert_int_ge(x.r.begins, 2);               /* relisted */
+    ck_assert_int_eq(x.r.begins, x.r.ends);
+    gp_reflector_stats st;
+    reflector_stats(x.refl, &st);
+    ck_assert_uint_ge(st.expired, 1);
+    ck_assert_uint_ge(st.watch_failures, 2);
+    /* the ERROR event came on an HTTP 200 watch; the relist and the new watch followed */
+    ck_assert_int_ge(fakeapi_count(x.f, "GET", "/api/v1/pods?limit=100"), 2);
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(http_410_on_watch_relists)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    fakeapi_put_pod(x.f, pod("a"));
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(wait_watches(x.f, 1, 5));
+    fakeapi_fail(x.f, "GET", "watch=1", 410, 1);
+    fakeapi_end_watches(x.f);
+    ck_assert_int_ge(fakeapi_wait_count(x.f, "GET", "/api/v1/pods?limit=100", 2, 5), 2);
+    fakeapi_put_pod(x.f, pod("z"));
+    ck_assert(converged(&x, 5));
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(cut_mid_event_redelivers_once)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    fakeapi_put_pod(x.f, pod("a"));
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(wait_watches(x.f, 1, 5));
+    /* the next event goes out half, then the connection drops */
+    fakeapi_cut_watches(x.f, true);
+    fakeapi_put_pod(x.f, pod("half"));
+    ck_assert(converged(&x, 5));
+    pthread_mutex_lock(&x.r.mu);
+    ck_assert_int_eq(json_integer_value(json_object_get(x.r.applied, "half")), 1);
+    ck_assert_int_eq(x.r.begins, 1);                /* no relist needed */
+    pthread_mutex_unlock(&x.r.mu);
+    gp_reflector_stats st;
+    reflector_stats(x.refl, &st);
+    ck_assert_uint_ge(st.watch_failures, 1);
+    ck_assert_uint_eq(st.bad_events, 0);
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(server_errors_mark_stale_then_recover)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    fakeapi_put_pod(x.f, pod("a"));
+    /* the first LIST fails twice: not synced, not healthy */
+    fakeapi_fail(x.f, "GET", "limit=100", 500, 2);
+    fakeapi_delay(x.f, "GET", "limit=100", 300, 1);
+    start(&x);
+    char why[256] = "";
+    double end = gp_mono_s() + 5;
+    while (reflector_healthy(x.refl, why, sizeof why) && gp_mono_s() < end)
+        usleep(2000);
+    ck_assert(!reflector_synced(x.refl));
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(converged(&x, 5));
+    ck_assert_int_eq(fakeapi_count(x.f, "GET", "limit=100"), 3);
+    ck_assert(wait_watches(x.f, 1, 5));
+    /* the watch now fails with 500s: stale with a reason, then back */
+    fakeapi_fail(x.f, "GET", "watch=1", 500, 3);
+    fakeapi_delay(x.f, "GET", "watch=1", 300, 1);
+    fakeapi_cut_watches(x.f, false);
+    end = gp_mono_s() + 5;
+    while (reflector_healthy(x.refl, why, sizeof why) && gp_mono_s() < end)
+        usleep(2000);
+    ck_assert_msg(strstr(why, "pods:") == why, "%s", why);
+    fakeapi_put_pod(x.f, pod("b"));
+    ck_assert(converged(&x, 5));
+    end = gp_mono_s() + 5;
+    while (!reflector_healthy(x.refl, why, sizeof why) && gp_mono_s() < end)
+        usleep(2000);
+    ck_assert(reflector_healthy(x.refl, NULL, 0));
+    ck_assert_int_eq(x.r.begins, 1);     /* watch errors alone never relist */
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(list_failing_midway_changes_nothing)
+{
+    fixture x;
+    setup(&x, 1, 60, 0);
+    fakeapi_put_pod(x.f, pod("a"));
+    fakeapi_put_pod(x.f, pod("b"));
+    fakeapi_put_pod(x.f, pod("c"));
+    fakeapi_fail(x.f, "GET", "continue=fake-continue-1-2", 500, 1);
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(converged(&x, 5));
+    ck_assert_int_eq(x.r.begins, 1);     /* only the complete LIST was applied */
+    ck_assert_int_eq(x.r.listed, 3);
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(expired_continue_token_restarts_list)
+{
+    fixture x;
+    setup(&x, 1, 60, 0);
+    fakeapi_put_pod(x.f, pod("a"));
+    fakeapi_put_pod(x.f, pod("b"));
+    /* the second page is slow; meanwhile every snapshot expires */
+    fakeapi_delay(x.f, "GET", "continue=fake-continue-1-1", 200, 1);
+    start(&x);
+    ck_assert_int_ge(fakeapi_wait_count(x.f, "GET", "limit=1", 1, 5), 1);
+    fakeapi_expire(x.f);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(converged(&x, 5));
+    ck_assert_int_eq(x.r.begins, 1);
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(bad_lines_are_skipped)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(wait_watches(x.f, 1, 5));
+    fakeapi_inject_raw(x.f, true, "{\"type\":\"ADDED\",\"object\":{\"metadata\":\n");
+    fakeapi_inject_raw(x.f, true, "not json at all\n");
+    fakeapi_inject_raw(x.f, true, "{\"type\":\"SURPRISE\",\"object\":{}}\n");
+    fakeapi_put_pod(x.f, pod("after"));
+    ck_assert(converged(&x, 5));
+    gp_reflector_stats st;
+    reflector_stats(x.refl, &st);
+    ck_assert_uint_eq(st.bad_events, 3);
+    ck_assert_uint_eq(st.watch_failures, 0);
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(oversized_line_reconnects)
+{
+    fixture x;
+    memset(&x, 0, sizeof x);
+    setup(&x, 100, 60, 0);
+    reflector_free(x.refl);
+    gp_reflector_config cfg = {.resource = "pods", .path = "/api/v1/pods", .line_max = 512,
+                               .backoff_min_s = 0.02, .backoff_max_s = 0.1};
+    x.refl = reflector_new(x.k, &cfg, &rec_ops, &x.r);
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(wait_watches(x.f, 1, 5));
+    char *big = xmalloc(2048);
+    memset(big, 'x', 2046);
+    big[2046] = '\n';
+    big[2047] = '\0';
+    fakeapi_inject_raw(x.f, true, big);
+    free(big);
+    gp_reflector_stats st;
+    double end = gp_mono_s() + 5;
+    do {
+        reflector_stats(x.refl, &st);
+        usleep(5000);
+    } while (st.watch_failures == 0 && gp_mono_s() < end);
+    ck_assert_uint_ge(st.watch_failures, 1);
+    /* the limit held: a relist, and things go on */
+    fakeapi_put_pod(x.f, pod("fine"));
+    ck_assert(converged(&x, 5));
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(stuck_stream_detected)
+{
+    fixture x;
+    setup(&x, 100, 60, 1.0);   /* a watch silent for 1 s is stuck */
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert_int_ge(fakeapi_wait_count(x.f, "GET", "watch=1", 2, 8), 2);
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(timeout_rewatches_from_last_rv)
+{
+    fixture x;
+    setup(&x, 100, 1, 0);       /* timeoutSeconds=1: the fake ends each watch after 1 s */
+    fakeapi_put_pod(x.f, pod("a"));
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    fakeapi_put_pod(x.f, pod("b"));
+    ck_assert(converged(&x, 5));
+    long rv = fakeapi_rv(x.f);
+    char want[96];
+    snprintf(want, sizeof want, "watch=1&resourceVersion=%ld&", rv);
+    ck_assert_int_ge(fakeapi_wait_count(x.f, "GET", want, 1, 5), 1);
+    ck_assert_int_eq(x.r.begins, 1);
+    char why[128];
+    ck_assert(reflector_healthy(x.refl, why, sizeof why));
+    teardown(&x);
+}
+END_TEST
+
+START_TEST(stop_is_prompt_and_token_rotates)
+{
+    char *dir = livetest_tmpdir();
+    char *tokf = xasprintf("%s/token", dir);
+    gp_log_set_level(GP_LOG_ERROR);
+    ck_assert(livetest_write(tokf, "one\n", 4) == 0);
+    gp_fakeapi *f = fakeapi_start();
+    fakeapi_set_token(f, "one");
+    gp_kube_auth a = {.server = (char *)fakeapi_url(f), .token_file = tokf};
+    gp_err err;
+    gp_kube *k = kube_new(&a, &err);
+    ck_assert_msg(k != NULL, "%s", err.msg);
+    gp_kube_resp resp;
+    ck_assert(kube_request(k, "GET", "/api/v1/nodes", NULL, NULL, 5, NULL, &resp, &err) == 0);
+    ck_assert_int_eq(resp.status, 200);
+    kube_resp_free(&resp);
+    /* rotation: a new file content (and size) is picked up on the next request */
+    fakeapi_set_token(f, "second");
+    ck_assert(livetest_write(tokf, "second\n", 7) == 0);
+    ck_assert(kube_request(k, "GET", "/api/v1/nodes", NULL, NULL, 5, NULL, &resp, &err) == 0);
+    ck_assert_int_eq(resp.status, 200);
+    kube_resp_free(&resp);
+    gp_fake_req rq;
+    ck_assert(fakeapi_request(f, 1, &rq) == 0);
+    ck_assert_str_eq(rq.auth, "Bearer second");
+    fakeapi_req_clear(&rq);
+    /* a watch blocked waiting for events stops at once when cancelled */
+    rec r = {.view = json_object(), .mark = json_object(), .applied = json_object()};
+    pthread_mutex_init(&r.mu, NULL);
+    gp_reflector_config cfg = {.resource = "nodes", .path = "/api/v1/nodes"};
+    gp_reflector *refl = reflector_new(k, &cfg, &rec_ops, &r);
+    ck_assert(reflector_start(refl, &err) == 0);
+    double end = gp_mono_s() + 5;
+    while (fakeapi_open_watches(f, "nodes") < 1 && gp_mono_s() < end)
+        usleep(5000);
+    ck_assert_int_eq(fakeapi_open_watches(f, "nodes"), 1);
+    reflector_free(refl);
+    kube_free(k);
+    fakeapi_stop(f);
+    json_decref(r.view);
+    json_decref(r.mark);
+    json_decref(r.applied);
+    pthread_mutex_destroy(&r.mu);
+    free(tokf);
+    livetest_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+Suite *suite_reflector(void);
+Suite *suite_reflector(void)
+{
+    Suite *s = suite_create("reflector");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, paged_list_then_watch);
+    tcase_add_test(tc, expired_rv_relists);
+    tcase_add_test(tc, http_410_on_watch_relists);
+    tcase_add_test(tc, cut_mid_event_redelivers_once);
+    tcase_add_test(tc, server_errors_mark_stale_then_recover);
+    tcase_add_test(tc, list_failing_midway_changes_nothing);
+    tcase_add_test(tc, expired_continue_token_restarts_list);
+    tcase_add_test(tc, bad_lines_are_skipped);
+    tcase_add_test(tc, oversized_line_reconnects);
+    tcase_add_test(tc, stuck_stream_detected);
+    tcase_add_test(tc, timeout_rewatches_from_last_rv);
+    tcase_add_test(tc, stop_is_prompt_and_token_rotates);
+    suite_add_tcase(s, tc);
+    return s;
+}
