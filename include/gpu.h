@@ -45,11 +45,13 @@ typedef struct gp_gpu {
  * fills them). */
 typedef struct gp_node {
     char name[GP_NAME_MAX];
-    int ngpus;
-    gp_gpu gpus[GP_MAX_GPUS_PER_NODE];  /* positions 0..ngpus-1, sorted by index */
     char source[16];              /* inventory source: gpupack, hami, gfd, aliyun, trace */
     int64_t cpu_alloc_milli, cpu_used_milli;
     int64_t host_mem_alloc_mib, host_mem_used_mib;
+    int ngpus;
+    /* Must stay the last member: stores allocate nodes to their GPU count
+     * (gp_node_size() in cluster.h). Positions 0..ngpus-1, sorted by index. */
+    gp_gpu gpus[GP_MAX_GPUS_PER_NODE];
 } gp_node;
 
 typedef enum { GP_PROFILE_NATIVE = 0, GP_PROFILE_ALIYUN = 1 } gp_profile;
@@ -98,7 +100,7 @@ typedef struct gp_ctr_assign {
 typedef struct gp_assignment {
     char node[GP_NAME_MAX];
     int nctrs;
-    gp_ctr_assign ctrs[GP_MAX_CTRS];
+    gp_ctr_assign ctrs[GP_MAX_CTRS];   /* last member: stores keep only nctrs of them */
 } gp_assignment;
 
 /* What a pod holds on one GPU over its life: max(any one init container,

@@ -67,12 +67,15 @@ static int apply_pod(gp_cluster *c, const json_t *pod, int64_t unit, gp_clusterf
     return 0;
 }
 
+/* item_kind: what items of a typed list are (API lists omit kind on items). */
 static int apply_obj(gp_cluster *c, const json_t *o, int64_t unit, gp_clusterfile_stats *st,
-                     const char *where, int depth, gp_err *err)
+                     const char *where, int depth, const char *item_kind, gp_err *err)
 {
     if (!json_is_object(o))
         return gp_fail(err, "%s: not a Kubernetes object", where);
     const char *kind = json_string_value(json_object_get(o, "kind"));
+    if (!kind)
+        kind = item_kind;
     if (!kind)
         return gp_fail(err, "%s: object without a kind", where);
     if (strcmp(kind, "Node") == 0)
@@ -84,12 +87,14 @@ static int apply_obj(gp_cluster *c, const json_t *o, int64_t unit, gp_clusterfil
         const json_t *items = json_object_get(o, "items");
         if (depth > 2 || !json_is_array(items))
             return gp_fail(err, "%s: %s without an items array", where, kind);
+        const char *ik = strcmp(kind, "NodeList") == 0 ? "Node"
+                         : strcmp(kind, "PodList") == 0 ? "Pod" : NULL;
         size_t i;
         const json_t *it;
         json_array_foreach(items, i, it) {
             char w[128];
             snprintf(w, sizeof w, "%.80s.items[%zu]", where, i);
-            if (apply_obj(c, it, unit, st, w, depth + 1, err))
+            if (apply_obj(c, it, unit, st, w, depth + 1, ik, err))
                 return -1;
         }
         return 0;
@@ -109,7 +114,7 @@ int clusterfile_apply(gp_cluster *c, const json_t *docs, int64_t aliyun_unit_mib
             continue;
         char w[32];
         snprintf(w, sizeof w, "document %zu", i + 1);
-        if (apply_obj(c, d, aliyun_unit_mib, &st, w, 0, err))
+        if (apply_obj(c, d, aliyun_unit_mib, &st, w, 0, NULL, err))
             return -1;
     }
     if (stats)

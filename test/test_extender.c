@@ -1,0 +1,446 @@
+/* test_extender.c -- the three verbs on real kube-scheduler request bodies, bad input, binders. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusterfile.h"
+#include "extender.h"
+#include "testutil.h"
+#include "yamljson.h"
+
+/* The real nodes the samples were captured against: node-gpupack (4 x A100 40 GB,
+ * one unhealthy), node-aliyun (2 x 16 GiB), node-nfd (4 x T4 16 GiB, GFD labels). */
+static gp_cluster *real_cluster(void)
+{
+    gp_cluster *c = cluster_new();
+    json_t *list = tu_load_json(tu_shared("samples/wire/nodes/list.trimmed.json"));
+    json_t *docs = json_pack("[O]", list);
+    gp_err err;
+    ck_assert_msg(clusterfile_apply(c, docs, 1024, NULL, &err) == 0, "%s", err.msg);
+    json_decref(docs);
+    json_decref(list);
+    return c;
+}
+
+/* The body of a captured request file, as the scheduler sent it. */
+static char *sample_body(const char *rel)
+{
+    json_t *j = tu_load_json(tu_shared(rel));
+    char *s = json_dumps(json_object_get(j, "body"), JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+static int call(int (*verb)(gp_extender *, const char *, size_t, json_t **), gp_extender *e,
+                const char *body, json_t **out)
+{
+    return verb(e, body, strlen(body), out);
+}
+
+static int64_t total_used(gp_cluster *c)
+{
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    return st.mem_used;
+}
+
+/* ----------------------------------------------------- the real samples -- */
+
+START_TEST(filter_prioritize_bind_real_sample)
+{
+    gp_cluster *c = real_cluster();
+    gp_extender *e = extender_new(c, NULL);
+    char *body = sample_body("samples/wire/extender/cache-true/001-filter.json");
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    json_t *names = json_object_get(out, "NodeNames");
+    ck_assert_uint_eq(json_array_size(names), 3);   /* 4096 MiB fits everywhere */
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    ck_assert(json_is_null(json_object_get(out, "Nodes")));
+    json_decref(out);
+
+    char *pbody = sample_body("samples/wire/extender/cache-true/002-prioritize.json");
+    ck_assert_int_eq(call(extender_prioritize, e, pbody, &out), 200);
+    ck_assert_uint_eq(json_array_size(out), 3);
+    int best = -1;
+    for (size_t i = 0; i < 3; i++) {
+        json_t *h = json_array_get(out, i);
+        int sc = (int)json_integer_value(json_object_get(h, "Score"));
+        ck_assert(sc >= 0 && sc <= 10);
+        ck_assert_ptr_nonnull(json_string_value(json_object_get(h, "Host")));
+        if (sc > best)
+            best = sc;
+    }
+    ck_assert_int_eq(best, 10);
+    json_decref(out);
+
+    char *bbody = sample_body("samples/wire/extender/cache-true/003-bind.json");
+    ck_assert_int_eq(call(extender_bind, e, bbody, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 4096);
+    /* kube-scheduler may retry a bind: idempotent */
+    ck_assert_int_eq(call(extender_bind, e, bbody, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 4096);
+    free(body);
+    free(pbody);
+    free(bbody);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(multi_container_init_pod_sample)
+{
+    gp_cluster *c = real_cluster();
+    gp_extender *e = extender_new(c, NULL);
+    char *body = sample_body("samples/wire/extender/cache-true/004-filter.json");
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 3);
+    json_decref(out);
+    char *bbody = sample_body("samples/wire/extender/cache-true/006-bind.json");
+    ck_assert_int_eq(call(extender_bind, e, bbody, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    json_t *args = json_loads(bbody, 0, NULL);
+    const char *node = json_string_value(json_object_get(args, "Node"));
+    gp_assignment a;
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, json_string_value(json_object_get(args, "PodUID")), &a, &st), 0);
+    ck_assert_str_eq(a.node, node);
+    /* trainer (2 GPUs x 2048), sidecar (core only), init-weights (1024) */
+    ck_assert_int_eq(a.nctrs, 3);
+    int init = 0, gpus = 0;
+    for (int i = 0; i < a.nctrs; i++) {
+        init += a.ctrs[i].init;
+        gpus += a.ctrs[i].ngpus;
+    }
+    ck_assert_int_eq(init, 1);
+    ck_assert_int_eq(gpus, 4);
+    /* the init container's 1024 MiB runs before the trainer's 2048: not added */
+    ck_assert_int_eq(total_used(c), 2 * 2048);
+    json_decref(args);
+    free(body);
+    free(bbody);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(full_nodes_mode_echoes_filtered_nodes)
+{
+    gp_cluster *c = real_cluster();
+    gp_extender *e = extender_new(c, NULL);
+    /* make node-aliyun too small for the pod: fill its two GPUs */
+    gp_pod_req r;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    tu_req(&r, "filler", 2, 16384 - 1024, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "node-aliyun", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    char *body = sample_body("samples/wire/extender/cache-false/001-filter.json");
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    json_t *items = json_object_get(json_object_get(out, "Nodes"), "items");
+    ck_assert_uint_eq(json_array_size(items), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *n = json_array_get(items, i);
+        const char *name = json_string_value(json_object_get(json_object_get(n, "metadata"), "name"));
+        ck_assert_str_ne(name, "node-aliyun");
+        ck_assert_ptr_nonnull(json_object_get(n, "status"));   /* whole object echoed */
+    }
+    const char *why = json_string_value(json_object_get(json_object_get(out, "FailedNodes"), "node-aliyun"));
+    ck_assert_ptr_nonnull(why);
+    ck_assert_msg(strstr(why, "largest free GPU has 1024 MiB"), "%s", why);
+    json_decref(out);
+    free(body);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(aliyun_profile_sample)
+{
+    /* shared/samples/filter-1.json: aliyun.com/gpu-mem "4" (GiB) on gpu-node-1..3 */
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 2, 8192, "T4");
+    cluster_upsert_node(c, "gpu-node-1", &inv);
+    tu_inventory(&inv, 1, 3072, "T4");
+    cluster_upsert_node(c, "gpu-node-2", &inv);
+    gp_extender *e = extender_new(c, NULL);
+    char *body = sample_body("samples/filter-1.json");
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    json_t *names = json_object_get(out, "NodeNames");
+    ck_assert_uint_eq(json_array_size(names), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(names, 0)), "gpu-node-1");
+    json_t *unres = json_object_get(out, "FailedAndUnresolvableNodes");
+    ck_assert_ptr_nonnull(json_object_get(unres, "gpu-node-2"));   /* 3 GiB < 4 GiB */
+    ck_assert_ptr_nonnull(json_object_get(unres, "gpu-node-3"));   /* unknown node */
+    json_decref(out);
+    char *bbody = sample_body("samples/bind-1.json");
+    ck_assert_int_eq(call(extender_bind, e, bbody, &out), 200);
+    /* the sample binds to gpu-node-3, which has no GPUs: a clear error, no state */
+    ck_assert_msg(strstr(json_string_value(json_object_get(out, "Error")), "gpu-node-3"), "%s",
+                  json_string_value(json_object_get(out, "Error")));
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 0);
+    free(body);
+    free(bbody);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* ----------------------------------------------------------- bad input -- */
+
+typedef struct bad_case {
+    int verb;                /* 0 filter, 1 prioritize, 2 bind */
+    const char *body;
+    const char *fragment;    /* must be in the Error */
+} bad_case;
+
+static const bad_case bad[] = {
+    {0, "", "not valid JSON"},
+    {0, "{\"Pod\":", "not valid JSON"},
+    {0, "[1,2]", "must be a JSON object"},
+    {0, "{\"NodeNames\":[\"n0\"]}", "Pod must be a Pod object"},
+    {0, "{\"Pod\":5,\"NodeNames\":[\"n0\"]}", "Pod must be a Pod object"},
+    {0, "{\"Pod\":{},\"NodeNames\":\"n0\"}", "NodeNames must be an array"},
+    {0, "{\"Pod\":{},\"NodeNames\":[1]}", "NodeNames[0] is not a node name"},
+    {0, "{\"Pod\":{},\"NodeNames\":null,\"Nodes\":null}", "neither NodeNames nor Nodes"},
+    {0, "{\"Pod\":{},\"Nodes\":{\"items\":[{\"metadata\":{}}]}}", "Nodes.items[0] is not a node name"},
+    {1, "{\"Pod\":{},\"Nodes\":7}", "Nodes must be a NodeList"},
+    {1, "nul", "not valid JSON"},
+    {2, "{}", "bind needs PodName"},
+    {2, "{\"PodName\":\"p\",\"PodNamespace\":\"d\",\"PodUID\":\"u\",\"Node\":3}", "bind needs PodName"},
+    {2, "{\"PodName\":\"\",\"PodNamespace\":\"d\",\"PodUID\":\"u\",\"Node\":\"n0\"}", "bind needs PodName"},
+};
+
+START_TEST(bad_requests_are_400_and_change_nothing)
+{
+    const bad_case *b = &bad[_i];
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    gp_extender *e = extender_new(c, NULL);
+    int (*verbs[])(gp_extender *, const char *, size_t, json_t **) = {
+        extender_filter, extender_prioritize, extender_bind};
+    json_t *out = NULL;
+    ck_assert_int_eq(verbs[b->verb](e, b->body, strlen(b->body), &out), 400);
+    const char *msg = json_string_value(json_object_get(out, "Error"));
+    ck_assert_ptr_nonnull(msg);
+    ck_assert_msg(strstr(msg, b->fragment), "error \"%s\" lacks \"%s\"", msg, b->fragment);
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 0);
+    gp_extender_stats st;
+    extender_stats(e, &st);
+    ck_assert_uint_eq(st.bad_requests, 1);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(unschedulable_pod_reasons)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    gp_extender *e = extender_new(c, NULL);
+    json_t *out;
+    /* a fractional GPU memory request: every node unresolvable, with the field named */
+    const char *frac = "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"uid\":\"u\"},\"spec\":{\"containers\":"
+                       "[{\"name\":\"c\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"1.5\"}}}]}},"
+                       "\"NodeNames\":[\"n0\"]}";
+    ck_assert_int_eq(call(extender_filter, e, frac, &out), 200);
+    const char *why = json_string_value(json_object_get(json_object_get(out, "FailedAndUnresolvableNodes"), "n0"));
+    ck_assert_ptr_nonnull(why);
+    ck_assert_msg(strstr(why, "gpupack.io/gpu-mem") && strstr(why, "fractional"), "%s", why);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 0);
+    json_decref(out);
+    /* a pod without gpupack resources passes through untouched */
+    const char *cpu = "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"uid\":\"u2\"},\"spec\":{\"containers\":"
+                      "[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}},"
+                      "\"NodeNames\":[\"n0\",\"other\"]}";
+    ck_assert_int_eq(call(extender_filter, e, cpu, &out), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 2);
+    json_decref(out);
+    /* bind for a pod never filtered */
+    const char *bind = "{\"PodName\":\"x\",\"PodNamespace\":\"d\",\"PodUID\":\"never\",\"Node\":\"n0\"}";
+    ck_assert_int_eq(call(extender_bind, e, bind, &out), 200);
+    ck_assert_msg(strstr(json_string_value(json_object_get(out, "Error")), "has not seen pod"), "%s",
+                  json_string_value(json_object_get(out, "Error")));
+    json_decref(out);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* -------------------------------------------------------------- binder -- */
+
+typedef struct fake_binder {
+    int calls;
+    bool fail;
+    char last_ann[1024];
+} fake_binder;
+
+static int binder(void *ud, const gp_bind_call *call, gp_err *err)
+{
+    fake_binder *b = ud;
+    b->calls++;
+    char *s = json_dumps(call->annotations, JSON_COMPACT | JSON_SORT_KEYS);
+    gp_strlcpy(b->last_ann, s, sizeof b->last_ann);
+    free(s);
+    if (b->fail)
+        return gp_fail(err, "PATCH pods/%s: 409 Conflict", call->name);
+    return 0;
+}
+
+static const char *gpu_pod_filter =
+    "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\"},\"spec\":{\"containers\":"
+    "[{\"name\":\"c\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"4096\",\"gpupack.io/gpu-core\":\"25\"}}}]}},"
+    "\"NodeNames\":[\"n0\"]}";
+static const char *gpu_pod_bind = "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"PodUID\":\"u1\",\"Node\":\"n0\"}";
+
+START_TEST(binder_failure_rolls_back)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    fake_binder fb = {.fail = true};
+    gp_extender_config cfg = {.binder = binder, .binder_ud = &fb};
+    gp_extender *e = extender_new(c, &cfg);
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, gpu_pod_filter, &out), 200);
+    json_decref(out);
+    ck_assert_int_eq(call(extender_bind, e, gpu_pod_bind, &out), 200);
+    const char *msg = json_string_value(json_object_get(out, "Error"));
+    ck_assert_msg(strstr(msg, "PATCH pods/p: 409 Conflict"), "%s", msg);
+    json_decref(out);
+    ck_assert_int_eq(fb.calls, 1);
+    ck_assert_int_eq(total_used(c), 0);   /* rolled back */
+    /* the annotations handed to the binder follow DESIGN §4 */
+    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/assignment\": \"{\\\"node\\\":\\\"n0\\\"") ||
+                  strstr(fb.last_ann, "\"gpupack.io/assignment\":\"{\\\"node\\\":\\\"n0\\\""), "%s", fb.last_ann);
+    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/visible-devices\":\"GPU-0\""), "%s", fb.last_ann);
+    ck_assert_msg(strstr(fb.last_ann, "gpupack.io/assume-time"), "%s", fb.last_ann);
+    /* success now: assumed, awaiting the watch */
+    fb.fail = false;
+    ck_assert_int_eq(call(extender_bind, e, gpu_pod_bind, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    gp_assignment a;
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "u1", &a, &st), 0);
+    ck_assert_int_eq(st, GP_POD_ASSUMED);
+    ck_assert_int_eq(a.ctrs[0].gpus[0].core, 250);
+    ck_assert_int_eq(total_used(c), 4096);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* ------------------------------------------------ concurrent HTTP-free -- */
+
+#define THREADS 8
+#define PODS_PER_THREAD 60
+
+typedef struct worker {
+    gp_extender *e;
+    int id;
+    int ok;
+} worker;
+
+static void *bind_worker(void *arg)
+{
+    worker *w = arg;
+    for (int i = 0; i < PODS_PER_THREAD; i++) {
+        char uid[32], f[512], b[256];
+        snprintf(uid, sizeof uid, "w%d-%d", w->id, i);
+        snprintf(f, sizeof f,
+                 "{\"Pod\":{\"metadata\":{\"name\":\"%s\",\"uid\":\"%s\"},\"spec\":{\"containers\":"
+                 "[{\"name\":\"c\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"%d\"}}}]}},"
+                 "\"NodeNames\":[\"n0\",\"n1\"]}",
+                 uid, uid, 1000 + 250 * (i % 9));
+        snprintf(b, sizeof b, "{\"PodName\":\"%s\",\"PodNamespace\":\"default\",\"PodUID\":\"%s\",\"Node\":\"n%d\"}",
+                 uid, uid, i % 2);
+        json_t *out;
+        if (extender_filter(w->e, f, strlen(f), &out) == 200)
+            json_decref(out);
+        if (extender_bind(w->e, b, strlen(b), &out) == 200) {
+            if (strcmp(json_string_value(json_object_get(out, "Error")), "") == 0)
+                w->ok++;
+            json_decref(out);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_binds_through_the_verbs)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 2, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    cluster_upsert_node(c, "n1", &inv);
+    gp_extender *e = extender_new(c, NULL);
+    pthread_t th[THREADS];
+    worker ws[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        ws[i] = (worker){e, i, 0};
+        pthread_create(&th[i], NULL, bind_worker, &ws[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ok += ws[i].ok;
+    }
+    /* 480 binds of ~2 GiB onto 4 x 16 GiB: many must be refused, none over-commit */
+    ck_assert_int_gt(ok, 10);
+    ck_assert_int_lt(ok, THREADS * PODS_PER_THREAD);
+    cluster_rdlock(c);
+    size_t it = 0;
+    const gp_node *n;
+    int64_t used = 0;
+    while ((n = cluster_rd_node_at(c, &it)))
+        for (int g = 0; g < n->ngpus; g++) {
+            ck_assert_int_le(n->gpus[g].mem_used, n->gpus[g].info.mem_total);
+            used += n->gpus[g].mem_used;
+        }
+    cluster_unlock(c);
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    ck_assert_uint_eq(st.pods_bound, (size_t)ok);
+    ck_assert_int_eq(st.mem_used, used);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+Suite *suite_extender(void);
+Suite *suite_extender(void)
+{
+    Suite *s = suite_create("extender");
+    TCase *t = tcase_create("verbs");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, filter_prioritize_bind_real_sample);
+    tcase_add_test(t, multi_container_init_pod_sample);
+    tcase_add_test(t, full_nodes_mode_echoes_filtered_nodes);
+    tcase_add_test(t, aliyun_profile_sample);
+    tcase_add_loop_test(t, bad_requests_are_400_and_change_nothing, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(t, unschedulable_pod_reasons);
+    tcase_add_test(t, binder_failure_rolls_back);
+    tcase_add_test(t, concurrent_binds_through_the_verbs);
+    suite_add_tcase(s, t);
+    return s;
+}
