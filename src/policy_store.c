@@ -223,9 +223,13 @@ static int apply(policy_store *st, dir_snap *snap, gp_err *err)
     } else {
         for (int i = 0; i < diag.n; i++)
             LOG_ERROR("policy: %s", diag.msgs[i]);
-        LOG_ERROR("policies: change in %s rejected (%d error%s); still serving the previous "
-                  "policy set", st->dir, policy_diag_count(&diag),
-                  policy_diag_count(&diag) == 1 ? "" : "s");
+        if (st->cur)
+            LOG_ERROR("policies: change in %s rejected (%d error%s); still serving the "
+                      "previous policy set", st->dir, policy_diag_count(&diag),
+                      policy_diag_count(&diag) == 1 ? "" : "s");
+        else
+            LOG_ERROR("policies: cannot load %s (%d error%s)", st->dir,
+                      policy_diag_count(&diag), policy_diag_count(&diag) == 1 ? "" : "s");
         policy_diag_summary(&diag, err);
     }
 
