@@ -1,0 +1,331 @@
+/* test_server.c -- the HTTP front on port 0, driven with libcurl: routes, limits, errors, races. */
+#include <check.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusterfile.h"
+#include "server.h"
+#include "testutil.h"
+
+typedef struct fixture {
+    gp_cluster *c;
+    gp_extender *e;
+    gp_server *s;
+    char base[64];
+} fixture;
+
+static void fx_start(fixture *f, const char *prefix, size_t max_body)
+{
+    memset(f, 0, sizeof *f);
+    f->c = cluster_new();
+    gp_err err;
+    ck_assert_msg(clusterfile_load(f->c, "examples/cluster.yaml", 1024, NULL, &err) == 0, "%s", err.msg);
+    f->e = extender_new(f->c, NULL);
+    gp_server_config cfg = {.listen = "127.0.0.1:0", .url_prefix = prefix, .max_body = max_body};
+    f->s = server_start(&cfg, f->e, f->c, NULL, &err);
+    ck_assert_msg(f->s != NULL, "%s", err.msg);
+    ck_assert_int_gt(server_port(f->s), 0);
+    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", server_port(f->s));
+}
+
+static void fx_stop(fixture *f)
+{
+    server_stop(f->s);
+    extender_free(f->e);
+    cluster_free(f->c);
+}
+
+typedef struct resp {
+    long status;
+    gp_buf body;
+} resp;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    gp_buf *b = ud;
+    return gp_buf_append(b, p, sz * n) ? 0 : sz * n;
+}
+
+/* One request; body NULL = GET. chunked: send the body without Content-Length. */
+static void http(CURL *h, const char *method, const char *url, const char *body, size_t len,
+                 bool chunked, resp *r)
+{
+    gp_buf_init(&r->body, 64u << 20);
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r->body);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    if (chunked)
+        hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        if (!chunked)
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
+    }
+    CURLcode rc = curl_easy_perform(h);
+    ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, url, curl_easy_strerror(rc));
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_slist_free_all(hdrs);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return xstrdup(buf);
+}
+
+START_TEST(verbs_over_http)
+{
+    fixture f;
+    fx_start(&f, NULL, 0);
+    CURL *h = curl_easy_init();
+    char url[128];
+    resp r;
+    char *filter = read_text("examples/filter-request.json");
+    snprintf(url, sizeof url, "%s/filter", f.base);
+    http(h, "POST", url, filter, strlen(filter), false, &r);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = json_loads(r.body.data, 0, NULL);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "NodeNames")), 4);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(j, "FailedAndUnresolvableNodes"), "node-cpu"));
+    json_decref(j);
+    gp_buf_free(&r.body);
+    snprintf(url, sizeof url, "%s/prioritize", f.base);
+    http(h, "POST", url, filter, strlen(filter), false, &r);
+    ck_assert_int_eq(r.status, 200);
+    j = json_loads(r.body.data, 0, NULL);
+    ck_assert_uint_eq(json_array_size(j), 5);
+    json_decref(j);
+    gp_buf_free(&r.body);
+    char *bind = read_text("examples/bind-request.json");
+    snprintf(url, sizeof url, "%s/bind", f.base);
+    http(h, "POST", url, bind, strlen(bind), false, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body.data, "{\"Error\":\"\"}");
+    gp_buf_free(&r.body);
+    snprintf(url, sizeof url, "%s/inspect/node-a100", f.base);
+    http(h, "GET", url, NULL, 0, false, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(strstr(r.body.data, "serving"), "%s", r.body.data);
+    gp_buf_free(&r.body);
+    free(filter);
+    free(bind);
+    curl_easy_cleanup(h);
+    fx_stop(&f);
+}
+END_TEST
+
+typedef struct route_case {
+    const char *method, *path, *body;
+    long status;
+    const char *fragment;
+} route_case;
+
+static const route_case routes[] = {
+    {"GET", "/healthz", NULL, 200, "ok"},
+    {"GET", "/readyz", NULL, 200, "ok"},
+    {"GET", "/metrics", NULL, 200, "gpupack_nodes 5"},
+    {"GET", "/inspect", NULL, 200, "node-t4"},
+    {"GET", "/inspect/nope", NULL, 404, "node nope is not known"},
+    {"GET", "/filter", NULL, 405, "method GET is not allowed"},
+    {"POST", "/healthz", "{}", 405, "not allowed"},
+    {"GET", "/nothing", NULL, 404, "no route"},
+    {"DELETE", "/bind", NULL, 405, "not allowed"},
+    {"POST", "/filter", "{", 400, "not valid JSON"},
+    {"POST", "/filter", "", 400, "not valid JSON"},
+    {"POST", "/bind", "{\"PodName\":1}", 400, "bind needs"},
+    {"POST", "/prioritize", "[]", 400, "must be a JSON object"},
+};
+
+START_TEST(routes_and_errors)
+{
+    const route_case *c = &routes[_i];
+    fixture f;
+    fx_start(&f, NULL, 0);
+    CURL *h = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", f.base, c->path);
+    resp r;
+    http(h, c->method, url, c->body, c->body ? strlen(c->body) : 0, false, &r);
+    ck_assert_int_eq(r.status, c->status);
+    ck_assert_msg(r.body.data && strstr(r.body.data, c->fragment), "%s %s -> %s", c->method,
+                  c->path, r.body.data ? r.body.data : "(empty)");
+    if (c->status >= 400) {
+        json_t *j = json_loads(r.body.data, 0, NULL);
+        ck_assert_msg(json_is_string(json_object_get(j, "Error")), "errors are JSON");
+        json_decref(j);
+    }
+    gp_buf_free(&r.body);
+    curl_easy_cleanup(h);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(oversized_bodies_get_413)
+{
+    fixture f;
+    fx_start(&f, NULL, 4096);
+    CURL *h = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "%s/filter", f.base);
+    size_t n = 100000;
+    char *big = xmalloc(n + 1);
+    memset(big, ' ', n);
+    big[n] = '\0';
+    resp r;
+    http(h, "POST", url, big, n, false, &r);            /* Content-Length over the limit */
+    ck_assert_int_eq(r.status, 413);
+    ck_assert_msg(strstr(r.body.data, "limit of 4096 bytes"), "%s", r.body.data);
+    gp_buf_free(&r.body);
+    http(h, "POST", url, big, n, true, &r);              /* chunked, no length announced */
+    ck_assert_int_eq(r.status, 413);
+    gp_buf_free(&r.body);
+    /* the server still answers normally afterwards */
+    snprintf(url, sizeof url, "%s/healthz", f.base);
+    http(h, "GET", url, NULL, 0, false, &r);
+    ck_assert_int_eq(r.status, 200);
+    gp_buf_free(&r.body);
+    free(big);
+    curl_easy_cleanup(h);
+    gp_cluster_stats st;
+    cluster_stats(f.c, &st);
+    ck_assert_uint_eq(st.pods_bound, 1);   /* only the pod from the cluster file */
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(url_prefix)
+{
+    fixture f;
+    fx_start(&f, "/gpupack/", 0);
+    CURL *h = curl_easy_init();
+    char url[128];
+    resp r;
+    char *filter = read_text("examples/filter-request.json");
+    snprintf(url, sizeof url, "%s/gpupack/filter", f.base);
+    http(h, "POST", url, filter, strlen(filter), false, &r);
+    ck_assert_int_eq(r.status, 200);
+    gp_buf_free(&r.body);
+    snprintf(url, sizeof url, "%s/filter", f.base);
+    http(h, "POST", url, filter, strlen(filter), false, &r);
+    ck_assert_int_eq(r.status, 404);
+    gp_buf_free(&r.body);
+    snprintf(url, sizeof url, "%s/healthz", f.base);   /* probes stay at the root */
+    http(h, "GET", url, NULL, 0, false, &r);
+    ck_assert_int_eq(r.status, 200);
+    gp_buf_free(&r.body);
+    free(filter);
+    curl_easy_cleanup(h);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(listen_errors)
+{
+    gp_cluster *c = cluster_new();
+    gp_extender *e = extender_new(c, NULL);
+    static const char *const bad[] = {"nohost", "127.0.0.1:99999", "127.0.0.1:", "[::1:80",
+                                      "example.com:80"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gp_server_config cfg = {.listen = bad[i]};
+        gp_err err = {{0}};
+        ck_assert_ptr_null(server_start(&cfg, e, c, NULL, &err));
+        ck_assert_msg(strstr(err.msg, "--listen"), "%s: %s", bad[i], err.msg);
+    }
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* ------------------------------------------------- concurrent HTTP binds -- */
+
+typedef struct client {
+    const char *base;
+    int id, ok;
+} client;
+
+static void *http_client(void *arg)
+{
+    client *cl = arg;
+    CURL *h = curl_easy_init();
+    for (int i = 0; i < 25; i++) {
+        char uid[32], f[700], b[256], url[128];
+        snprintf(uid, sizeof uid, "h%d-%d", cl->id, i);
+        snprintf(f, sizeof f,
+                 "{\"Pod\":{\"metadata\":{\"name\":\"%s\",\"uid\":\"%s\"},\"spec\":{\"containers\":"
+                 "[{\"name\":\"c\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"6000\","
+                 "\"gpupack.io/gpu-core\":\"20\"}}}]}},\"NodeNames\":[\"node-t4\"]}",
+                 uid, uid);
+        snprintf(b, sizeof b,
+                 "{\"PodName\":\"%s\",\"PodNamespace\":\"default\",\"PodUID\":\"%s\",\"Node\":\"node-t4\"}",
+                 uid, uid);
+        resp r;
+        snprintf(url, sizeof url, "%s/filter", cl->base);
+        http(h, "POST", url, f, strlen(f), false, &r);
+        gp_buf_free(&r.body);
+        snprintf(url, sizeof url, "%s/bind", cl->base);
+        http(h, "POST", url, b, strlen(b), false, &r);
+        if (r.status == 200 && strcmp(r.body.data, "{\"Error\":\"\"}") == 0)
+            cl->ok++;
+        gp_buf_free(&r.body);
+    }
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+START_TEST(concurrent_http_binds_never_overcommit)
+{
+    fixture f;
+    fx_start(&f, NULL, 0);
+    enum { N = 6 };
+    pthread_t th[N];
+    client cl[N];
+    for (int i = 0; i < N; i++) {
+        cl[i] = (client){f.base, i, 0};
+        pthread_create(&th[i], NULL, http_client, &cl[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ok += cl[i].ok;
+    }
+    /* node-t4: 4 GPUs x 15360 MiB -> at most 2 pods of 6000 MiB per GPU */
+    ck_assert_int_eq(ok, 8);
+    cluster_rdlock(f.c);
+    const gp_node *n = cluster_rd_node(f.c, "node-t4");
+    for (int g = 0; g < n->ngpus; g++) {
+        ck_assert_int_eq(n->gpus[g].mem_used, 12000);
+        ck_assert_int_eq(n->gpus[g].core_used, 400);
+    }
+    cluster_unlock(f.c);
+    fx_stop(&f);
+}
+END_TEST
+
+Suite *suite_server(void);
+Suite *suite_server(void)
+{
+    Suite *s = suite_create("server");
+    TCase *t = tcase_create("http");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, verbs_over_http);
+    tcase_add_loop_test(t, routes_and_errors, 0, (int)(sizeof routes / sizeof routes[0]));
+    tcase_add_test(t, oversized_bodies_get_413);
+    tcase_add_test(t, url_prefix);
+    tcase_add_test(t, listen_errors);
+    tcase_add_test(t, concurrent_http_binds_never_overcommit);
+    suite_add_tcase(s, t);
+    return s;
+}
