@@ -12,6 +12,7 @@
 #include "inspect_cli.h"
 #include "live.h"
 #include "log.h"
+#include "policy_store.h"
 #include "server.h"
 
 #define GPUPACK_VERSION "0.1.0"
@@ -34,6 +35,7 @@ static void usage(FILE *f)
             "  gpupack serve [flags]          run the extender\n"
             "  gpupack inspect [--server URL] [--json] [NODE]\n"
             "                                 per-node, per-GPU allocation table\n"
+            "  gpupack policy check FILE|DIR...  validate policy files (exit 1 on errors)\n"
             "  gpupack version\n"
             "\n"
             "serve flags:\n"
@@ -151,6 +153,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
 
 typedef struct app {
     gp_live *live;
+    policy_store *policies;     /* NULL: the built-in default policy */
 } app;
 
 static bool ready_hook(void *ud, char *detail, size_t len)
@@ -185,6 +188,16 @@ static void metrics_hook(void *ud, gp_buf *out)
                          "# HELP gpupack_cluster_stale 1 while the API server watch is down.\n"
                          "# TYPE gpupack_cluster_stale gauge\ngpupack_cluster_stale %d\n",
                          ready, stale);
+    if (a->policies)
+        (void)!policy_store_metrics(a->policies, out);
+}
+
+static json_t *inspect_hook(void *ud)
+{
+    app *a = ud;
+    if (!a->policies)
+        return json_pack("{s:{s:s}}", "policies", "active", "built-in default");
+    return json_pack("{s:o}", "policies", policy_store_inspect(a->policies));
 }
 
 static void print_try_it(const char *listen, int port)
@@ -216,6 +229,7 @@ static int cmd_serve(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -246,16 +260,22 @@ static int cmd_serve(int argc, char **argv)
         ecfg.binder = live_binder();
         ecfg.binder_ud = a.live;
     }
-    if (o.policies_dir)
-        LOG_WARN("--policies %s: policy files are not supported by this build yet; using the "
-                 "built-in default policy", o.policies_dir);
+    if (o.policies_dir) {
+        if (policy_store_open(o.policies_dir, &a.policies, &err) ||
+            policy_store_start(a.policies, 0, &err)) {
+            LOG_ERROR("--policies %s: %s", o.policies_dir, err.msg);
+            goto out;
+        }
+        ecfg.policies = policy_store_current;
+        ecfg.policies_ud = a.policies;
+    }
     e = extender_new(c, &ecfg);
     if (a.live && live_start(a.live, e, &err)) {
         LOG_ERROR("%s", err.msg);
         goto out;
     }
     gp_server_config scfg = {o.listen, o.url_prefix, o.max_body, o.tls_cert, o.tls_key, o.threads};
-    gp_server_hooks hooks = {&a, ready_hook, metrics_hook, NULL};
+    gp_server_hooks hooks = {&a, ready_hook, metrics_hook, inspect_hook};
     s = server_start(&scfg, e, c, &hooks, &err);
     if (!s) {
         LOG_ERROR("%s", err.msg);
@@ -266,13 +286,20 @@ static int cmd_serve(int argc, char **argv)
     if (o.cluster_file)
         print_try_it(o.listen, server_port(s));
     int sig = 0;
-    sigwait(&sigs, &sig);
+    for (;;) {
+        sigwait(&sigs, &sig);
+        if (sig != SIGHUP)
+            break;
+        if (a.policies && policy_store_reload(a.policies, &err))
+            LOG_WARN("SIGHUP: policy reload rejected: %s", err.msg);
+    }
     LOG_INFO("signal %d: shutting down", sig);
     rc = 0;
 out:
     server_stop(s);       /* no request in flight after this */
     live_free(a.live);    /* then the watchers */
     extender_free(e);
+    policy_store_free(a.policies);
     cluster_free(c);
     curl_global_cleanup();
     return rc;
@@ -292,12 +319,18 @@ static int cmd_inspect(int argc, char **argv)
     return rc;
 }
 
+static int cmd_policy(int argc, char **argv)
+{
+    return policy_check_main(argc, argv);
+}
+
 static const struct command {
     const char *name;
     int (*fn)(int argc, char **argv);
 } commands[] = {
     {"serve", cmd_serve},
     {"inspect", cmd_inspect},
+    {"policy", cmd_policy},
     {"version", cmd_version},
 };
 
