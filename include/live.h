@@ -8,6 +8,7 @@
 
 #include "cluster.h"
 #include "extender.h"
+#include "reflector.h"
 #include "util.h"
 
 typedef struct gp_live_config {
@@ -28,7 +29,16 @@ int live_start(gp_live *l, gp_extender *e, gp_err *err) GP_WUR;
 bool live_ready(gp_live *l);
 /* True while the data may be stale (watch down); why gets a reason. */
 bool live_stale(gp_live *l, char *why, size_t whylen);
-/* Stops threads and frees; accepts NULL. */
+/* Stops threads and frees; accepts NULL. Call before freeing the extender
+ * and the cluster (the reflectors use both until they stop). */
 void live_free(gp_live *l);
+
+/* Counters for /metrics (thread-safe snapshot). */
+typedef struct gp_live_stats {
+    gp_reflector_stats nodes, pods;
+    unsigned long binds, bind_errors;   /* binder calls and failed ones */
+    unsigned long assumed_expired;      /* assumed pods released by the TTL */
+} gp_live_stats;
+void live_stats(gp_live *l, gp_live_stats *out);
 
 #endif

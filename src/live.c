@@ -1,32 +1,239 @@
-/* live.c -- live mode (placeholder until the API server client lands). */
+/* live.c -- live mode: reflectors feed the store from the API server; bind goes through it. */
 #include "live.h"
 
-gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "binder.h"
+#include "k8s_obs.h"
+#include "kube.h"
+#include "kubeconfig.h"
+#include "log.h"
+#include "reflector.h"
+
+#define LIVE_DEFAULT_TTL_S 120.0
+#define LIVE_DEFAULT_ALIYUN_UNIT 1024
+
+struct gp_live {
+    gp_live_config cfg;
+    gp_cluster *c;
+    gp_kube *kube;
+    _Atomic(gp_extender *) ext;
+    gp_reflector *nodes, *pods;
+    gp_kube_cancel *stop;           /* the housekeeping thread's */
+    pthread_t hk;
+    bool hk_started;
+    atomic_ulong binds, bind_errors, expired;
+};
+
+/* ------------------------------------------------------------- nodes --- */
+
+static void nodes_begin(void *ud)
 {
-    gp_fail(err, "live mode (API server) is not built yet; use --cluster FILE");
-    return NULL;
+    gp_live *l = ud;
+    cluster_nodes_resync_begin(l->c);
+}
+
+static void nodes_end(void *ud)
+{
+    gp_live *l = ud;
+    cluster_nodes_resync_end(l->c);
+}
+
+static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
+{
+    gp_live *l = ud;
+    char name[GP_NAME_MAX];
+    gp_inventory inv;
+    gp_err err;
+    int rc = k8s_obs_node(obj, l->cfg.aliyun_unit_mib, name, &inv, &err);
+    if (rc < 0) {
+        LOG_WARN("nodes: skipping an object: %s", err.msg);
+        return;
+    }
+    if (type == GP_WATCH_DELETED) {
+        cluster_remove_node(l->c, name);
+        return;
+    }
+    if (rc == 1) {
+        /* status heartbeats repeat MODIFIED often: say it loudly once */
+        if (listed || type == GP_WATCH_ADDED)
+            LOG_WARN("node %s: GPU inventory unusable, no GPUs offered: %s", name, err.msg);
+        else
+            LOG_DEBUG("node %s: GPU inventory unusable: %s", name, err.msg);
+    }
+    cluster_upsert_node(l->c, name, &inv);
+}
+
+/* -------------------------------------------------------------- pods --- */
+
+static void pods_begin(void *ud)
+{
+    gp_live *l = ud;
+    cluster_pods_resync_begin(l->c);
+}
+
+static void pods_end(void *ud)
+{
+    gp_live *l = ud;
+    cluster_pods_resync_end(l->c);
+}
+
+static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
+{
+    gp_live *l = ud;
+    gp_pod_view *v = xmalloc(sizeof *v);   /* ~7 KiB: keep it off small thread stacks */
+    gp_err err;
+    if (k8s_obs_pod(obj, type == GP_WATCH_DELETED, l->cfg.aliyun_unit_mib, v, &err) < 0) {
+        LOG_WARN("pods: skipping an object: %s", err.msg);
+        free(v);
+        return;
+    }
+    if (v->assign_err[0] && !v->obs.terminal)
+        LOG_WARN("pod %s/%s: ignoring its GPU annotations: %s", v->ns, v->name, v->assign_err);
+    cluster_pod_observed(l->c, &v->obs);
+    gp_extender *e = atomic_load(&l->ext);
+    if (e && v->pending && v->wants_gpu)
+        extender_note_pod(e, obj);
+    (void)listed;
+    free(v);
+}
+
+static const gp_reflector_ops node_ops = {nodes_begin, nodes_end, nodes_apply, k8s_obs_trim_node};
+static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_obs_trim_pod};
+
+/* ------------------------------------------------------------ binder --- */
+
+static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
+{
+    gp_live *l = ud;
+    atomic_fetch_add(&l->binds, 1);
+    int rc = binder_bind(l->kube, call, GP_BINDER_TIMEOUT_S, err);
+    if (rc < 0) {
+        atomic_fetch_add(&l->bind_errors, 1);
+        LOG_DEBUG("bind %s/%s -> %s failed: %s", call->ns, call->name, call->node, err->msg);
+    }
+    return rc;
 }
 
 gp_binder_fn live_binder(void)
 {
+    return live_bind;
+}
+
+/* ------------------------------------------------------ housekeeping --- */
+
+static void *housekeeping(void *arg)
+{
+    gp_live *l = arg;
+    double period = l->cfg.assume_ttl_s / 4;
+    if (period > 5)
+        period = 5;
+    if (period < 0.05)
+        period = 0.05;
+    while (!kube_cancel_sleep(l->stop, period)) {
+        int n = cluster_expire_assumed(l->c, l->cfg.assume_ttl_s);
+        if (n > 0) {
+            atomic_fetch_add(&l->expired, (unsigned long)n);
+            LOG_WARN("released %d assumed pod(s) the API server never showed bound within %.0f s", n,
+                     l->cfg.assume_ttl_s);
+        }
+    }
     return NULL;
+}
+
+/* -------------------------------------------------------------- life --- */
+
+gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
+{
+    gp_kube_auth auth;
+    int rc = cfg->kubeconfig && *cfg->kubeconfig ? kubeconfig_load(cfg->kubeconfig, NULL, &auth, err)
+                                                  : kube_auth_incluster(NULL, &auth, err);
+    if (rc < 0)
+        return NULL;
+    gp_kube *k = kube_new(&auth, err);
+    if (!k) {
+        kube_auth_clear(&auth);
+        return NULL;
+    }
+    LOG_INFO("API server %s from %s", auth.server, auth.origin);
+    kube_auth_clear(&auth);
+    gp_live *l = xcalloc(1, sizeof *l);
+    l->cfg = *cfg;
+    l->cfg.kubeconfig = NULL;   /* not kept: the caller owns the string */
+    if (l->cfg.assume_ttl_s <= 0)
+        l->cfg.assume_ttl_s = LIVE_DEFAULT_TTL_S;
+    if (l->cfg.aliyun_unit_mib <= 0)
+        l->cfg.aliyun_unit_mib = LIVE_DEFAULT_ALIYUN_UNIT;
+    l->c = c;
+    l->kube = k;
+    atomic_init(&l->ext, NULL);
+    l->stop = kube_cancel_new();
+    gp_reflector_config ncfg = {.resource = "nodes", .path = "/api/v1/nodes"};
+    gp_reflector_config pcfg = {.resource = "pods", .path = "/api/v1/pods"};
+    l->nodes = reflector_new(k, &ncfg, &node_ops, l);
+    l->pods = reflector_new(k, &pcfg, &pod_ops, l);
+    /* pods name nodes: list nodes first so that every hold lands on a known node */
+    reflector_set_gate(l->pods, l->nodes);
+    return l;
 }
 
 int live_start(gp_live *l, gp_extender *e, gp_err *err)
 {
-    return gp_fail(err, "live mode is not built yet");
+    atomic_store(&l->ext, e);
+    if (reflector_start(l->nodes, err) < 0 || reflector_start(l->pods, err) < 0)
+        return -1;
+    int rc = pthread_create(&l->hk, NULL, housekeeping, l);
+    if (rc != 0)
+        return gp_fail(err, "cannot start the housekeeping thread: %s", strerror(rc));
+    l->hk_started = true;
+    return 0;
 }
 
 bool live_ready(gp_live *l)
 {
-    return false;
+    return l && reflector_synced(l->nodes) && reflector_synced(l->pods);
 }
 
 bool live_stale(gp_live *l, char *why, size_t whylen)
 {
+    if (!l)
+        return true;
+    char a[256] = "", b[256] = "";
+    bool nok = reflector_healthy(l->nodes, a, sizeof a);
+    bool pok = reflector_healthy(l->pods, b, sizeof b);
+    if (nok && pok)
+        return false;
+    if (why && whylen)
+        snprintf(why, whylen, "%s%s%s", a, (!nok && !pok) ? "; " : "", b);
     return true;
+}
+
+void live_stats(gp_live *l, gp_live_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!l)
+        return;
+    reflector_stats(l->nodes, &out->nodes);
+    reflector_stats(l->pods, &out->pods);
+    out->binds = atomic_load(&l->binds);
+    out->bind_errors = atomic_load(&l->bind_errors);
+    out->assumed_expired = atomic_load(&l->expired);
 }
 
 void live_free(gp_live *l)
 {
+    if (!l)
+        return;
+    kube_cancel_fire(l->stop);
+    reflector_free(l->pods);
+    reflector_free(l->nodes);
+    if (l->hk_started)
+        pthread_join(l->hk, NULL);
+    kube_cancel_free(l->stop);
+    kube_free(l->kube);
+    free(l);
 }

@@ -1,0 +1,573 @@
+/* test_live.c -- the real gpupack binary against the fake API server: filter -> prioritize ->
+ * bind, restart with an identical map, watch cuts with changes meanwhile, binds racing deletions. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fakeapi.h"
+#include "kube.h"
+#include "livetest.h"
+#include "log.h"
+
+#define TOKEN "live-test-token"
+
+typedef struct live_env {
+    gp_fakeapi *f;
+    char *dir, *kubeconfig, *log;
+    pid_t pid;
+    int port;
+    gp_kube *gp;      /* an HTTP client pointed at gpupack */
+} live_env;
+
+static json_t *node(const char *name, int ngpus, int mem)
+{
+    char gpus[1024] = "[";
+    for (int i = 0; i < ngpus; i++) {
+        char one[200];
+        snprintf(one, sizeof one,
+                 "%s{\"index\":%d,\"uuid\":\"GPU-%s-%d\",\"model\":\"A10\",\"memoryMiB\":%d,\"healthy\":true}",
+                 i ? "," : "", i, name, i, mem);
+        strcat(gpus, one);
+    }
+    strcat(gpus, "]");
+    return json_pack("{s:{s:s,s:{s:s}},s:{},s:{s:{s:s}}}", "metadata", "name", name, "annotations",
+                     "gpupack.io/gpus", gpus, "spec", "status", "capacity", "cpu", "32");
+}
+
+static json_t *gpu_pod(const char *name, int mem)
+{
+    char m[32];
+    snprintf(m, sizeof m, "%d", mem);
+    return json_pack("{s:{s:s,s:s,s:{s:s}},s:{s:[{s:s,s:s,s:{s:{s:s},s:{s:s}}}],s:s},s:{s:s}}",
+                     "metadata", "name", name, "namespace", "default", "labels", "app", "t", "spec",
+                     "containers", "name", "main", "image", "registry.invalid/x", "resources",
+                     "limits", "gpupack.io/gpu-mem", m, "requests", "gpupack.io/gpu-mem", m,
+                     "schedulerName", "default-scheduler", "status", "phase", "Pending");
+}
+
+/* ------------------------------------------------------------ process --- */
+
+static int read_port(const char *log, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    while (gp_mono_s() < end) {
+        size_t len;
+        char *s = livetest_read(log, &len);
+        const char *p = s ? strstr(s, "(port ") : NULL;
+        int port = p ? atoi(p + 6) : 0;
+        free(s);
+        if (port > 0)
+            return port;
+        usleep(10000);
+    }
+    return 0;
+}
+
+static int http(live_env *x, const char *method, const char *path, const char *body, json_t **out,
+                long *status)
+{
+    gp_kube_resp r;
+    gp_err err;
+    if (out)
+        *out = NULL;
+    if (kube_request(x->gp, method, path, "application/json", body, 10, NULL, &r, &err) < 0) {
+        kube_resp_free(&r);
+        return -1;
+    }
+    *status = r.status;
+    if (out)
+        *out = json_loadb(r.body.data ? r.body.data : "", r.body.len, 0, NULL);
+    kube_resp_free(&r);
+    return 0;
+}
+
+static bool wait_ready(live_env *x, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    while (gp_mono_s() < end) {
+        long st = 0;
+        if (http(x, "GET", "/readyz", NULL, NULL, &st) == 0 && st == 200)
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
+static void gp_start(live_env *x)
+{
+    const char *bin = getenv("GPUPACK_BIN");
+    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set");
+    unlink(x->log);   /* so that the port read below is this run's */
+    x->pid = fork();
+    ck_assert_int_ge(x->pid, 0);
+    if (x->pid == 0) {
+        int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+        }
+        execl(bin, bin, "serve", "--kubeconfig", x->kubeconfig, "--listen", "127.0.0.1:0",
+              "--assume-ttl", "3", (char *)NULL);
+        _exit(127);
+    }
+    x->port = read_port(x->log, 10);
+    ck_assert_msg(x->port > 0, "gpupack did not report its port (log %s)", x->log);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", x->port);
+    gp_kube_auth a = {.server = url};
+    gp_err err;
+    x->gp = kube_new(&a, &err);
+    ck_assert_ptr_nonnull(x->gp);
+    ck_assert_msg(wait_ready(x, 10), "gpupack never became ready");
+}
+
+static void gp_stop(live_env *x)
+{
+    if (x->pid <= 0)
+        return;
+    kill(x->pid, SIGTERM);
+    int status = 0;
+    double end = gp_mono_s() + 10;
+    pid_t w;
+    while ((w = waitpid(x->pid, &status, WNOHANG)) == 0 && gp_mono_s() < end)
+        usleep(10000);
+    if (w == 0) {
+        kill(x->pid, SIGKILL);
+        waitpid(x->pid, &status, 0);
+        ck_abort_msg("gpupack did not stop on SIGTERM");
+    }
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "gpupack exit status %d", status);
+    x->pid = 0;
+    kube_free(x->gp);
+    x->gp = NULL;
+}
+
+static void env_setup(live_env *x)
+{
+    memset(x, 0, sizeof *x);
+    gp_log_set_level(GP_LOG_ERROR);
+    x->f = fakeapi_start();
+    ck_assert_ptr_nonnull(x->f);
+    fakeapi_set_token(x->f, TOKEN);
+    x->dir = livetest_tmpdir();
+    x->kubeconfig = xasprintf("%s/kubeconfig", x->dir);
+    x->log = xasprintf("%s/gpupack.log", x->dir);
+    char *kc = xasprintf("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                         "clusters:\n- name: fake\n  cluster: {server: \"%s\"}\n"
+                         "contexts:\n- name: t\n  context: {cluster: fake, user: u}\n"
+                         "users:\n- name: u\n  user: {token: %s}\n",
+                         fakeapi_url(x->f), TOKEN);
+    ck_assert(livetest_write(x->kubeconfig, kc, strlen(kc)) == 0);
+    free(kc);
+    fakeapi_put_node(x->f, node("node-a", 2, 16384));
+    fakeapi_put_node(x->f, node("node-b", 1, 16384));
+}
+
+static void env_teardown(live_env *x)
+{
+    gp_stop(x);
+    fakeapi_stop(x->f);
+    if (getenv("GPUPACK_KEEP_LOGS") == NULL)
+        livetest_rmtree(x->dir);
+    free(x->dir);
+    free(x->kubeconfig);
+    free(x->log);
+}
+
+/* ------------------------------------------------------------ helpers --- */
+
+/* The Pod as kube-scheduler sends it (no kind/apiVersion). */
+static json_t *sched_pod(live_env *x, const char *name)
+{
+    json_t *p = fakeapi_get_pod(x->f, "default", name);
+    ck_assert_ptr_nonnull(p);
+    json_object_del(p, "kind");
+    json_object_del(p, "apiVersion");
+    return p;
+}
+
+static const char *uid_of(const json_t *pod)
+{
+    return json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+}
+
+static long bind(live_env *x, const char *name, const char *uid, const char *node_name, json_t **out)
+{
+    json_t *args = json_pack("{s:s,s:s,s:s,s:s}", "PodName", name, "PodNamespace", "default",
+                             "PodUID", uid, "Node", node_name);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    long st = 0;
+    int rc = http(x, "POST", "/bind", body, out, &st);
+    free(body);
+    return rc < 0 ? -1 : st;
+}
+
+/* /inspect with each GPU's pods sorted by uid (observation order is not part of the map). */
+static json_t *inspect(live_env *x)
+{
+    json_t *j = NULL;
+    long st = 0;
+    ck_assert(http(x, "GET", "/inspect", NULL, &j, &st) == 0);
+    ck_assert_int_eq(st, 200);
+    size_t i, g;
+    json_t *n, *gpu;
+    json_array_foreach(json_object_get(j, "nodes"), i, n) {
+        json_array_foreach(json_object_get(n, "gpus"), g, gpu) {
+            json_t *pods = json_object_get(gpu, "pods");
+            size_t np = json_array_size(pods);
+            for (size_t a = 1; a < np; a++)
+                for (size_t b = a; b > 0; b--) {
+                    const char *u1 = json_string_value(json_object_get(json_array_get(pods, b - 1), "uid"));
+                    const char *u2 = json_string_value(json_object_get(json_array_get(pods, b), "uid"));
+                    if (strcmp(u1, u2) <= 0)
+                        break;
+                    json_t *t = json_incref(json_array_get(pods, b));
+                    json_array_set(pods, b, json_array_get(pods, b - 1));
+                    json_array_set_new(pods, b - 1, t);
+                }
+        }
+    }
+    return j;
+}
+
+/* Counts pods in /inspect in a state ("bound"/"assumed"; NULL = any). */
+static int inspect_pods(const json_t *j, const char *state)
+{
+    int c = 0;
+    size_t i, g, p;
+    json_t *n, *gpu, *pod;
+    json_array_foreach(json_object_get(j, "nodes"), i, n)
+        json_array_foreach(json_object_get(n, "gpus"), g, gpu)
+            json_array_foreach(json_object_get(gpu, "pods"), p, pod)
+                if (!state || strcmp(json_string_value(json_object_get(pod, "state")), state) == 0)
+                    c++;
+    return c;
+}
+
+static bool wait_pods(live_env *x, const char *state, int n, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    while (gp_mono_s() < end) {
+        json_t *j = inspect(x);
+        int c = inspect_pods(j, state), all = inspect_pods(j, NULL);
+        json_decref(j);
+        if (c == n && all == n)
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------- tests --- */
+
+START_TEST(schedule_bind_restart_same_map)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("p1", 8192));
+    fakeapi_put_pod(x.f, gpu_pod("p2", 12288));
+    gp_start(&x);
+    ck_assert_int_ge(fakeapi_count(x.f, "GET", "/api/v1/nodes?limit="), 1);
+    ck_assert_int_ge(fakeapi_count(x.f, "GET", "/api/v1/pods?limit="), 1);
+
+    /* filter -> prioritize -> bind, as kube-scheduler drives it */
+    json_t *pod = sched_pod(&x, "p1");
+    json_t *args = json_pack("{s:O,s:n,s:[s,s]}", "Pod", pod, "Nodes", "NodeNames", "node-a", "node-b");
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_t *out;
+    long st;
+    ck_assert(http(&x, "POST", "/filter", body, &out, &st) == 0);
+    ck_assert_int_eq(st, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(out, "NodeNames")), 2);
+    json_decref(out);
+    ck_assert(http(&x, "POST", "/prioritize", body, &out, &st) == 0);
+    ck_assert_int_eq(st, 200);
+    ck_assert_int_eq(json_array_size(out), 2);
+    json_decref(out);
+    free(body);
+    json_decref(args);
+    size_t before = fakeapi_request_count(x.f);
+    ck_assert_int_eq(bind(&x, "p1", uid_of(pod), "node-a", &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+
+    /* exactly one merge PATCH of the annotations, then the Binding */
+    size_t n = fakeapi_request_count(x.f);
+    int patches = 0, bindings = 0;
+    for (size_t i = before; i < n; i++) {
+        gp_fake_req r;
+        ck_assert(fakeapi_request(x.f, i, &r) == 0);
+        if (strcmp(r.method, "PATCH") == 0) {
+            patches++;
+            ck_assert_int_eq(bindings, 0);
+            ck_assert_str_eq(r.url, "/api/v1/namespaces/default/pods/p1");
+            ck_assert_str_eq(r.content_type, "application/merge-patch+json");
+            ck_assert_str_eq(r.auth, "Bearer " TOKEN);
+            json_t *b = json_loads(r.body, 0, NULL);
+            ck_assert_int_eq(json_object_size(b), 1);
+            json_t *ann = json_object_get(json_object_get(b, "metadata"), "annotations");
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/visible-devices"));
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assume-time"));
+            json_decref(b);
+        } else if (strcmp(r.method, "POST") == 0) {
+            bindings++;
+            ck_assert_str_eq(r.url, "/api/v1/namespaces/default/pods/p1/binding");
+            json_t *b = json_loads(r.body, 0, NULL);
+            ck_assert_str_eq(json_string_value(json_object_get(b, "kind")), "Binding");
+            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "target"), "name")), "node-a");
+            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "metadata"), "uid")), uid_of(pod));
+            json_decref(b);
+            ck_assert_int_eq(r.status, 201);
+        }
+        fakeapi_req_clear(&r);
+    }
+    ck_assert_int_eq(patches, 1);
+    ck_assert_int_eq(bindings, 1);
+    json_decref(pod);
+
+    /* bind without a preceding filter: the watch noted the pending pod */
+    json_t *p2 = sched_pod(&x, "p2");
+    ck_assert_int_eq(bind(&x, "p2", uid_of(p2), "node-a", &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    json_decref(p2);
+    ck_assert_msg(wait_pods(&x, "bound", 2, 10), "the watch never confirmed both binds");
+    json_t *map1 = inspect(&x);
+
+    /* a restarted gpupack rebuilds exactly the same map from the annotations */
+    gp_stop(&x);
+    gp_start(&x);
+    ck_assert(wait_pods(&x, "bound", 2, 10));
+    json_t *map2 = inspect(&x);
+    char *s1 = json_dumps(map1, JSON_SORT_KEYS), *s2 = json_dumps(map2, JSON_SORT_KEYS);
+    ck_assert_msg(json_equal(map1, map2), "before: %s\nafter: %s", s1, s2);
+    free(s1);
+    free(s2);
+    json_decref(map1);
+    json_decref(map2);
+    env_teardown(&x);
+}
+END_TEST
+
+START_TEST(bind_errors_roll_back)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("q1", 4096));
+    gp_start(&x);
+    json_t *pod = sched_pod(&x, "q1");
+    json_t *out;
+    /* the PATCH fails: an error naming the step, nothing held */
+    fakeapi_fail(x.f, "PATCH", "/pods/q1", 500, 1);
+    ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
+    const char *e = json_string_value(json_object_get(out, "Error"));
+    ck_assert_msg(e && strstr(e, "PATCH annotations of pod default/q1: HTTP 500"), "%s", e ? e : "(null)");
+    json_decref(out);
+    ck_assert(wait_pods(&x, NULL, 0, 5));
+    /* the Binding conflicts (bound elsewhere meanwhile): an error, rolled back */
+    fakeapi_fail(x.f, "POST", "/pods/q1/binding", 409, 1);
+    ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
+    e = json_string_value(json_object_get(out, "Error"));
+    ck_assert_msg(e && strstr(e, "POST binding of pod default/q1 to node node-b: HTTP 409"), "%s", e ? e : "(null)");
+    json_decref(out);
+    ck_assert(wait_pods(&x, NULL, 0, 5));
+    /* now it works; a retried bind to the same node (409 from the API) is success */
+    ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert(wait_pods(&x, "bound", 1, 10));
+    ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    json_decref(pod);
+    ck_assert(wait_pods(&x, "bound", 1, 5));
+    env_teardown(&x);
+}
+END_TEST
+
+START_TEST(watch_cut_converges)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("w1", 4096));
+    gp_start(&x);
+    json_t *pod = sched_pod(&x, "w1"), *out;
+    ck_assert_int_eq(bind(&x, "w1", uid_of(pod), "node-a", &out), 200);
+    json_decref(out);
+    json_decref(pod);
+    ck_assert(wait_pods(&x, "bound", 1, 10));
+    /* the API server goes away; the cluster changes meanwhile; its cache moves on */
+    fakeapi_fail(x.f, "GET", "watch=1", 503, 4);
+    fakeapi_cut_watches(x.f, true);
+    fakeapi_delete_pod(x.f, "default", "w1");
+    fakeapi_put_node(x.f, node("node-c", 4, 24576));
+    fakeapi_delete_node(x.f, "node-b");
+    json_t *bound = gpu_pod("w2", 2048);
+    json_t *md = json_object_get(bound, "metadata");
+    json_object_set_new(md, "annotations",
+                        json_pack("{s:s}", "gpupack.io/assignment",
+                                  "{\"node\":\"node-c\",\"containers\":[{\"name\":\"main\",\"gpus\":"
+                                  "[{\"index\":3,\"memMiB\":2048,\"core\":0}]}]}"));
+    json_object_set_new(json_object_get(bound, "spec"), "nodeName", json_string("node-c"));
+    json_object_set_new(json_object_get(bound, "status"), "phase", json_string("Running"));
+    fakeapi_put_pod(x.f, bound);
+    fakeapi_expire(x.f);
+    /* converged: node-b gone, node-c with w2 on GPU 3, w1 released */
+    double end = gp_mono_s() + 10;
+    bool ok = false;
+    while (!ok && gp_mono_s() < end) {
+        json_t *j = inspect(&x);
+        const json_t *nodes = json_object_get(j, "nodes");   /* sorted by name */
+        ok = json_array_size(nodes) == 2 &&
+             strcmp(json_string_value(json_object_get(json_array_get(nodes, 0), "name")), "node-a") == 0 &&
+             strcmp(json_string_value(json_object_get(json_array_get(nodes, 1), "name")), "node-c") == 0;
+        if (ok) {
+            const json_t *c3 = json_array_get(json_object_get(json_array_get(nodes, 1), "gpus"), 3);
+            ok = inspect_pods(j, "bound") == 1 && inspect_pods(j, NULL) == 1 &&
+                 json_integer_value(json_object_get(json_object_get(c3, "memoryMiB"), "used")) == 2048;
+        }
+        json_decref(j);
+        if (!ok)
+            usleep(20000);
+    }
+    ck_assert_msg(ok, "gpupack did not converge after the watch was cut");
+    long st;
+    ck_assert(http(&x, "GET", "/readyz", NULL, NULL, &st) == 0);
+    ck_assert_int_eq(st, 200);
+    env_teardown(&x);
+}
+END_TEST
+
+typedef struct racer {
+    live_env *x;
+    int first, n;
+} racer;
+
+static void *bind_some(void *arg)
+{
+    racer *r = arg;
+    for (int i = r->first; i < r->first + r->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "r%d", i);
+        json_t *p = fakeapi_get_pod(r->x->f, "default", name);
+        if (!p)
+            continue;
+        json_t *out = NULL;
+        (void)bind(r->x, name, uid_of(p), (i % 3) ? "node-a" : "node-b", &out);
+        json_decref(out);
+        json_decref(p);
+    }
+    return NULL;
+}
+
+static void *delete_some(void *arg)
+{
+    racer *r = arg;
+    for (int i = r->first; i < r->first + r->n; i += 2) {
+        char name[32];
+        snprintf(name, sizeof name, "r%d", i);
+        usleep(3000);
+        (void)fakeapi_delete_pod(r->x->f, "default", name);
+    }
+    return NULL;
+}
+
+START_TEST(binds_race_deletions)
+{
+    live_env x;
+    env_setup(&x);
+    enum { NPODS = 16 };
+    for (int i = 0; i < NPODS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "r%d", i);
+        fakeapi_put_pod(x.f, gpu_pod(name, 6144));   /* 2 fit per 16 GiB GPU: 6 places for 16 pods */
+    }
+    gp_start(&x);
+    /* slow API answers widen the windows between assume, PATCH and Binding */
+    fakeapi_delay(x.f, "PATCH", "/pods/r", 5, 1000);
+    fakeapi_delay(x.f, "POST", "/binding", 5, 1000);
+    pthread_t t[4];
+    racer rs[4] = {{&x, 0, 8}, {&x, 8, 8}, {&x, 0, 16}, {&x, 1, 15}};
+    pthread_create(&t[0], NULL, bind_some, &rs[0]);
+    pthread_create(&t[1], NULL, bind_some, &rs[1]);
+    pthread_create(&t[2], NULL, delete_some, &rs[2]);
+    pthread_create(&t[3], NULL, delete_some, &rs[3]);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+
+    /* converged: what gpupack holds per GPU == what the API server's bound
+     * pods' annotations say, never above capacity; nothing assumed left */
+    double end = gp_mono_s() + 10;
+    bool ok = false;
+    char why[512] = "";
+    while (!ok && gp_mono_s() < end) {
+        json_t *want = json_object();   /* "node/index" -> MiB */
+        for (int i = 0; i < NPODS; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "r%d", i);
+            json_t *p = fakeapi_get_pod(x.f, "default", name);
+            const char *nn = p ? json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName")) : NULL;
+            const char *as = p ? json_string_value(json_object_get(json_object_get(json_object_get(p, "metadata"), "annotations"), "gpupack.io/assignment")) : NULL;
+            if (nn && as) {
+                json_t *a = json_loads(as, 0, NULL);
+                json_t *g = json_array_get(json_object_get(json_array_get(json_object_get(a, "containers"), 0), "gpus"), 0);
+                char key[64];
+                snprintf(key, sizeof key, "%s/%lld", nn, (long long)json_integer_value(json_object_get(g, "index")));
+                json_int_t cur = json_integer_value(json_object_get(want, key));
+                json_object_set_new(want, key, json_integer(cur + json_integer_value(json_object_get(g, "memMiB"))));
+                json_decref(a);
+            }
+            json_decref(p);
+        }
+        json_t *j = inspect(&x);
+        ok = inspect_pods(j, "assumed") == 0;
+        size_t i, g;
+        json_t *n, *gpu;
+        json_array_foreach(json_object_get(j, "nodes"), i, n) {
+            json_array_foreach(json_object_get(n, "gpus"), g, gpu) {
+                char key[64];
+                snprintf(key, sizeof key, "%s/%lld", json_string_value(json_object_get(n, "name")),
+                         (long long)json_integer_value(json_object_get(gpu, "index")));
+                json_t *mem = json_object_get(gpu, "memoryMiB");
+                json_int_t used = json_integer_value(json_object_get(mem, "used"));
+                json_int_t total = json_integer_value(json_object_get(mem, "total"));
+                ck_assert_msg(used <= total, "%s over-committed: %lld > %lld", key, (long long)used, (long long)total);
+                if (used != json_integer_value(json_object_get(want, key))) {
+                    ok = false;
+                    snprintf(why, sizeof why, "%s holds %lld MiB, the API server says %lld", key,
+                             (long long)used, (long long)json_integer_value(json_object_get(want, key)));
+                }
+            }
+        }
+        json_decref(j);
+        json_decref(want);
+        if (!ok)
+            usleep(50000);
+    }
+    ck_assert_msg(ok, "no convergence: %s", why);
+    env_teardown(&x);
+}
+END_TEST
+
+Suite *suite_live(void);
+Suite *suite_live(void)
+{
+    Suite *s = suite_create("live");
+    TCase *tc = tcase_create("binary");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, schedule_bind_restart_same_map);
+    tcase_add_test(tc, bind_errors_roll_back);
+    tcase_add_test(tc, watch_cut_converges);
+    tcase_add_test(tc, binds_race_deletions);
+    suite_add_tcase(s, tc);
+    return s;
+}
