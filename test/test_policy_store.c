@@ -199,8 +199,9 @@ START_TEST(open_failures)
     /* an empty directory is fine: the default alone */
     tmp_remove(&d, "x.yaml");
     ck_assert_int_eq(policy_store_open(d.path, &ps, &err), 0);
-    ck_assert_int_eq(policy_set_count(policy_store_current(ps)) , 1);
-    policy_set_unref(policy_store_current(ps));   /* balance the ref taken above */
+    gp_policy_set *only = policy_store_current(ps);
+    ck_assert_int_eq(policy_set_count(only), 1);
+    policy_set_unref(only);
     policy_store_stop(ps);                        /* never started: harmless */
     policy_store_free(ps);
     policy_store_free(NULL);
