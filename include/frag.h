@@ -48,9 +48,11 @@ const gp_shapes *frag_default_shapes(void);
 /* The paper's "typical pods": distinct (CPU, GPUs, share, allowed models)
  * shapes of a pod list by popularity, the most popular ones until `coverage`
  * (0..1] of pods (at most GP_MAX_SHAPES), weights renormalised to sum to 1.
- * `with_cpu` keeps the CPU request in the shape (and CPU-only pods as shapes). */
+ * `with_cpu` keeps the CPU request in the shape (and CPU-only pods as shapes).
+ * `by_gpus` counts a multi-GPU pod once per GPU (popularity by GPU demand
+ * rather than by pod count; the paper counts pods). */
 void frag_shapes_from_trace(const trace_pod *pods, size_t n, double coverage, bool with_cpu,
-                            gp_shapes *out);
+                            bool by_gpus, gp_shapes *out);
 
 /* ---- strategy functions for placement's tables (see placement.h) ---- */
 
@@ -63,8 +65,8 @@ double frag_gpu_cost_random(const gp_place_ctx *ctx, int pos, const gp_ctr_req *
 /* Node: decrease of expected fragmentation the placement causes (FGD). */
 double frag_node_score_fgd(const gp_node *node, const gp_pod_req *req, const gp_assignment *a,
                            const gp_place_opts *opts);
-/* Node: FGD, ties (and near-ties within 1 per-mille) broken towards the node
- * left with the least free share per GPU (best fit). */
+/* Node: FGD, decreases that differ by less than 10 per-mille taken as ties,
+ * broken towards the node left with the least free share per GPU (best fit). */
 double frag_node_score_fgd_bestfit(const gp_node *node, const gp_pod_req *req,
                                    const gp_assignment *a, const gp_place_opts *opts);
 /* Node: the node left with the least free resources: GPU share plus CPU

@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
+#define FRAG_TIE_STEP 10.0   /* per-mille: fgd-bestfit's tie granularity */
+
 /* ------------------------------------------------------------ the view -- */
 
 static int64_t alloc_mem(const gp_gpu *g, const gp_place_opts *o)
@@ -168,7 +172,7 @@ static int cmp_shape_count(const void *pa, const void *pb)
 }
 
 void frag_shapes_from_trace(const trace_pod *pods, size_t n, double coverage, bool with_cpu,
-                            gp_shapes *out)
+                            bool by_gpus, gp_shapes *out)
 {
     memset(out, 0, sizeof *out);
     shape_count *sc = NULL;
@@ -190,8 +194,9 @@ void frag_shapes_from_trace(const trace_pod *pods, size_t n, double coverage, bo
             }
             sc[ns++] = (shape_count){cpu, p->num_gpu, p->gpu_milli, p->gpu_spec, 0};
         }
-        sc[k].pods++;
-        total++;
+        long w = (by_gpus && p->num_gpu > 1) ? p->num_gpu : 1;
+        sc[k].pods += w;
+        total += w;
     }
     if (ns == 0) {
         free(sc);
@@ -315,9 +320,11 @@ double frag_node_score_fgd_bestfit(const gp_node *node, const gp_pod_req *req,
     frag_view_of_node(node, opts, &before);
     view_after(node, req, a, opts, &after);
     double d = frag_amount(&before, opts->shapes) - frag_amount(&after, opts->shapes);
-    /* round the decrease to whole per-mille, then prefer the fuller node */
+    /* decreases within FRAG_TIE_STEP per-mille are alike: then prefer the
+     * node left with less free share per GPU (best fit) */
+    double q = floor(d / FRAG_TIE_STEP + 0.5) * FRAG_TIE_STEP;
     double left = after.n > 0 ? (double)frag_idle(&after) / after.n : 0.0;   /* 0..1000 */
-    return (double)(int64_t)(d + (d >= 0 ? 0.5 : -0.5)) - left / 1001.0;
+    return q - left / (GP_CORE_FULL + 1.0);
 }
 
 double frag_node_score_best_fit(const gp_node *node, const gp_pod_req *req,
