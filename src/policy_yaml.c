@@ -30,6 +30,7 @@
 #define PODS_MAX 1000
 #define PRIORITY_MAX 1000000
 #define WEIGHT_MAX 1000.0
+#define CPU_MILLI_MAX 10000000L   /* 10000 cores */
 
 /* ============================================================ diagnostics */
 
@@ -170,10 +171,10 @@ static shown show(const char *s)
 {
     shown out;
     size_t i = 0;
-    for (; s[i] && i < 60; i++)
+    for (; i < 60 && s[i]; i++)
         out.s[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
     out.s[i] = '\0';
-    if (s[i])
+    if (i == 60 && s[i])
         memcpy(out.s + i, "...", 4);
     return out;
 }
@@ -318,8 +319,10 @@ static bool get_num(pctx *c, const yaml_node_t *n, double lo, double hi, bool lo
         return false;
     }
     if (x < lo || x > hi || (lo_open && x <= lo)) {
-        fail_at(c, n, "%s is out of range (%s%g..%g)", show(v).s, lo_open ? "above " : "", lo,
-                hi);
+        if (lo_open)
+            fail_at(c, n, "%s is out of range (must be above %g and at most %g)", show(v).s, lo, hi);
+        else
+            fail_at(c, n, "%s is out of range (%g..%g)", show(v).s, lo, hi);
         return false;
     }
     *out = x;
@@ -394,7 +397,8 @@ static void walk_map(pctx *c, yaml_node_t *n, const key_def *keys, size_t nkeys,
         }
         seen |= UINT64_C(1) << i;
         size_t mark = path_push(c, "%s%s", c->plen ? "." : "", key);
-        if (keys[i].type && (v->type != keys[i].type || is_null(v)))
+        /* Scalars are type-checked by their handlers, which know "an integer" from "a string". */
+        if (keys[i].type != YAML_SCALAR_NODE && (v->type != keys[i].type || is_null(v)))
             fail_at(c, v, "expected %s, got %s", want_name(keys[i].type), type_name(v));
         else if (spend(c, v))
             keys[i].fn(c, v, obj);
@@ -673,9 +677,10 @@ static void h_max_pods(pctx *c, yaml_node_t *v, void *obj)
         p->place.max_pods_per_gpu = (int)x;
 }
 
+/* Appends one list item to a '|'-separated model list (GP_MODELS_MAX bytes). */
 static void model_item(pctx *c, yaml_node_t *it, void *obj)
 {
-    gp_policy *p = obj;
+    char *models = obj;
     const char *s = get_str(c, it, GP_MODEL_MAX - 1);
     if (!s)
         return;
@@ -683,20 +688,20 @@ static void model_item(pctx *c, yaml_node_t *it, void *obj)
         fail_at(c, it, "bad GPU model \"%s\" (one non-empty model per item, no '|')", show(s).s);
         return;
     }
-    size_t len = strlen(p->place.models);
-    if (len + 1 + strlen(s) >= sizeof p->place.models) {
-        fail_at(c, it, "the GPU model list is longer than %zu characters",
-                sizeof p->place.models - 1);
+    size_t len = strlen(models);
+    if (len + 1 + strlen(s) >= GP_MODELS_MAX) {
+        fail_at(c, it, "the GPU model list is longer than %d characters", GP_MODELS_MAX - 1);
         return;
     }
     if (len)
-        p->place.models[len++] = '|';
-    memcpy(p->place.models + len, s, strlen(s) + 1);
+        models[len++] = '|';
+    memcpy(models + len, s, strlen(s) + 1);
 }
 
 static void h_models(pctx *c, yaml_node_t *v, void *obj)
 {
-    walk_seq(c, v, POLICY_LIST_MAX, model_item, obj);
+    gp_policy *p = obj;
+    walk_seq(c, v, POLICY_LIST_MAX, model_item, p->place.models);
 }
 
 static void h_ns_share(pctx *c, yaml_node_t *v, void *obj)
@@ -1141,16 +1146,32 @@ static void h_s_weight(pctx *c, yaml_node_t *v, void *obj)
     (void)get_num(c, v, 0, 1e6, true, &t->s.weight);
 }
 
+static void h_s_cpu(pctx *c, yaml_node_t *v, void *obj)
+{
+    shape_tmp *t = obj;
+    long x;
+    if (get_int(c, v, 0, CPU_MILLI_MAX, &x))
+        t->s.cpu_milli = x;
+}
+
+static void h_s_models(pctx *c, yaml_node_t *v, void *obj)
+{
+    shape_tmp *t = obj;
+    walk_seq(c, v, POLICY_LIST_MAX, model_item, t->s.models);
+}
+
 static const key_def shape_keys[] = {
     {"gpus", YAML_SCALAR_NODE, h_s_gpus, false},
     {"core", YAML_SCALAR_NODE, h_s_core, true},
     {"weight", YAML_SCALAR_NODE, h_s_weight, true},
+    {"cpuMilli", YAML_SCALAR_NODE, h_s_cpu, false},
+    {"gpuModels", YAML_SEQUENCE_NODE, h_s_models, false},
 };
 
 static void shape_item(pctx *c, yaml_node_t *it, void *obj)
 {
     gp_policy *p = obj;
-    shape_tmp t = {.s = {1, 0, 0}};
+    shape_tmp t = {.s = {.count = 1}};
     int before = c->errors;
     walk_map(c, it, shape_keys, GP_ARRAY_LEN(shape_keys), &t);
     if (c->errors == before)
@@ -1293,7 +1314,7 @@ int policy_yaml_parse(const char *file, const char *text, size_t len, gp_policy 
             yaml_mark_t m = parser.problem_mark;
             if (parser.context)
                 policy_diag_add(diag, file, (int)m.line + 1, (int)m.column + 1,
-                                "YAML syntax error: %s %s", parser.context, problem);
+                                "YAML syntax error: %s (%s)", problem, parser.context);
             else
                 policy_diag_add(diag, file, (int)m.line + 1, (int)m.column + 1,
                                 "YAML syntax error: %s", problem);

@@ -264,7 +264,7 @@ START_TEST(view_fields)
                                     "    core: example.com/sm\n"
                                     "    profile: native\n"
                                     "  shapes:\n"
-                                    "    - {gpus: 1, core: 50, weight: 3}\n"
+                                    "    - {gpus: 1, core: 50, weight: 3, cpuMilli: 4000, gpuModels: [A100, H100]}\n"
                                     "    - {core: 100, weight: 1}\n");
     gp_policy_view v;
     gp_err err;
@@ -286,6 +286,9 @@ START_TEST(view_fields)
     ck_assert_ptr_nonnull(v.place.shapes);
     ck_assert_int_eq(v.place.shapes->n, 2);
     ck_assert_int_eq(v.place.shapes->s[0].core, 500);
+    ck_assert_int_eq(v.place.shapes->s[0].cpu_milli, 4000);
+    ck_assert_str_eq(v.place.shapes->s[0].models, "A100|H100");
+    ck_assert_str_eq(v.place.shapes->s[1].models, "");
     ck_assert_int_eq(v.place.shapes->s[1].count, 1);
     ck_assert_int_eq(v.place.shapes->s[1].core, 1000);
     ck_assert(v.place.shapes->s[0].weight == 0.75 && v.place.shapes->s[1].weight == 0.25);
