@@ -869,19 +869,14 @@ static int load_policy(const char *path, gp_policy_view *view, gp_err *err)
 {
     gp_policy_set *set = NULL;
     if (path) {
-#ifdef GP_HAVE_POLICY_FILES
         if (policy_set_load_file(path, &set, err) != 0)
             return -1;
-#else
-        return gp_fail(err, "%s: policy files are not supported by this build yet; use "
-                            "--node-strategy / --gpu-strategy / --mode", path);
-#endif
     } else {
         set = policy_set_default();
     }
     int rc = policy_select(set, "trace", NULL, NULL, time(NULL), view, err);
-    /* the view points into static tables or into the set; sets are kept
-     * alive for the process when loaded from a file (see below) */
+    /* the view points into static tables or into the set: a set loaded from
+     * a file stays referenced for the rest of the process */
     if (!path)
         policy_set_unref(set);
     return rc;
