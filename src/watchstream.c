@@ -38,24 +38,16 @@ void watchstream_reset(gp_watchstream *w)
     gp_buf_reset(&w->line);
 }
 
-/* Hands one complete line (data, len) to the callback, dropping a '\r'. */
-static int emit(gp_watchstream *w, const char *data, size_t len, gp_err *err)
+/* Hands the complete line held in w->line to the callback, dropping a '\r'.
+ * Lines always pass through w->line: its capacity is reused, so a stream
+ * costs no allocation per event once warm. */
+static int emit(gp_watchstream *w, gp_err *err)
 {
-    if (len > 0 && data[len - 1] == '\r')
-        len--;
-    if (len == 0)
-        return 0;
-    /* the callback gets a NUL-terminated copy when the line is not already
-     * in the buffer (lines wholly inside one feed avoid the copy mostly) */
-    int rc;
-    if (data == w->line.data) {
-        w->line.data[len] = '\0';
-        rc = w->fn(w->ud, data, len);
-    } else {
-        char *tmp = xstrndup(data, len);
-        rc = w->fn(w->ud, tmp, len);
-        free(tmp);
-    }
+    size_t len = w->line.len;
+    if (len > 0 && w->line.data[len - 1] == '\r')
+        w->line.data[--len] = '\0';
+    int rc = len ? w->fn(w->ud, w->line.data, len) : 0;
+    gp_buf_reset(&w->line);
     if (rc != 0)
         return gp_fail(err, "stopped by callback");
     return 0;
@@ -66,27 +58,13 @@ int watchstream_feed(gp_watchstream *w, const char *p, size_t n, gp_err *err)
     while (n > 0) {
         const char *nl = memchr(p, '\n', n);
         size_t take = nl ? (size_t)(nl - p) : n;
-        if (w->line.len + take > w->line_max) {
+        if (gp_buf_append(&w->line, p, take) < 0) {
             gp_buf_reset(&w->line);
             return gp_fail(err, "watch event line exceeds %zu bytes", w->line_max);
         }
-        if (!nl) {
-            if (gp_buf_append(&w->line, p, take) < 0)
-                return gp_fail(err, "watch event line exceeds %zu bytes", w->line_max);
+        if (!nl)
             return 0;
-        }
-        int rc;
-        if (w->line.len == 0) {
-            rc = emit(w, p, take, err);
-        } else {
-            if (gp_buf_append(&w->line, p, take) < 0) {
-                gp_buf_reset(&w->line);
-                return gp_fail(err, "watch event line exceeds %zu bytes", w->line_max);
-            }
-            rc = emit(w, w->line.data, w->line.len, err);
-            gp_buf_reset(&w->line);
-        }
-        if (rc < 0)
+        if (emit(w, err) < 0)
             return -1;
         p += take + 1;
         n -= take + 1;
