@@ -25,6 +25,7 @@
 #include "util.h"
 
 #define POLICY_STORE_FILES_MAX 256     /* *.yaml files in the directory */
+#define POLICY_STORE_BYTES_MAX (16 * 1024 * 1024)   /* all of them together */
 #define POLICY_STORE_POLL_S 0.5        /* default poll period; a change applies after it
                                           has been stable for one period (<= ~1 s) */
 

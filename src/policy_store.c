@@ -151,9 +151,20 @@ static void scan(const char *dir, dir_snap *s)
     s->texts = xcalloc((size_t)n + 1, sizeof *s->texts);
     s->lens = xcalloc((size_t)n + 1, sizeof *s->lens);
     s->n = n;
+    size_t total = 0;
     for (int i = 0; i < n; i++) {
         s->fp = fnv1a(s->fp, paths[i], strlen(paths[i]) + 1);
+        if (total > POLICY_STORE_BYTES_MAX) {
+            if (!s->error[0]) {
+                gp_strlcpy(s->err_file, paths[i], sizeof s->err_file);
+                snprintf(s->error, sizeof s->error,
+                         "the policy files exceed %d MiB in total; this one is not read",
+                         POLICY_STORE_BYTES_MAX >> 20);
+            }
+            continue;
+        }
         s->texts[i] = read_text(paths[i], &s->lens[i], &err);
+        total += s->lens[i];
         if (!s->texts[i]) {
             if (!s->error[0]) {
                 gp_strlcpy(s->err_file, paths[i], sizeof s->err_file);

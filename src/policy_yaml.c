@@ -3,9 +3,9 @@
  *
  * Each mapping of the schema is a table of declared keys (type + handler);
  * walk_map() does unknown/duplicate/missing-key and type checks once for all
- * of them, handlers only judge values. Work per document is bounded (node
- * budget, nesting depth, list lengths), so aliases and deep nesting cannot
- * make a small file expensive. */
+ * of them, handlers only judge values. Work and memory are bounded by the
+ * file size: YAML aliases are rejected (no fan-out), nesting depth, list and
+ * map sizes are capped, and a node budget per document backs that up. */
 #include "policy_yaml.h"
 
 #include <ctype.h>
@@ -22,7 +22,7 @@
 #define KIND "PackingPolicy"
 #define DEPTH_MAX 32          /* nesting depth of any document */
 #define EVENTS_MAX 200000     /* parser events per file */
-#define NODE_BUDGET 20000     /* nodes visited per document, aliases included */
+#define NODE_BUDGET 20000     /* nodes visited per document (defence in depth) */
 #define REQS_MAX 64           /* label requirements per policy */
 #define VALUES_MAX 64         /* values per requirement */
 #define WINDOWS_MAX 32        /* schedule entries per policy */
@@ -526,14 +526,28 @@ static void h_name(pctx *c, yaml_node_t *v, void *obj)
 }
 
 /* metadata.labels / metadata.annotations: string maps, kept for tools, unused. */
+static bool map_size_ok(pctx *c, yaml_node_t *v)
+{
+    long count = v->data.mapping.pairs.top - v->data.mapping.pairs.start;
+    if (count <= POLICY_LIST_MAX)
+        return true;
+    fail_at(c, v, "%ld entries, at most %d allowed", count, POLICY_LIST_MAX);
+    return false;
+}
+
 static void h_string_map(pctx *c, yaml_node_t *v, void *obj)
 {
+    if (!map_size_ok(c, v))
+        return;
     for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = node_at(c, pr->key), *val = node_at(c, pr->value);
         if (!k || !val || !spend(c, k))
             return;
-        if (get_str(c, k, POLICY_STR_MAX) && val->type != YAML_SCALAR_NODE)
+        const char *key = get_str(c, k, POLICY_STR_MAX);
+        if (key && dup_key(c, v, pr, key))
+            fail_at(c, k, "duplicate key \"%s\"", show(key).s);
+        else if (key && val->type != YAML_SCALAR_NODE)
             fail_at(c, val, "expected a string, got %s", type_name(val));
     }
 }
@@ -843,6 +857,8 @@ static bool label_value_ok(pctx *c, const yaml_node_t *n, const char *val)
 static void h_match_labels(pctx *c, yaml_node_t *v, void *obj)
 {
     gp_policy *p = obj;
+    if (!map_size_ok(c, v))
+        return;
     for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = node_at(c, pr->key), *val = node_at(c, pr->value);
@@ -1246,8 +1262,8 @@ static void check_default(pctx *c)
 
 /* ============================================================ files */
 
-/* Event pre-pass: rejects nesting deeper than DEPTH_MAX and huge event
- * counts before the loader builds anything. Syntax errors are left to the
+/* Event pre-pass: rejects aliases, nesting deeper than DEPTH_MAX and huge
+ * event counts before the loader builds anything. Syntax errors are left to the
  * loader, so documents before them are still checked. */
 static int prescan(const char *file, const char *text, size_t len, policy_diag *diag)
 {
@@ -1266,6 +1282,12 @@ static int prescan(const char *file, const char *text, size_t len, policy_diag *
         yaml_event_delete(&ev);
         if (t == YAML_STREAM_END_EVENT)
             break;
+        if (t == YAML_ALIAS_EVENT) {   /* every one is reported */
+            policy_diag_add(diag, file, line, col,
+                            "YAML aliases (*name) are not supported in policy files; write the "
+                            "value out");
+            rc = -1;
+        }
         if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT)
             depth++;
         else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT)
