@@ -81,9 +81,9 @@ json_t *policy_store_inspect(policy_store *st);
  * -1 when b's limit is reached. */
 int policy_store_metrics(policy_store *st, gp_buf *b) GP_WUR;
 
-/* `gpupack policy check FILE|DIR...`: argv[0] is the subcommand name
- * ("check"; when it is "policy", a following "check" is skipped too), the
- * rest are files, or directories whose *.yaml files are checked. All files
+/* `gpupack policy check FILE|DIR...`: argv[0] is the subcommand name,
+ * "check", or "policy" followed by "check" (anything else after "policy" is
+ * a usage error); the rest are files, or directories whose *.yaml files are checked. All files
  * are checked together as one policy set (as one --policies directory), so
  * conflicts between files are found. Prints every error as
  * file:line:column: message to stderr and a summary to stdout. Returns the

@@ -498,8 +498,14 @@ static void add_path(char ***paths, int *n, char *path)
 int policy_check_main(int argc, char **argv)
 {
     int first = 1;
-    if (argc > 1 && !strcmp(argv[0], "policy") && !strcmp(argv[1], "check"))
+    if (argc > 0 && !strcmp(argv[0], "policy")) {   /* called with the "policy" word */
+        if (argc < 2 || strcmp(argv[1], "check") != 0) {
+            fprintf(stderr, "gpupack policy: unknown subcommand%s%s (expected: check)\n",
+                    argc < 2 ? "" : " ", argc < 2 ? "" : argv[1]);
+            return 2;
+        }
         first = 2;
+    }
     if (argc <= first || !strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
         fprintf(argc <= first ? stderr : stdout,
                 "usage: gpupack policy check FILE|DIR...\n"

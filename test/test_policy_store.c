@@ -411,6 +411,16 @@ START_TEST(check_command)
     close(out);
     fclose(null);
     ck_assert_int_eq(rc, 0);
+    char *argv2[] = {(char *)"policy", (char *)"lint", NULL};
+    fflush(stderr);
+    int errfd = dup(2);
+    null = fopen("/dev/null", "w");
+    dup2(fileno(null), 2);
+    rc = policy_check_main(2, argv2);
+    dup2(errfd, 2);
+    close(errfd);
+    fclose(null);
+    ck_assert_int_eq(rc, 2);
 }
 END_TEST
 
