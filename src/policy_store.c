@@ -286,6 +286,18 @@ static int apply(policy_store *st, dir_snap *snap, gp_err *err)
     return rc;
 }
 
+/* The files are back to what the active set was built from (a rejected
+ * edit was undone): the newest files are serving again. Called with mu. */
+static void back_to_active(policy_store *st)
+{
+    if (st->st.last_ok)
+        return;
+    st->st.last_ok = true;
+    st->st.last_error[0] = '\0';
+    st->failed_fp = 0;
+    LOG_INFO("policies: %s is back to the active policy set", st->dir);
+}
+
 int policy_store_reload(policy_store *st, gp_err *err)
 {
     gp_err local;
@@ -296,6 +308,8 @@ int policy_store_reload(policy_store *st, gp_err *err)
     scan(st->dir, &snap);
     pthread_mutex_lock(&st->mu);
     bool same = st->cur && snap.fp == st->active_fp;
+    if (same)
+        back_to_active(st);
     pthread_mutex_unlock(&st->mu);
     int rc = same ? 0 : apply(st, &snap, err);
     snap_free(&snap);
@@ -312,6 +326,8 @@ static void poll_once(policy_store *st)
     pthread_mutex_lock(&st->reload_mu);
     scan(st->dir, &snap);
     pthread_mutex_lock(&st->mu);
+    if (snap.fp == st->active_fp)
+        back_to_active(st);
     bool changed = snap.fp != st->active_fp && snap.fp != st->failed_fp;
     bool stable = snap.fp == st->seen_fp;
     st->seen_fp = snap.fp;

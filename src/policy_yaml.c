@@ -130,7 +130,7 @@ typedef struct pctx {
     size_t plen;
     bool allow_seen;
     bool native_only;
-    const yaml_node_t *k_match, *k_schedule, *k_priority, *k_tz, *k_weights;
+    const yaml_node_t *k_match, *k_schedule, *k_priority;   /* for check_default */
     double w_mem, w_core;
 } pctx;
 
@@ -585,7 +585,6 @@ static void h_allow_request(pctx *c, yaml_node_t *v, void *obj)
 static void h_time_zone(pctx *c, yaml_node_t *v, void *obj)
 {
     gp_policy *p = obj;
-    c->k_tz = v;
     const char *s = get_str(c, v, POLICY_STR_MAX);
     if (!s)
         return;
@@ -661,7 +660,6 @@ static const key_def weight_keys[] = {
 static void h_weights(pctx *c, yaml_node_t *v, void *obj)
 {
     gp_policy *p = obj;
-    c->k_weights = v;
     c->w_mem = c->w_core = 1;
     int before = c->errors;
     walk_map(c, v, weight_keys, GP_ARRAY_LEN(weight_keys), obj);

@@ -141,6 +141,15 @@ START_TEST(open_and_reload)
     ck_assert_int_eq(json_array_size(json_object_get(j, "active")), 2);
     json_decref(j);
 
+    /* undoing the broken edit: the files match the active set again */
+    tmp_remove(&d, "b.yaml");
+    tmp_remove(&d, "c.yaml");
+    ck_assert_int_eq(policy_store_reload(ps, &err), 0);
+    policy_store_get_status(ps, &st);
+    ck_assert(st.last_ok && st.last_error[0] == '\0');
+    ck_assert_uint_eq(st.loads_ok, 1);
+    tmp_write(&d, "b.yaml", b);
+
     /* fixing it applies everything */
     tmp_remove(&d, "c.yaml");
     ck_assert_msg(policy_store_reload(ps, &err) == 0, "%s", err.msg);
