@@ -150,6 +150,8 @@ START_TEST(incluster)
     ck_assert(kube_auth_incluster(dir, &a, &err) == 0);
     ck_assert_str_eq(a.server, "https://[fd00::1]:443");
     kube_auth_clear(&a);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
     free(tok);
     free(ca);
     livetest_rmtree(dir);
