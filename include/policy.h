@@ -34,10 +34,13 @@ void policy_set_ref(gp_policy_set *s);
 void policy_set_unref(gp_policy_set *s);        /* accepts NULL */
 
 /* Chooses the policy for a pod: the one its gpupack.io/policy annotation
- * names (`requested`, may be NULL/"") if that policy allows it, else the
- * highest-priority policy whose match and time window fit (ties by name),
- * else the default. Returns 0, or -1 with a message when `requested` names a
- * policy that does not exist or does not allow being requested. */
+ * names (`requested`, may be NULL/"") if that policy allows it (match and
+ * schedule are not checked then), else the highest-priority policy whose
+ * match (namespace `ns`, pod `labels`, either may be NULL) and time window
+ * (at `now`, in the policy's zone) fit (ties by name), else the default.
+ * A NULL set means the built-in default. Returns 0, or -1 with a message when
+ * `requested` names a policy that does not exist or does not allow being
+ * requested. Pure and thread-safe; the view points into `s` (see above). */
 int policy_select(const gp_policy_set *s, const char *ns, const json_t *labels,
                   const char *requested, time_t now, gp_policy_view *out, gp_err *err) GP_WUR;
 
