@@ -10,6 +10,7 @@
 #include "quantity.h"
 
 #define MAX_DEVICE_INDEX 4096
+#define MAX_GPU_MEM_MIB (16LL * 1024 * 1024)   /* 16 TiB */
 
 /* Compute share as users see it: percent, integral when it is. */
 static json_t *core_percent(int permille)
@@ -182,9 +183,10 @@ static int decode_gpupack(const char *text, gp_assignment *a, gp_err *err)
             gp_gpu_grant *gr = &ca->gpus[ca->ngpus];
             if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
                 json_integer_value(idx) > MAX_DEVICE_INDEX || !json_is_integer(mem) ||
-                json_integer_value(mem) < 0 || decode_core(json_object_get(g, "core"), &gr->core)) {
-                gp_fail(err, "%s: containers[%zu].gpus[%zu] needs index, memMiB >= 0 and core "
-                        "0..100", what, i, k);
+                json_integer_value(mem) < 0 || json_integer_value(mem) > MAX_GPU_MEM_MIB ||
+                decode_core(json_object_get(g, "core"), &gr->core)) {
+                gp_fail(err, "%s: containers[%zu].gpus[%zu] needs index 0..%d, memMiB 0..%lld and "
+                        "core 0..100", what, i, k, MAX_DEVICE_INDEX, MAX_GPU_MEM_MIB);
                 goto out;
             }
             gr->index = (int)json_integer_value(idx);
@@ -232,8 +234,8 @@ int annotations_decode(const json_t *annotations, const char *node_name, int64_t
         return gp_fail(err, "annotation %s: %lld is not a device index", GP_ANN_ALIYUN_IDX,
                        (long long)idx);
     int64_t unit = aliyun_unit_mib > 0 ? aliyun_unit_mib : 1024;
-    if (pod > INT64_MAX / unit)
-        return gp_fail(err, "annotation %s: out of range", GP_ANN_ALIYUN_POD);
+    if (pod > MAX_GPU_MEM_MIB / unit)
+        return gp_fail(err, "annotation %s: out of range (larger than any GPU)", GP_ANN_ALIYUN_POD);
     if (!node_name || strlen(node_name) >= sizeof a->node)
         return gp_fail(err, "aliyun annotations on a pod without a node");
     gp_strlcpy(a->node, node_name, sizeof a->node);

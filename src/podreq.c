@@ -8,6 +8,8 @@
 #include "quantity.h"
 
 #define ANN_GPU_MODEL "gpupack.io/gpu-model"
+#define MAX_GPU_MEM_MIB (16LL * 1024 * 1024)   /* 16 TiB per GPU: beyond any real GPU */
+#define MAX_HOST_MILLI (INT64_MAX / 4)         /* host requests saturate here */
 #define ANN_POLICY "gpupack.io/policy"
 
 void podreq_default_names(gp_resource_names *n)
@@ -70,6 +72,8 @@ static int container_int(const json_t *res, const char *name, const char *where,
     return resource_int(json_object_get(res, "requests"), name, w, out, err);
 }
 
+/* Host cpu/memory in thousandths, clamped to 0..MAX_HOST_MILLI (these only
+ * feed the simulator's fit; bad values must not cancel other containers). */
 static int64_t host_milli(const json_t *res, const char *name)
 {
     const json_t *v = json_object_get(json_object_get(res, "requests"), name);
@@ -77,10 +81,17 @@ static int64_t host_milli(const json_t *res, const char *name)
         v = json_object_get(json_object_get(res, "limits"), name);
     int64_t m = 0;
     if (json_is_string(v) && quantity_parse_milli(json_string_value(v), &m, NULL) == 0)
-        return m > 0 ? m : 0;
-    if (json_is_integer(v))
-        return json_integer_value(v) * 1000;
+        return m < 0 ? 0 : m > MAX_HOST_MILLI ? MAX_HOST_MILLI : m;
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        return i <= 0 ? 0 : i > MAX_HOST_MILLI / 1000 ? MAX_HOST_MILLI : (int64_t)i * 1000;
+    }
     return 0;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > MAX_HOST_MILLI - b ? MAX_HOST_MILLI : a + b;
 }
 
 typedef struct acc {
@@ -106,8 +117,8 @@ static int decode_container(const json_t *c, const char *where, bool init,
         if (mem > a->mem_init)
             a->mem_init = mem;
     } else {
-        a->cpu_sum += cpu;
-        a->mem_sum += mem;
+        a->cpu_sum = sat_add(a->cpu_sum, cpu);
+        a->mem_sum = sat_add(a->mem_sum, mem);
     }
     if (!res)
         return 0;
@@ -138,20 +149,32 @@ static int decode_container(const json_t *c, const char *where, bool init,
                        (long long)count, GP_MAX_GPUS_PER_CTR);
     if (strlen(name) >= GP_CTR_NAME_MAX)
         return gp_fail(err, "%s.name: longer than %d characters", where, GP_CTR_NAME_MAX - 1);
-    if (gmem > INT64_MAX / (n->mem_unit_mib ? n->mem_unit_mib : 1) ||
-        amem > INT64_MAX / (n->aliyun_unit_mib ? n->aliyun_unit_mib : 1))
-        return gp_fail(err, "%s: GPU memory request is out of range", where);
+    int64_t munit = n->mem_unit_mib > 0 ? n->mem_unit_mib : 1;
+    int64_t aunit = n->aliyun_unit_mib > 0 ? n->aliyun_unit_mib : 1;
+    if (gmem > MAX_GPU_MEM_MIB / munit || amem > MAX_GPU_MEM_MIB / aunit)
+        return gp_fail(err, "%s: GPU memory request is out of range (more than any GPU: 16 TiB)", where);
 
     if (has_amem && amem) {
         a->aliyun = true;
         if (a->native)
             goto mixed;
-        /* aliyun profile: the whole pod shares one GPU; containers add up */
+        /* aliyun profile: the whole pod shares one GPU; regular containers
+         * add up, init containers (one at a time) take the largest */
+        int64_t add = amem * aunit;
         for (int i = 0; i < out->nctrs; i++) {
-            if (out->ctrs[i].init == init) {
-                out->ctrs[i].mem_mib += amem * n->aliyun_unit_mib;
-                return 0;
+            gp_ctr_req *r = &out->ctrs[i];
+            if (r->init != init)
+                continue;
+            if (init) {
+                if (add > r->mem_mib)
+                    r->mem_mib = add;
+            } else if (r->mem_mib > MAX_GPU_MEM_MIB - add) {
+                return gp_fail(err, "%s: the pod's %s adds up to more than any GPU (16 TiB)",
+                               where, n->aliyun_mem);
+            } else {
+                r->mem_mib += add;
             }
+            return 0;
         }
         if (out->nctrs == GP_MAX_CTRS)
             goto too_many;
@@ -160,7 +183,7 @@ static int decode_container(const json_t *c, const char *where, bool init,
         gp_strlcpy(r->name, name, sizeof r->name);
         r->init = init;
         r->count = 1;
-        r->mem_mib = amem * n->aliyun_unit_mib;
+        r->mem_mib = add;
         return 0;
     }
     a->native = true;
@@ -173,7 +196,7 @@ static int decode_container(const json_t *c, const char *where, bool init,
     gp_strlcpy(r->name, name, sizeof r->name);
     r->init = init;
     r->count = (has_count && count) ? (int)count : 1;
-    r->mem_mib = gmem * n->mem_unit_mib;
+    r->mem_mib = gmem * munit;
     r->core = (int)core * 10;
     if (r->mem_mib == 0 && r->core == 0) {
         /* only a GPU count: whole GPUs */

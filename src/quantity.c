@@ -2,6 +2,7 @@
 #include "quantity.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <string.h>
 
 __extension__ typedef __int128 i128;
@@ -47,17 +48,20 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
     }
     if (*p == '.') {
         p++;
+        bool dropped_nonzero = false;
         while (isdigit((unsigned char)*p)) {
-            if (frac < 18) {
+            /* keep 19 significant digits at most; the rest only rounds up */
+            if (digits < (i128)1000000000000000000LL) {
                 digits = digits * 10 + (*p - '0');
                 frac++;
             } else if (*p != '0') {
-                /* beyond nano precision: round up like Kubernetes does */
-                digits += 1;
+                dropped_nonzero = true;
             }
             p++;
             any = 1;
         }
+        if (dropped_nonzero)
+            digits += 1;
     }
     if (!any)
         return gp_fail(err, "quantity \"%s\" has no digits", s);
@@ -93,28 +97,26 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
     }
     if (*p)
         return gp_fail(err, "quantity \"%s\" has trailing characters", s);
-    /* value = digits * mul * 10^(exp10 - frac), rounded up */
-    i128 v = digits;
-    if (v > LIMIT)
-        return gp_fail(err, "quantity \"%s\" is too large", s);
-    v *= mul;
+    /* value = digits * mul * 10^(exp10 - frac), rounded up. digits < ~1e20 and
+     * mul <= 2^60, so the product fits in 128 bits; range is checked at the end. */
+    i128 v = digits * mul;
     int shift = exp10 - frac;
-    if (v > LIMIT)
-        return gp_fail(err, "quantity \"%s\" is too large", s);
     while (shift > 0) {
-        v *= 10;
-        shift--;
         if (v > LIMIT)
             return gp_fail(err, "quantity \"%s\" is too large", s);
+        v *= 10;
+        shift--;
     }
-    if (shift < 0) {
+    if (shift < -37) {
+        v = v > 0 ? 1 : 0;
+    } else if (shift < 0) {
         i128 d = 1;
-        while (shift < 0 && d <= LIMIT) {
+        for (; shift < 0; shift++)
             d *= 10;
-            shift++;
-        }
         v = (v + d - 1) / d;
     }
+    if (v > LIMIT)
+        return gp_fail(err, "quantity \"%s\" is too large", s);
     *out = neg ? -(int64_t)v : (int64_t)v;
     return 0;
 }

@@ -10,10 +10,18 @@
 
 #include "strmap.h"
 
+/* An anchored value and the height of its tree, so an alias can be refused
+ * when it would nest deeper than the limit wherever it is used. */
+typedef struct anchor_ent {
+    json_t *v;
+    int height;
+} anchor_ent;
+
 typedef struct ctx {
     yaml_parser_t p;
-    strmap *anchors;      /* anchor -> json_t (owned refs, released at the end) */
+    strmap *anchors;      /* name -> anchor (owned, released at the end) */
     size_t nodes;
+    size_t alias_bytes;   /* string bytes copied by alias expansion */
     gp_err *err;
 } ctx;
 
@@ -92,12 +100,48 @@ static json_t *scalar(const yaml_event_t *ev)
 
 static json_t *node(ctx *x, yaml_event_t *ev, int depth);
 
-static void remember_anchor(ctx *x, const yaml_char_t *anchor, json_t *v)
+static int height(const json_t *v)
 {
-    if (!anchor || !v)
+    int h = 0;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *c;
+        json_object_foreach((json_t *)v, k, c) {
+            int ch = height(c);
+            if (ch > h)
+                h = ch;
+        }
+        return h + 1;
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(v, i, c) {
+            int ch = height(c);
+            if (ch > h)
+                h = ch;
+        }
+        return h + 1;
+    }
+    return 0;
+}
+
+static void anchor_free(anchor_ent *a)
+{
+    if (a) {
+        json_decref(a->v);
+        free(a);
+    }
+}
+
+static void remember_anchor(ctx *x, const yaml_char_t *name, json_t *v)
+{
+    if (!name || !v)
         return;
-    json_t *old = strmap_put(x->anchors, (const char *)anchor, json_incref(v));
-    json_decref(old);
+    anchor_ent *a = xmalloc(sizeof *a);
+    a->v = json_incref(v);
+    a->height = height(v);
+    anchor_free(strmap_put(x->anchors, (const char *)name, a));
 }
 
 /* Consumes events until the end of the collection that `ev` started. */
@@ -108,6 +152,7 @@ static json_t *collection(ctx *x, yaml_event_t *start, int depth)
     yaml_char_t *anchor = is_map ? start->data.mapping_start.anchor
                                  : start->data.sequence_start.anchor;
     char *anchor_copy = anchor ? xstrdup((const char *)anchor) : NULL;
+    json_t *merges = json_array();   /* `<<` sources, applied after the explicit keys */
     for (;;) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&x->p, &ev)) {
@@ -150,9 +195,8 @@ static json_t *collection(ctx *x, yaml_event_t *start, int depth)
             json_decref(k);
             goto bad;
         }
-        if (strcmp(json_string_value(k), "<<") == 0 && json_is_object(v)) {
-            json_object_update_missing(out, v);   /* merge key */
-            json_decref(v);
+        if (strcmp(json_string_value(k), "<<") == 0 && (json_is_object(v) || json_is_array(v))) {
+            json_array_append_new(merges, v);   /* merge key: explicit keys win */
         } else if (json_object_get(out, json_string_value(k))) {
             json_decref(k);
             json_decref(v);
@@ -163,28 +207,50 @@ static json_t *collection(ctx *x, yaml_event_t *start, int depth)
         }
         json_decref(k);
     }
+    /* earlier merge sources win over later ones, explicit keys over all */
+    size_t mi;
+    json_t *m;
+    json_array_foreach(merges, mi, m) {
+        if (json_is_object(m)) {
+            json_object_update_missing(out, m);
+            continue;
+        }
+        size_t j;
+        json_t *e;
+        json_array_foreach(m, j, e) {
+            if (json_is_object(e))
+                json_object_update_missing(out, e);
+        }
+    }
+    json_decref(merges);
     remember_anchor(x, (yaml_char_t *)anchor_copy, out);
     free(anchor_copy);
     return out;
 bad:
+    json_decref(merges);
     free(anchor_copy);
     json_decref(out);
     return NULL;
 }
 
-static size_t count_nodes(const json_t *v)
+/* Nodes and string bytes of a tree (what an alias copy costs). */
+static void count_tree(const json_t *v, size_t *nodes, size_t *bytes)
 {
-    size_t n = 1;
-    if (json_is_object(v)) {
+    (*nodes)++;
+    if (json_is_string(v)) {
+        *bytes += json_string_length(v);
+    } else if (json_is_object(v)) {
         const char *k;
         json_t *c;
-        json_object_foreach((json_t *)v, k, c) n += count_nodes(c);
+        json_object_foreach((json_t *)v, k, c) {
+            *bytes += strlen(k);
+            count_tree(c, nodes, bytes);
+        }
     } else if (json_is_array(v)) {
         size_t i;
         json_t *c;
-        json_array_foreach(v, i, c) n += count_nodes(c);
+        json_array_foreach(v, i, c) count_tree(c, nodes, bytes);
     }
-    return n;
 }
 
 static json_t *node(ctx *x, yaml_event_t *ev, int depth)
@@ -203,13 +269,18 @@ static json_t *node(ctx *x, yaml_event_t *ev, int depth)
     case YAML_MAPPING_START_EVENT:
         return collection(x, ev, depth);
     case YAML_ALIAS_EVENT: {
-        json_t *v = strmap_get(x->anchors, (const char *)ev->data.alias.anchor);
-        if (!v)
+        anchor_ent *a = strmap_get(x->anchors, (const char *)ev->data.alias.anchor);
+        if (!a)
             return fail_at(x, &ev->start_mark, "alias to an unknown anchor");
-        x->nodes += count_nodes(v);
-        if (x->nodes > YAMLJSON_MAX_NODES)
+        if (depth + a->height > YAMLJSON_MAX_DEPTH)
+            return fail_at(x, &ev->start_mark, "alias nests deeper than 64 levels");
+        count_tree(a->v, &x->nodes, &x->alias_bytes);
+        if (x->nodes > YAMLJSON_MAX_NODES || x->alias_bytes > YAMLJSON_MAX_FILE)
             return fail_at(x, &ev->start_mark, "aliases expand past the size limit");
-        return json_deep_copy(v);
+        json_t *copy = json_deep_copy(a->v);
+        if (!copy)
+            return fail_at(x, &ev->start_mark, "cannot copy the aliased value");
+        return copy;
     }
     default:
         return fail_at(x, &ev->start_mark, "unexpected YAML event");
@@ -251,9 +322,9 @@ json_t *yamljson_parse(const char *text, size_t len, gp_err *err)
         json_array_append_new(docs, v);
     }
     size_t it = 0;
-    json_t *a;
+    anchor_ent *a;
     while ((a = strmap_next(x.anchors, &it, NULL)))
-        json_decref(a);
+        anchor_free(a);
     strmap_free(x.anchors);
     yaml_parser_delete(&x.p);
     if (!ok) {

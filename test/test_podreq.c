@@ -371,8 +371,10 @@ END_TEST
  * adding and fail with the field, or cap requests at a sane maximum (16 TiB). */
 START_TEST(bug_aliyun_sum_overflow)
 {
-    json_t *pod = squote_json(P(C("a", LIM("'aliyun.com/gpu-mem':'9000000000000000'")) ","
-                                C("b", LIM("'aliyun.com/gpu-mem':'9000000000000000'"))));
+    /* each container alone is below the 16 TiB cap; together they are not
+     * (the original 9e15 GiB per container is now refused at containers[0]) */
+    json_t *pod = squote_json(P(C("a", LIM("'aliyun.com/gpu-mem':'10000'")) ","
+                                C("b", LIM("'aliyun.com/gpu-mem':'10000'"))));
     gp_resource_names names;
     podreq_default_names(&names);
     gp_pod_req r;
