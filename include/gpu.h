@@ -22,22 +22,24 @@
 #define GP_UID_MAX 64
 #define GP_MODELS_MAX 256         /* a '|'-separated model list */
 
-/* One physical GPU of a node, as an inventory source reports it. */
+/* One physical GPU of a node, as an inventory source reports it. The fields
+ * placement reads come first and the strings last: a filter over thousands
+ * of nodes is bound by memory traffic, not arithmetic. */
 typedef struct gp_gpu_info {
-    int index;                    /* device index on the node */
-    char uuid[GP_UUID_MAX];       /* "" when the source does not know it */
-    char model[GP_MODEL_MAX];     /* "" when unknown */
     int64_t mem_total;            /* MiB */
     int core_total;               /* per-mille; GP_CORE_FULL for a whole GPU */
+    int index;                    /* device index on the node */
     bool healthy;
+    char model[GP_MODEL_MAX];     /* "" when unknown */
+    char uuid[GP_UUID_MAX];       /* "" when the source does not know it */
 } gp_gpu_info;
 
 /* A GPU with its allocation, as the cluster store and placement see it. */
 typedef struct gp_gpu {
-    gp_gpu_info info;
     int64_t mem_used;             /* MiB held by pods (assumed or bound) */
     int core_used;                /* per-mille held by pods */
     int pods;                     /* pods holding any part of this GPU */
+    gp_gpu_info info;
 } gp_gpu;
 
 /* A node as placement sees it. `cpu_*`/`host_mem_*` are 0 when unknown
@@ -114,6 +116,9 @@ typedef struct gp_hold {
 /* Fills holds (capacity GP_MAX_GPUS_PER_NODE) from an assignment; returns
  * how many GPUs the pod holds. Pure. */
 int gp_assignment_holds(const gp_assignment *a, gp_hold *holds);
+
+/* Same node, containers and grants (only the used entries are compared). */
+bool gp_assignment_equal(const gp_assignment *x, const gp_assignment *y);
 
 /* Position of device `index` in node->gpus, or -1. */
 int gp_node_gpu_pos(const gp_node *node, int index);

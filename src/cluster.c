@@ -32,6 +32,7 @@ struct gp_cluster {
     pthread_rwlock_t lock;
     strmap *nodes;              /* name -> node_ent */
     strmap *pods;               /* uid -> pod_rec */
+    size_t orphans;             /* pods whose node is not (yet) in the store */
     unsigned node_gen, pod_gen;
 };
 
@@ -55,11 +56,6 @@ static gp_assignment *assign_dup(const gp_assignment *a)
     gp_assignment *d = xmalloc(assign_size(a->nctrs));
     memcpy(d, a, assign_size(a->nctrs));
     return d;
-}
-
-static bool assign_equal(const gp_assignment *x, const gp_assignment *y)
-{
-    return x->nctrs == y->nctrs && memcmp(x, y, assign_size(x->nctrs)) == 0;
 }
 
 gp_cluster *cluster_new(void)
@@ -141,8 +137,10 @@ static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
 static void attach(gp_cluster *c, pod_rec *r)
 {
     node_ent *e = strmap_get(c->nodes, r->a->node);
-    if (!e)
+    if (!e) {
+        c->orphans++;
         return;
+    }
     if (e->npods == e->cappods) {
         e->cappods = e->cappods ? e->cappods * 2 : 4;
         e->pods = xrealloc(e->pods, e->cappods * sizeof *e->pods);
@@ -154,8 +152,10 @@ static void attach(gp_cluster *c, pod_rec *r)
 static void detach(gp_cluster *c, pod_rec *r)
 {
     node_ent *e = strmap_get(c->nodes, r->a->node);
-    if (!e)
+    if (!e) {
+        c->orphans--;
         return;
+    }
     for (size_t i = 0; i < e->npods; i++) {
         if (e->pods[i] == r) {
             e->pods[i] = e->pods[--e->npods];
@@ -225,20 +225,31 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
         for (size_t i = 0; i < old->npods; i++)
             attach(c, old->pods[i]);
         ent_free(old);
-    } else {
+    } else if (c->orphans > 0) {
+        /* pods seen before their node: adopt them (a scan, but only then) */
         size_t it = 0;
         pod_rec *r;
         while ((r = strmap_next(c->pods, &it, NULL)))
-            if (strcmp(r->a->node, name) == 0)
+            if (strcmp(r->a->node, name) == 0) {
+                c->orphans--;
                 attach(c, r);
+            }
     }
     cluster_unlock(c);
+}
+
+static void drop_node(gp_cluster *c, const char *name)
+{
+    node_ent *e = strmap_del(c->nodes, name);
+    if (e)
+        c->orphans += e->npods;   /* their records stay until the pods go */
+    ent_free(e);
 }
 
 void cluster_remove_node(gp_cluster *c, const char *name)
 {
     wrlock(c);
-    ent_free(strmap_del(c->nodes, name));
+    drop_node(c, name);
     cluster_unlock(c);
 }
 
@@ -266,7 +277,7 @@ void cluster_nodes_resync_end(gp_cluster *c)
             LOG_INFO("node %s is gone after relist", gone[i]);
             char name[GP_NAME_MAX];
             gp_strlcpy(name, gone[i], sizeof name);
-            ent_free(strmap_del(c->nodes, name));
+            drop_node(c, name);
         }
     }
     cluster_unlock(c);
@@ -342,7 +353,7 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
     bool bound = obs->assign && obs->node_name && *obs->node_name &&
                  strcmp(obs->assign->node, obs->node_name) == 0;
     if (bound) {
-        if (r && assign_equal(r->a, obs->assign)) {
+        if (r && gp_assignment_equal(r->a, obs->assign)) {
             r->state = GP_POD_BOUND;
             r->gen = c->pod_gen;
             if (obs->policy && *obs->policy)

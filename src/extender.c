@@ -307,34 +307,76 @@ static int parse_args(gp_extender *e, const char *body, size_t len, json_t **arg
     return 0;
 }
 
-/* Evaluates every node for the pod under the read lock: fits[i] and raw[i],
- * or the failure reason. */
+/* Evaluates every node for the pod under the read lock. Reasons for nodes
+ * that do not fit go to one arena (a few per request), not into per-node
+ * fixed buffers: per-node state stays small for 5,000-node requests. */
 typedef struct verdict {
     bool fits;
     bool unresolvable;
-    double raw;
-    char reason[256];
+    unsigned reason;        /* offset into the reasons arena */
+    double raw;             /* node score, when asked for */
 } verdict;
 
+typedef struct verdicts {
+    verdict *v;
+    gp_buf reasons;
+} verdicts;
+
+static void verdicts_init(verdicts *vs, size_t n)
+{
+    vs->v = xmalloc((n ? n : 1) * sizeof *vs->v);
+    gp_buf_init(&vs->reasons, (size_t)1 << 30);
+    (void)!gp_buf_append(&vs->reasons, "", 1);   /* offset 0 = "" */
+}
+
+static void verdicts_free(verdicts *vs)
+{
+    free(vs->v);
+    gp_buf_free(&vs->reasons);
+}
+
+static void set_reason(verdicts *vs, size_t i, const char *fmt, ...) GP_PRINTF(3, 4);
+static void set_reason(verdicts *vs, size_t i, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof msg)
+        n = sizeof msg - 1;
+    size_t off = vs->reasons.len;
+    if (off > 0xffffffffu || gp_buf_append(&vs->reasons, msg, (size_t)n + 1))
+        off = 0;
+    vs->v[i].reason = (unsigned)off;
+}
+
+static const char *reason_of(const verdicts *vs, size_t i)
+{
+    return vs->reasons.data + vs->v[i].reason;
+}
+
 static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
-                     const node_list *nl, verdict *v)
+                     const node_list *nl, bool want_scores, verdicts *vs)
 {
     cluster_rdlock(e->c);
     for (size_t i = 0; i < nl->n; i++) {
         const char *name = node_list_name(nl, i);
         const gp_node *node = cluster_rd_node(e->c, name);
-        memset(&v[i], 0, sizeof v[i]);
+        verdict *v = &vs->v[i];
+        *v = (verdict){0};
         if (!node) {
-            v[i].unresolvable = true;
-            snprintf(v[i].reason, sizeof v[i].reason,
-                     "node is not known to gpupack (no GPU inventory seen)");
+            v->unresolvable = true;
+            set_reason(vs, i, "node is not known to gpupack (no GPU inventory seen)");
             continue;
         }
         gp_assignment a;
         gp_fit_fail why;
         if (placement_fit(node, req, &view->place, &a, &why)) {
-            v[i].unresolvable = why.unresolvable;
-            gp_strlcpy(v[i].reason, why.reason, sizeof v[i].reason);
+            v->unresolvable = why.unresolvable;
+            set_reason(vs, i, "%s", why.reason);
             continue;
         }
         if (view->ns_share_cap > 0 && node->ngpus > 0) {
@@ -345,14 +387,14 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
              * tracked separately: count the pod's GPUs as new (conservative) */
             int cap = (int)(view->ns_share_cap * node->ngpus + 1e-9);
             if (held + nh > cap) {
-                snprintf(v[i].reason, sizeof v[i].reason,
-                         "namespace %.60s would hold %d of %d GPUs, policy %.60s allows %d",
-                         req->ns, held + nh, node->ngpus, view->name, cap);
+                set_reason(vs, i, "namespace %.60s would hold %d of %d GPUs, policy %.60s allows %d",
+                           req->ns, held + nh, node->ngpus, view->name, cap);
                 continue;
             }
         }
-        v[i].fits = true;
-        v[i].raw = placement_node_score(node, req, &a, &view->place);
+        v->fits = true;
+        if (want_scores)
+            v->raw = placement_node_score(node, req, &a, &view->place);
     }
     cluster_unlock(e->c);
 }
@@ -383,7 +425,11 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
     gp_err err;
     json_t *failed = json_object(), *unres = json_object();
     bool ok_all = false;
-    verdict *v = xcalloc(nl.n ? nl.n : 1, sizeof *v);
+    verdicts vs;
+    verdicts_init(&vs, nl.n);
+    verdict *v = vs.v;
+    for (size_t i = 0; i < nl.n; i++)
+        v[i] = (verdict){0};
     if (pod_request(e, pod, set, &req, &view, &err)) {
         for (size_t i = 0; i < nl.n; i++)
             json_object_set_new(unres, node_list_name(&nl, i), json_string(err.msg));
@@ -391,7 +437,7 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
         ok_all = true;   /* not a gpupack pod: nothing to say */
     } else {
         remember(e, pod, req.uid);
-        evaluate(e, &req, &view, &nl, v);
+        evaluate(e, &req, &view, &nl, view.decide_in_filter, &vs);
         if (view.decide_in_filter) {
             double best = 0;
             bool any = false;
@@ -403,15 +449,14 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
             for (size_t i = 0; i < nl.n; i++)
                 if (v[i].fits && v[i].raw < best - 1e-12) {
                     v[i].fits = false;
-                    snprintf(v[i].reason, sizeof v[i].reason,
-                             "policy %.100s (nodeDecision: filter) prefers another node",
-                             view.name);
+                    set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
+                               view.name);
                 }
         }
         for (size_t i = 0; i < nl.n; i++)
             if (!v[i].fits)
                 json_object_set_new(v[i].unresolvable ? unres : failed, node_list_name(&nl, i),
-                                    json_string(v[i].reason));
+                                    json_string(reason_of(&vs, i)));
     }
     policy_set_unref(set);
 
@@ -420,7 +465,7 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
         json_t *names = json_array();
         for (size_t i = 0; i < nl.n; i++)
             if (ok_all || v[i].fits)
-                json_array_append_new(names, json_string(node_list_name(&nl, i)));
+                json_array_append(names, json_array_get(nl.names, i));   /* shared, not copied */
         json_object_set_new(res, "NodeNames", names);
         json_object_set_new(res, "Nodes", json_null());
     } else {
@@ -434,7 +479,7 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
     json_object_set_new(res, "FailedNodes", failed);
     json_object_set_new(res, "FailedAndUnresolvableNodes", unres);
     json_object_set_new(res, "Error", json_string(""));
-    free(v);
+    verdicts_free(&vs);
     *out = res;
     status = 200;
 done:
@@ -464,11 +509,13 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, json_t **o
     gp_pod_req req;
     gp_policy_view view;
     gp_err err;
-    verdict *v = xcalloc(nl.n ? nl.n : 1, sizeof *v);
+    verdicts vs;
+    verdicts_init(&vs, nl.n);
+    verdict *v = vs.v;
     int *scores = xcalloc(nl.n ? nl.n : 1, sizeof *scores);
     if (pod_request(e, pod, set, &req, &view, &err) == 0 && req.nctrs > 0) {
         remember(e, pod, req.uid);
-        evaluate(e, &req, &view, &nl, v);
+        evaluate(e, &req, &view, &nl, true, &vs);
         double *raw = xcalloc(nl.n ? nl.n : 1, sizeof *raw);
         int *sc = xcalloc(nl.n ? nl.n : 1, sizeof *sc);
         size_t k = 0;
@@ -487,7 +534,7 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, json_t **o
     for (size_t i = 0; i < nl.n; i++)
         json_array_append_new(res, json_pack("{s:s,s:i}", "Host", node_list_name(&nl, i), "Score",
                                              scores[i]));
-    free(v);
+    verdicts_free(&vs);
     free(scores);
     *out = res;
     status = 200;

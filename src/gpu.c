@@ -65,6 +65,22 @@ int gp_assignment_holds(const gp_assignment *a, gp_hold *holds)
     return n;
 }
 
+bool gp_assignment_equal(const gp_assignment *x, const gp_assignment *y)
+{
+    if (strcmp(x->node, y->node) != 0 || x->nctrs != y->nctrs)
+        return false;
+    for (int c = 0; c < x->nctrs; c++) {
+        const gp_ctr_assign *a = &x->ctrs[c], *b = &y->ctrs[c];
+        if (strcmp(a->name, b->name) != 0 || a->init != b->init || a->ngpus != b->ngpus)
+            return false;
+        for (int g = 0; g < a->ngpus; g++)
+            if (a->gpus[g].index != b->gpus[g].index || a->gpus[g].mem_mib != b->gpus[g].mem_mib ||
+                a->gpus[g].core != b->gpus[g].core)
+                return false;
+    }
+    return true;
+}
+
 int gp_node_gpu_pos(const gp_node *node, int index)
 {
     for (int i = 0; i < node->ngpus; i++)

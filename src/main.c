@@ -1,5 +1,6 @@
 /* main.c -- gpupack: flags -> config; signals; start and stop order. No logic. */
 #include <curl/curl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +251,7 @@ static int cmd_serve(int argc, char **argv)
         }
         LOG_INFO("embedded cluster %s: %d nodes, %d GPUs, %d pods holding GPUs", o.cluster_file,
                  st.nodes, st.gpus, st.pods);
+        malloc_trim(0);   /* give the parsed file's memory back before serving */
     } else {
         gp_live_config lc = {o.kubeconfig, o.assume_ttl, o.aliyun_unit_mib};
         a.live = live_new(&lc, c, &err);

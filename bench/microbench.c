@@ -1,0 +1,77 @@
+/* microbench.c -- CPU time of one extender verb in-process (no HTTP), to tell
+ * our own cost from the machine's load.
+ *   bin/microbench CLUSTER.json NODES [REPEAT] [SAMPLE.json] */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clusterfile.h"
+#include "extender.h"
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: microbench CLUSTER.json NODES [REPEAT] [SAMPLE.json]\n");
+        return 2;
+    }
+    int nodes = atoi(argv[2]), repeat = argc > 3 ? atoi(argv[3]) : 200;
+    gp_cluster *c = cluster_new();
+    gp_err err;
+    if (clusterfile_load(c, argv[1], 1024, NULL, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    json_t *pod = NULL;
+    if (argc > 4) {
+        json_t *j = json_load_file(argv[4], 0, NULL);
+        pod = json_incref(json_object_get(json_object_get(j, "body"), "Pod"));
+        json_decref(j);
+    }
+    if (!pod)
+        pod = json_pack("{s:{s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}}", "metadata", "name", "p", "uid",
+                        "u", "spec", "containers", "name", "c", "resources", "limits",
+                        "gpupack.io/gpu-mem", "4096");
+    json_t *names = json_array();
+    for (int i = 0; i < nodes; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "node-%05d", i);
+        json_array_append_new(names, json_string(n));
+    }
+    json_t *args = json_pack("{s:o,s:o}", "Pod", pod, "NodeNames", names);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    gp_extender *e = extender_new(c, NULL);
+    const char *vn[2] = {"filter", "prioritize"};
+    int (*verbs[2])(gp_extender *, const char *, size_t, json_t **) = {extender_filter,
+                                                                        extender_prioritize};
+    for (int v = 0; v < 2; v++) {
+        double best = 1e9, sum = 0;
+        for (int i = 0; i < repeat; i++) {
+            json_t *out;
+            double t = cpu_s();
+            verbs[v](e, body, strlen(body), &out);
+            char *s = json_dumps(out, JSON_COMPACT);   /* the server serialises too */
+            double d = cpu_s() - t;
+            free(s);
+            json_decref(out);
+            sum += d;
+            if (d < best)
+                best = d;
+        }
+        printf("%s nodes=%d cpu_ms_mean=%.3f cpu_ms_min=%.3f\n", vn[v], nodes, sum / repeat * 1e3,
+               best * 1e3);
+    }
+    extender_free(e);
+    cluster_free(c);
+    free(body);
+    return 0;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# run-extender.sh -- filter/prioritize latency, throughput and RSS at 100, 1,000
+# and 5,000 nodes x 8 GPUs. Writes bench/results/extender.md and prints it.
+#   bench/run-extender.sh [requests-per-point]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REQ=${1:-2000}
+make -s bench >/dev/null && make -s build >/dev/null
+mkdir -p bench/results
+out=bench/results/extender.md
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+{
+  echo "| nodes x 8 GPUs | verb | requests | p50 ms | p99 ms | max ms | req/s | server RSS MiB |"
+  echo "|---|---|---|---|---|---|---|---|"
+} > "$tmp/table"
+port=18900
+for n in 100 1000 5000; do
+  bin/loadgen --gen-cluster "$n" > "$tmp/c$n.json"
+  port=$((port + 1))
+  bin/gpupack serve --cluster "$tmp/c$n.json" --listen 127.0.0.1:$port --log-level warn 2>"$tmp/log$n" &
+  pid=$!
+  for _ in $(seq 100); do curl -sf 127.0.0.1:$port/healthz >/dev/null && break; sleep 0.1; done
+  for verb in filter prioritize; do
+    line=$(bin/loadgen --url http://127.0.0.1:$port --verb $verb --nodes "$n" --requests "$REQ" \
+           --pod-sample ../shared/samples/wire/extender/cache-true/001-filter.json)
+    echo "$line" >&2
+    rss=$(awk '/VmRSS/{printf "%.1f", $2/1024}' /proc/$pid/status)
+    eval "$(echo "$line" | tr ' ' '\n' | grep -E '^(p50_ms|p99_ms|max_ms|rps)=')"
+    echo "| $n | $verb | $REQ | $p50_ms | $p99_ms | $max_ms | $rps | $rss |" >> "$tmp/table"
+  done
+  kill $pid; wait $pid 2>/dev/null || true
+done
+{
+  echo "# Extender latency and throughput"
+  echo
+  echo "One client thread (libcurl, keep-alive) against \`gpupack serve --cluster\` on loopback;"
+  echo "every 4th node is full, so answers carry failure reasons too. The pod is the one"
+  echo "kube-scheduler v1.26 sent in shared/samples (with managedFields). Produced by"
+  echo "\`bench/run-extender.sh $REQ\` on $(nproc) cores, $(date -u +%Y-%m-%d)."
+  echo
+  cat "$tmp/table"
+} > "$out"
+cat "$out"
