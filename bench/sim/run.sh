@@ -1,0 +1,41 @@
+#!/bin/sh
+# run.sh -- the trace-simulator experiments of docs/simulator.md.
+#   bench/sim/run.sh            all tables (CSV under bench/results/), then the plot
+# Uses bin/gpupack when it has `simulate`, else builds bench/sim/driver.c.
+set -eu
+cd "$(dirname "$0")/../.."
+T=${TRACES:-../shared/traces}
+OUT=bench/results
+mkdir -p "$OUT"
+if [ -x bin/gpupack ] && bin/gpupack simulate --help >/dev/null 2>&1; then
+  SIM="bin/gpupack simulate"
+else
+  make --no-print-directory BUILD_ROOT=build/sim build/sim/out/libgpupack.a >/dev/null
+  cc -std=c11 -O2 -Iinclude bench/sim/driver.c build/sim/out/libgpupack.a \
+    $(pkg-config --libs libmicrohttpd libcurl jansson yaml-0.1) -lpthread -lm -o build/sim/gpupack-sim
+  SIM="build/sim/gpupack-sim simulate"
+fi
+NODES=$T/openb_node_list_gpu_node.csv
+
+run() {   # label trace extra-args...
+  label=$1; trace=$2; shift 2
+  f="$OUT/$(basename "$trace" .csv)__$label.csv"
+  start=$(date +%s.%N)
+  $SIM --nodes "$NODES" --pods "$T/$trace.csv" --label "$label" --csv --quiet "$@" > "$f"
+  end=$(date +%s.%N)
+  printf '%s %s %.1f s\n' "$trace" "$label" "$(echo "$end - $start" | bc)" | tee -a "$OUT/wall_times.txt"
+}
+
+: > "$OUT/wall_times.txt"
+D=openb_pod_list_default
+run random      $D --node-strategy random --gpu-strategy random --mode filter
+run best-fit    $D --node-strategy best-fit --gpu-strategy best-fit --mode filter
+run fgd-paper   $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode filter --shape-weight pods
+run fgd         $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode filter
+run fgd-bestfit-policy $D --policy policies/fragmentation-aware.yaml --mode both
+run fgd-bestfit-kubecpu $D --policy policies/fragmentation-aware.yaml --cpu-pods kube
+for V in openb_pod_list_gpushare40 openb_pod_list_gpuspec10 openb_pod_list_multigpu20 openb_pod_list_cpu050; do
+  run best-fit    $V --node-strategy best-fit --gpu-strategy best-fit --mode filter
+  run fgd-bestfit-policy $V --policy policies/fragmentation-aware.yaml --mode filter
+done
+sh bench/sim/report.sh
