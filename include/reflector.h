@@ -1,7 +1,7 @@
 /* reflector.h -- LIST then WATCH one resource of the API server, forever, into callbacks.
  *
  * One thread per reflector:
- *   LIST   GET path?limit=N[&continue=T], all pages buffered (trimmed), then
+ *   LIST   GET path?limit=N[&continue=T], all pages buffered (trimmed, compact), then
  *          applied at once between resync_begin and resync_end -- a LIST that
  *          fails half-way changes nothing;
  *   WATCH  GET path?watch=1&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=T
@@ -45,7 +45,7 @@ typedef struct gp_reflector_config {
     double backoff_max_s;          /* cap (default 30) */
     double request_timeout_s;      /* one LIST page (default 60) */
     size_t line_max;               /* default GP_WATCH_LINE_MAX */
-    size_t list_max;               /* bytes of trimmed objects buffered per LIST (default 1 GiB) */
+    size_t list_max;               /* bytes of trimmed objects (compact JSON) buffered per LIST (default 1 GiB) */
 } gp_reflector_config;
 
 typedef struct gp_reflector gp_reflector;
