@@ -15,6 +15,7 @@
 #include "log.h"
 #include "policy_store.h"
 #include "server.h"
+#include "sim.h"
 
 #define GPUPACK_VERSION "0.1.0"
 
@@ -37,6 +38,8 @@ static void usage(FILE *f)
             "  gpupack inspect [--server URL] [--json] [NODE]\n"
             "                                 per-node, per-GPU allocation table\n"
             "  gpupack policy check FILE|DIR...  validate policy files (exit 1 on errors)\n"
+            "  gpupack simulate --nodes N.csv --pods P.csv --policy FILE [--seeds 42..51] ...\n"
+            "                                 replay a trace through the placement code\n"
             "  gpupack version\n"
             "\n"
             "serve flags:\n"
@@ -326,6 +329,11 @@ static int cmd_policy(int argc, char **argv)
     return policy_check_main(argc, argv);
 }
 
+static int cmd_simulate(int argc, char **argv)
+{
+    return sim_main(argc, argv);
+}
+
 static const struct command {
     const char *name;
     int (*fn)(int argc, char **argv);
@@ -333,6 +341,7 @@ static const struct command {
     {"serve", cmd_serve},
     {"inspect", cmd_inspect},
     {"policy", cmd_policy},
+    {"simulate", cmd_simulate},
     {"version", cmd_version},
 };
 
