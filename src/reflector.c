@@ -117,7 +117,7 @@ static step do_list(gp_reflector *r)
     char *cont = NULL;
     char list_rv[64] = "";
     step res = STEP_RETRY;
-    char why[400];
+    char why[400] = "";   /* set = this LIST failed */
     for (;;) {
         char *path;
         if (cont) {
@@ -139,7 +139,7 @@ static step do_list(gp_reflector *r)
                 goto out;
             }
             snprintf(why, sizeof why, "LIST failed: %.300s", err.msg);
-            goto fail;
+            goto out;
         }
         if (resp.status != 200) {
             char msg[256];
@@ -157,7 +157,7 @@ static step do_list(gp_reflector *r)
                 continue;
             }
             snprintf(why, sizeof why, "LIST answered HTTP %ld: %s", st, msg);
-            goto fail;
+            goto out;
         }
         json_error_t jerr;
         json_t *page = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &jerr);
@@ -167,7 +167,7 @@ static step do_list(gp_reflector *r)
         if (!json_is_object(page) || !(json_is_array(pitems) || json_is_null(pitems))) {
             snprintf(why, sizeof why, "LIST answer is not a list (%s)", page ? "no items" : jerr.text);
             json_decref(page);
-            goto fail;
+            goto out;
         }
         STAT_ADD(r, list_pages, 1);
         size_t i;
@@ -194,14 +194,14 @@ static step do_list(gp_reflector *r)
         json_decref(page);
         if (full) {
             snprintf(why, sizeof why, "LIST larger than %zu bytes", r->cfg.list_max);
-            goto fail;
+            goto out;
         }
         if (!cont)
             break;
     }
     if (!list_rv[0]) {
         snprintf(why, sizeof why, "LIST answer without metadata.resourceVersion");
-        goto fail;
+        goto out;
     }
     r->ops->resync_begin(r->ud);
     for (size_t off = 0; off < items.len;) {
@@ -225,12 +225,12 @@ static step do_list(gp_reflector *r)
     pthread_mutex_unlock(&r->mu);
     set_healthy(r);
     res = STEP_OK;
-    goto out;
-fail:
-    LOG_WARN("%s: %s", r->resource, why);
-    set_down(r, why);
-    STAT_ADD(r, list_failures, 1);
 out:
+    if (why[0]) {
+        LOG_WARN("%s: %s", r->resource, why);
+        set_down(r, why);
+        STAT_ADD(r, list_failures, 1);
+    }
     free(cont);
     gp_buf_free(&items);
     return res;
