@@ -192,6 +192,48 @@ static void metrics_hook(void *ud, gp_buf *out)
                          "# HELP gpupack_cluster_stale 1 while the API server watch is down.\n"
                          "# TYPE gpupack_cluster_stale gauge\ngpupack_cluster_stale %d\n",
                          ready, stale);
+    if (a->live) {
+        gp_live_stats ls;
+        live_stats(a->live, &ls);
+        const struct {
+            const char *res;
+            const gp_reflector_stats *st;
+        } rs[] = {{"nodes", &ls.nodes}, {"pods", &ls.pods}};
+        (void)!gp_buf_printf(out, "# HELP gpupack_watch_events_total Watch events applied, by resource and kind.\n"
+                                  "# TYPE gpupack_watch_events_total counter\n");
+        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
+            (void)!gp_buf_printf(out,
+                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"event\"} %lu\n"
+                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"bookmark\"} %lu\n"
+                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"malformed\"} %lu\n",
+                                 rs[i].res, rs[i].st->events, rs[i].res, rs[i].st->bookmarks,
+                                 rs[i].res, rs[i].st->bad_events);
+        (void)!gp_buf_printf(out, "# HELP gpupack_lists_total Full LISTs, by resource and outcome.\n"
+                                  "# TYPE gpupack_lists_total counter\n");
+        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
+            (void)!gp_buf_printf(out,
+                                 "gpupack_lists_total{resource=\"%s\",result=\"ok\"} %lu\n"
+                                 "gpupack_lists_total{resource=\"%s\",result=\"failed\"} %lu\n",
+                                 rs[i].res, rs[i].st->lists, rs[i].res, rs[i].st->list_failures);
+        (void)!gp_buf_printf(out, "# HELP gpupack_watches_total Watch requests, by resource and outcome.\n"
+                                  "# TYPE gpupack_watches_total counter\n");
+        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
+            (void)!gp_buf_printf(out,
+                                 "gpupack_watches_total{resource=\"%s\",result=\"ok\"} %lu\n"
+                                 "gpupack_watches_total{resource=\"%s\",result=\"failed\"} %lu\n"
+                                 "gpupack_watches_total{resource=\"%s\",result=\"expired\"} %lu\n",
+                                 rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
+                                 rs[i].res, rs[i].st->expired);
+        (void)!gp_buf_printf(out,
+                             "# HELP gpupack_api_binds_total PATCH+Binding calls to the API server, by outcome.\n"
+                             "# TYPE gpupack_api_binds_total counter\n"
+                             "gpupack_api_binds_total{result=\"ok\"} %lu\n"
+                             "gpupack_api_binds_total{result=\"failed\"} %lu\n"
+                             "# HELP gpupack_assumed_expired_total Assumed pods released because the watch never showed them bound.\n"
+                             "# TYPE gpupack_assumed_expired_total counter\n"
+                             "gpupack_assumed_expired_total %lu\n",
+                             ls.binds - ls.bind_errors, ls.bind_errors, ls.assumed_expired);
+    }
     if (a->policies)
         (void)!policy_store_metrics(a->policies, out);
 }
