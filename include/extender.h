@@ -44,11 +44,11 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg);
 void extender_free(gp_extender *e);   /* accepts NULL */
 
 /* One verb: `body` is the raw request (borrowed). Returns the HTTP status and
- * sets *out to the owned JSON answer (a {"error": "..."} object for 4xx).
- * Thread-safe. */
-int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out);
-int extender_prioritize(gp_extender *e, const char *body, size_t len, json_t **out);
-int extender_bind(gp_extender *e, const char *body, size_t len, json_t **out);
+ * sets *out to the answer as owned JSON text (free()); a 4xx answer is
+ * {"Error": "what is wrong"}. Thread-safe. */
+int extender_filter(gp_extender *e, const char *body, size_t len, char **out);
+int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out);
+int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
 
 /* Remembers a pending pod's request (the watch calls this for unscheduled
  * pods, so bind knows them even without a preceding filter). Borrows pod. */

@@ -7,13 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "annotations.h"
+#include "jsonw.h"
 #include "log.h"
 #include "podreq.h"
 #include "strmap.h"
 
 #define MAX_NODES_PER_REQUEST 100000
+#define EVAL_MAX_WORKERS 4
+#define EVAL_PARALLEL_MIN 1024    /* below this many nodes one thread is faster */
+#define MAX_ANSWER_BYTES (256u << 20)   /* an answer past this is a bug, not a request */
 
 typedef struct pending {
     json_t *pod;        /* trimmed copy: metadata + container resources */
@@ -27,6 +32,7 @@ struct gp_extender {
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
+    int eval_threads;           /* threads evaluating one large node list */
 };
 
 gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
@@ -43,6 +49,8 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
         e->fallback = policy_set_default();
     pthread_mutex_init(&e->mu, NULL);
     e->pending = strmap_new();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
     return e;
 }
 
@@ -85,13 +93,18 @@ static gp_policy_set *policies_get(gp_extender *e)
     return e->fallback;
 }
 
-static json_t *error_body(const char *msg)
+/* {"Error": msg} as owned text. */
+static char *error_body(const char *msg)
 {
-    return json_pack("{s:s}", "Error", msg);
+    gp_buf b;
+    gp_buf_init(&b, MAX_ANSWER_BYTES);
+    if (jsonw_raw(&b, "{\"Error\":") || jsonw_str(&b, msg) || jsonw_raw(&b, "}"))
+        abort();
+    return b.data;
 }
 
-static int bad_request(gp_extender *e, json_t **out, const char *fmt, ...) GP_PRINTF(3, 4);
-static int bad_request(gp_extender *e, json_t **out, const char *fmt, ...)
+static int bad_request(gp_extender *e, char **out, const char *fmt, ...) GP_PRINTF(3, 4);
+static int bad_request(gp_extender *e, char **out, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -292,7 +305,7 @@ static const char *node_list_name(const node_list *nl, size_t i)
         json_object_get(json_object_get(json_array_get(nl->items, i), "metadata"), "name"));
 }
 
-static int parse_args(gp_extender *e, const char *body, size_t len, json_t **args, json_t **out)
+static int parse_args(gp_extender *e, const char *body, size_t len, json_t **args, char **out)
 {
     json_error_t je;
     *args = json_loadb(body, len, 0, &je);
@@ -313,30 +326,34 @@ static int parse_args(gp_extender *e, const char *body, size_t len, json_t **arg
 typedef struct verdict {
     bool fits;
     bool unresolvable;
-    unsigned reason;        /* offset into the reasons arena */
+    unsigned char arena;    /* which worker's arena holds the reason */
+    unsigned reason;        /* offset into that arena */
     double raw;             /* node score, when asked for */
 } verdict;
 
 typedef struct verdicts {
     verdict *v;
-    gp_buf reasons;
+    gp_buf reasons[EVAL_MAX_WORKERS];   /* one per worker: no shared writes */
 } verdicts;
 
 static void verdicts_init(verdicts *vs, size_t n)
 {
     vs->v = xmalloc((n ? n : 1) * sizeof *vs->v);
-    gp_buf_init(&vs->reasons, (size_t)1 << 30);
-    (void)!gp_buf_append(&vs->reasons, "", 1);   /* offset 0 = "" */
+    for (int w = 0; w < EVAL_MAX_WORKERS; w++) {
+        gp_buf_init(&vs->reasons[w], (size_t)1 << 30);
+        (void)!gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
+    }
 }
 
 static void verdicts_free(verdicts *vs)
 {
     free(vs->v);
-    gp_buf_free(&vs->reasons);
+    for (int w = 0; w < EVAL_MAX_WORKERS; w++)
+        gp_buf_free(&vs->reasons[w]);
 }
 
-static void set_reason(verdicts *vs, size_t i, const char *fmt, ...) GP_PRINTF(3, 4);
-static void set_reason(verdicts *vs, size_t i, const char *fmt, ...)
+static void set_reason_w(verdicts *vs, int arena, size_t i, const char *fmt, ...) GP_PRINTF(4, 5);
+static void set_reason_w(verdicts *vs, int arena, size_t i, const char *fmt, ...)
 {
     char msg[300];
     va_list ap;
@@ -347,61 +364,155 @@ static void set_reason(verdicts *vs, size_t i, const char *fmt, ...)
         n = 0;
     if ((size_t)n >= sizeof msg)
         n = sizeof msg - 1;
-    size_t off = vs->reasons.len;
-    if (off > 0xffffffffu || gp_buf_append(&vs->reasons, msg, (size_t)n + 1))
+    gp_buf *b = &vs->reasons[arena];
+    size_t off = b->len;
+    if (off > 0xffffffffu || gp_buf_append(b, msg, (size_t)n + 1))
         off = 0;
+    vs->v[i].arena = (unsigned char)arena;
     vs->v[i].reason = (unsigned)off;
 }
 
+#define set_reason(vs, i, ...) set_reason_w(vs, 0, i, __VA_ARGS__)
+
 static const char *reason_of(const verdicts *vs, size_t i)
 {
-    return vs->reasons.data + vs->v[i].reason;
+    return vs->reasons[vs->v[i].arena].data + vs->v[i].reason;
 }
 
-static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
-                     const node_list *nl, bool want_scores, verdicts *vs)
+/* One slice of the node list, evaluated by one thread. */
+typedef struct eval_job {
+    gp_extender *e;
+    const gp_pod_req *req;
+    const gp_policy_view *view;
+    const node_list *nl;
+    bool want_scores;
+    verdicts *vs;
+    int arena;
+    size_t from, to;
+} eval_job;
+
+/* Evaluates nodes [from, to). The caller holds the store's read lock. */
+static void *eval_range(void *arg)
 {
-    cluster_rdlock(e->c);
-    for (size_t i = 0; i < nl->n; i++) {
-        const char *name = node_list_name(nl, i);
-        const gp_node *node = cluster_rd_node(e->c, name);
-        verdict *v = &vs->v[i];
+    eval_job *j = arg;
+    const gp_policy_view *view = j->view;
+    const gp_pod_req *req = j->req;
+    for (size_t i = j->from; i < j->to; i++) {
+        const char *name = node_list_name(j->nl, i);
+        const gp_node *node = cluster_rd_node(j->e->c, name);
+        verdict *v = &j->vs->v[i];
         *v = (verdict){0};
         if (!node) {
             v->unresolvable = true;
-            set_reason(vs, i, "node is not known to gpupack (no GPU inventory seen)");
+            set_reason_w(j->vs, j->arena, i, "node is not known to gpupack (no GPU inventory seen)");
             continue;
         }
         gp_assignment a;
         gp_fit_fail why;
         if (placement_fit(node, req, &view->place, &a, &why)) {
             v->unresolvable = why.unresolvable;
-            set_reason(vs, i, "%s", why.reason);
+            set_reason_w(j->vs, j->arena, i, "%s", why.reason);
             continue;
         }
         if (view->ns_share_cap > 0 && node->ngpus > 0) {
             gp_hold holds[GP_MAX_GPUS_PER_NODE];
             int nh = gp_assignment_holds(&a, holds);
-            int held = cluster_rd_ns_gpus(e->c, name, req->ns);
+            int held = cluster_rd_ns_gpus(j->e->c, name, req->ns);
             /* GPUs the pod adds that the namespace does not hold yet are not
              * tracked separately: count the pod's GPUs as new (conservative) */
             int cap = (int)(view->ns_share_cap * node->ngpus + 1e-9);
             if (held + nh > cap) {
-                set_reason(vs, i, "namespace %.60s would hold %d of %d GPUs, policy %.60s allows %d",
-                           req->ns, held + nh, node->ngpus, view->name, cap);
+                set_reason_w(j->vs, j->arena, i,
+                             "namespace %.60s would hold %d of %d GPUs, policy %.60s allows %d",
+                             req->ns, held + nh, node->ngpus, view->name, cap);
                 continue;
             }
         }
         v->fits = true;
-        if (want_scores)
+        if (j->want_scores)
             v->raw = placement_node_score(node, req, &a, &view->place);
+    }
+    return NULL;
+}
+
+/* Evaluates every node for the pod under the read lock; large lists are
+ * split across threads (the store is read-only meanwhile, and every thread
+ * writes its own slice of verdicts and its own reason arena). */
+static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
+                     const node_list *nl, bool want_scores, verdicts *vs)
+{
+    int workers = 1;
+    if (nl->n >= EVAL_PARALLEL_MIN)
+        workers = e->eval_threads;
+    eval_job jobs[EVAL_MAX_WORKERS];
+    pthread_t th[EVAL_MAX_WORKERS];
+    bool started[EVAL_MAX_WORKERS] = {false};
+    cluster_rdlock(e->c);
+    for (int w = 0; w < workers; w++) {
+        jobs[w] = (eval_job){e, req, view, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
+                             nl->n * (size_t)(w + 1) / (size_t)workers};
+        if (w > 0)
+            started[w] = pthread_create(&th[w], NULL, eval_range, &jobs[w]) == 0;
+    }
+    eval_range(&jobs[0]);
+    for (int w = 1; w < workers; w++) {
+        if (started[w])
+            pthread_join(th[w], NULL);
+        else
+            eval_range(&jobs[w]);   /* no thread to be had: do it here */
     }
     cluster_unlock(e->c);
 }
 
 /* --------------------------------------------------------------- verbs -- */
 
-int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
+/* The filter answer, written directly: 5,000-node answers are built per
+ * request, and an object tree plus serialisation cost more than the fitting. */
+static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
+{
+    gp_buf b;
+    gp_buf_init(&b, MAX_ANSWER_BYTES);
+    int rc = 0;
+    if (nl->names) {
+        rc |= jsonw_raw(&b, "{\"NodeNames\":[");
+        bool first = true;
+        for (size_t i = 0; i < nl->n; i++) {
+            if (!ok_all && !vs->v[i].fits)
+                continue;
+            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i));
+            first = false;
+        }
+        rc |= jsonw_raw(&b, "],\"Nodes\":null");
+    } else {
+        rc |= jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
+        bool first = true;
+        for (size_t i = 0; i < nl->n; i++) {
+            if (!ok_all && !vs->v[i].fits)
+                continue;
+            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_value(&b, json_array_get(nl->items, i));
+            first = false;
+        }
+        rc |= jsonw_raw(&b, "]},\"NodeNames\":null");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
+        bool first = true;
+        for (size_t i = 0; i < nl->n && !ok_all; i++) {
+            if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
+                continue;
+            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
+                  jsonw_raw(&b, ":") | jsonw_str(&b, reason_of(vs, i));
+            first = false;
+        }
+        rc |= jsonw_raw(&b, "}");
+    }
+    rc |= jsonw_raw(&b, ",\"Error\":\"\"}");
+    if (rc)
+        abort();   /* MAX_ANSWER_BYTES is far above any answer MAX_NODES_PER_REQUEST allows */
+    return b.data;
+}
+
+int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_filter, 1);
     json_t *args;
@@ -423,7 +534,6 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
     gp_pod_req req;
     gp_policy_view view;
     gp_err err;
-    json_t *failed = json_object(), *unres = json_object();
     bool ok_all = false;
     verdicts vs;
     verdicts_init(&vs, nl.n);
@@ -431,8 +541,11 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
     for (size_t i = 0; i < nl.n; i++)
         v[i] = (verdict){0};
     if (pod_request(e, pod, set, &req, &view, &err)) {
-        for (size_t i = 0; i < nl.n; i++)
-            json_object_set_new(unres, node_list_name(&nl, i), json_string(err.msg));
+        /* the pod cannot be scheduled as it stands: say why on every node */
+        for (size_t i = 0; i < nl.n; i++) {
+            v[i].unresolvable = true;
+            set_reason(&vs, i, "%s", err.msg);
+        }
     } else if (req.nctrs == 0) {
         ok_all = true;   /* not a gpupack pod: nothing to say */
     } else {
@@ -453,41 +566,17 @@ int extender_filter(gp_extender *e, const char *body, size_t len, json_t **out)
                                view.name);
                 }
         }
-        for (size_t i = 0; i < nl.n; i++)
-            if (!v[i].fits)
-                json_object_set_new(v[i].unresolvable ? unres : failed, node_list_name(&nl, i),
-                                    json_string(reason_of(&vs, i)));
     }
     policy_set_unref(set);
-
-    json_t *res = json_object();
-    if (nl.names) {
-        json_t *names = json_array();
-        for (size_t i = 0; i < nl.n; i++)
-            if (ok_all || v[i].fits)
-                json_array_append(names, json_array_get(nl.names, i));   /* shared, not copied */
-        json_object_set_new(res, "NodeNames", names);
-        json_object_set_new(res, "Nodes", json_null());
-    } else {
-        json_t *items = json_array();
-        for (size_t i = 0; i < nl.n; i++)
-            if (ok_all || v[i].fits)
-                json_array_append(items, json_array_get(nl.items, i));
-        json_object_set_new(res, "Nodes", json_pack("{s:{},s:o}", "metadata", "items", items));
-        json_object_set_new(res, "NodeNames", json_null());
-    }
-    json_object_set_new(res, "FailedNodes", failed);
-    json_object_set_new(res, "FailedAndUnresolvableNodes", unres);
-    json_object_set_new(res, "Error", json_string(""));
+    *out = filter_answer(&nl, &vs, ok_all);
     verdicts_free(&vs);
-    *out = res;
     status = 200;
 done:
     json_decref(args);
     return status;
 }
 
-int extender_prioritize(gp_extender *e, const char *body, size_t len, json_t **out)
+int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_prioritize, 1);
     json_t *args;
@@ -530,13 +619,21 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, json_t **o
         free(sc);
     }
     policy_set_unref(set);
-    json_t *res = json_array();
-    for (size_t i = 0; i < nl.n; i++)
-        json_array_append_new(res, json_pack("{s:s,s:i}", "Host", node_list_name(&nl, i), "Score",
-                                             scores[i]));
+    gp_buf b;
+    gp_buf_init(&b, MAX_ANSWER_BYTES);
+    int rc = jsonw_raw(&b, "[");
+    for (size_t i = 0; i < nl.n; i++) {
+        char score[32];
+        snprintf(score, sizeof score, ",\"Score\":%d}", scores[i]);
+        rc |= jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":") |
+              jsonw_str(&b, node_list_name(&nl, i)) | jsonw_raw(&b, score);
+    }
+    rc |= jsonw_raw(&b, "]");
+    if (rc)
+        abort();   /* see filter_answer */
     verdicts_free(&vs);
     free(scores);
-    *out = res;
+    *out = b.data;
     status = 200;
 done:
     json_decref(args);
@@ -552,7 +649,7 @@ static int bind_field(const json_t *args, const char *key, size_t max, const cha
     return 0;
 }
 
-int extender_bind(gp_extender *e, const char *body, size_t len, json_t **out)
+int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_bind, 1);
     json_t *args;

@@ -66,14 +66,11 @@ static char *error_json(const char *msg)
     return dump(json_pack("{s:s}", "Error", msg));
 }
 
-typedef int (*verb_fn)(gp_extender *, const char *, size_t, json_t **);
+typedef int (*verb_fn)(gp_extender *, const char *, size_t, char **);
 
 static int run_verb(gp_server *s, verb_fn fn, req_state *rs, char **out)
 {
-    json_t *res = NULL;
-    int status = fn(s->e, rs->body.data ? rs->body.data : "", rs->body.len, &res);
-    *out = dump(res);
-    return status;
+    return fn(s->e, rs->body.data ? rs->body.data : "", rs->body.len, out);
 }
 
 /* ----------------------------------------------------------- handlers -- */

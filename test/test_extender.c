@@ -33,10 +33,19 @@ static char *sample_body(const char *rel)
     return s;
 }
 
-static int call(int (*verb)(gp_extender *, const char *, size_t, json_t **), gp_extender *e,
-                const char *body, json_t **out)
+typedef int (*verb_fn)(gp_extender *, const char *, size_t, char **);
+
+/* Calls a verb and parses its answer: the text must always be valid JSON. */
+static int call(verb_fn verb, gp_extender *e, const char *body, json_t **out)
 {
-    return verb(e, body, strlen(body), out);
+    char *text = NULL;
+    int status = verb(e, body, strlen(body), &text);
+    ck_assert_ptr_nonnull(text);
+    json_error_t je;
+    *out = json_loads(text, 0, &je);
+    ck_assert_msg(*out != NULL, "answer is not JSON (%s): %s", je.text, text);
+    free(text);
+    return status;
 }
 
 static int64_t total_used(gp_cluster *c)
@@ -232,10 +241,9 @@ START_TEST(bad_requests_are_400_and_change_nothing)
     tu_inventory(&inv, 1, 16384, "A100");
     cluster_upsert_node(c, "n0", &inv);
     gp_extender *e = extender_new(c, NULL);
-    int (*verbs[])(gp_extender *, const char *, size_t, json_t **) = {
-        extender_filter, extender_prioritize, extender_bind};
+    verb_fn verbs[] = {extender_filter, extender_prioritize, extender_bind};
     json_t *out = NULL;
-    ck_assert_int_eq(verbs[b->verb](e, b->body, strlen(b->body), &out), 400);
+    ck_assert_int_eq(call(verbs[b->verb], e, b->body, &out), 400);
     const char *msg = json_string_value(json_object_get(out, "Error"));
     ck_assert_ptr_nonnull(msg);
     ck_assert_msg(strstr(msg, b->fragment), "error \"%s\" lacks \"%s\"", msg, b->fragment);
@@ -374,13 +382,13 @@ static void *bind_worker(void *arg)
                  uid, uid, 1000 + 250 * (i % 9));
         snprintf(b, sizeof b, "{\"PodName\":\"%s\",\"PodNamespace\":\"default\",\"PodUID\":\"%s\",\"Node\":\"n%d\"}",
                  uid, uid, i % 2);
-        json_t *out;
+        char *out;
         if (extender_filter(w->e, f, strlen(f), &out) == 200)
-            json_decref(out);
+            free(out);
         if (extender_bind(w->e, b, strlen(b), &out) == 200) {
-            if (strcmp(json_string_value(json_object_get(out, "Error")), "") == 0)
+            if (strcmp(out, "{\"Error\":\"\"}") == 0)
                 w->ok++;
-            json_decref(out);
+            free(out);
         }
     }
     return NULL;
@@ -427,6 +435,107 @@ START_TEST(concurrent_binds_through_the_verbs)
 }
 END_TEST
 
+START_TEST(answers_escape_names_and_reasons)
+{
+    gp_cluster *c = cluster_new();
+    gp_extender *e = extender_new(c, NULL);
+    json_t *out;
+    /* node names with quotes, backslashes and control characters come back intact */
+    const char *body = "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"uid\":\"u\"},\"spec\":{\"containers\":"
+                       "[{\"name\":\"c\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"1\"}}}]}},"
+                       "\"NodeNames\":[\"a\\\"b\",\"c\\\\d\",\"e\\u0001f\",\"\u00e9t\u00e9\"]}";
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    json_t *unres = json_object_get(out, "FailedAndUnresolvableNodes");
+    ck_assert_uint_eq(json_object_size(unres), 4);
+    ck_assert_ptr_nonnull(json_object_get(unres, "a\"b"));
+    ck_assert_ptr_nonnull(json_object_get(unres, "c\\d"));
+    ck_assert_ptr_nonnull(json_object_get(unres, "e\001f"));
+    ck_assert_ptr_nonnull(json_object_get(unres, "\u00e9t\u00e9"));
+    json_decref(out);
+    ck_assert_int_eq(call(extender_prioritize, e, body, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(out, 0), "Host")), "a\"b");
+    json_decref(out);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* Large lists are evaluated by several threads: the merged answer must be
+ * exactly the sequential one (every node once, its own reason). */
+START_TEST(large_lists_split_across_threads)
+{
+    enum { N = 3000 };
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_err err;
+    json_t *names = json_array();
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "n%04d", i);
+        json_array_append_new(names, json_string(name));
+        if (i % 5 == 4)
+            continue;                          /* unknown node */
+        tu_inventory(&inv, 2, 16384, "A100");
+        cluster_upsert_node(c, name, &inv);
+        if (i % 5 == 3) {                      /* full node */
+            gp_pod_req r;
+            char uid[32];
+            snprintf(uid, sizeof uid, "fill-%d", i);
+            tu_req(&r, uid, 2, 16000, 0);
+            gp_assignment a;
+            ck_assert_int_eq(cluster_place_and_assume(c, name, &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+        }
+    }
+    json_t *args = json_pack("{s:{s:{s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}},s:o}", "Pod", "metadata",
+                             "name", "p", "uid", "big", "spec", "containers", "name", "c",
+                             "resources", "limits", "gpupack.io/gpu-mem", "1024", "NodeNames", names);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    gp_extender *e = extender_new(c, NULL);
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    json_t *fit = json_object_get(out, "NodeNames");
+    json_t *failed = json_object_get(out, "FailedNodes");
+    json_t *unres = json_object_get(out, "FailedAndUnresolvableNodes");
+    ck_assert_uint_eq(json_array_size(fit), N * 3 / 5);
+    ck_assert_uint_eq(json_object_size(failed), N / 5);
+    ck_assert_uint_eq(json_object_size(unres), N / 5);
+    for (size_t i = 0; i < json_array_size(fit); i++) {
+        int k = atoi(json_string_value(json_array_get(fit, i)) + 1);
+        ck_assert_int_lt(k % 5, 3);
+        if (i > 0)   /* input order is kept */
+            ck_assert_int_gt(k, atoi(json_string_value(json_array_get(fit, i - 1)) + 1));
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(failed, k, v) {
+        ck_assert_int_eq(atoi(k + 1) % 5, 3);
+        ck_assert_msg(strstr(json_string_value(v), "largest free GPU has 384 MiB"), "%s: %s", k,
+                      json_string_value(v));
+    }
+    json_object_foreach(unres, k, v) {
+        ck_assert_int_eq(atoi(k + 1) % 5, 4);
+        ck_assert_msg(strstr(json_string_value(v), "not known to gpupack"), "%s", json_string_value(v));
+    }
+    json_decref(out);
+    ck_assert_int_eq(call(extender_prioritize, e, body, &out), 200);
+    ck_assert_uint_eq(json_array_size(out), N);
+    for (size_t i = 0; i < N; i++) {
+        int sc = (int)json_integer_value(json_object_get(json_array_get(out, i), "Score"));
+        if (i % 5 >= 3)
+            ck_assert_int_eq(sc, 0);
+        else
+            ck_assert_int_eq(sc, 10);   /* all fitting nodes are alike */
+    }
+    json_decref(out);
+    free(body);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *suite_extender(void);
 Suite *suite_extender(void)
 {
@@ -440,6 +549,8 @@ Suite *suite_extender(void)
     tcase_add_loop_test(t, bad_requests_are_400_and_change_nothing, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(t, unschedulable_pod_reasons);
     tcase_add_test(t, binder_failure_rolls_back);
+    tcase_add_test(t, answers_escape_names_and_reasons);
+    tcase_add_test(t, large_lists_split_across_threads);
     tcase_add_test(t, concurrent_binds_through_the_verbs);
     suite_add_tcase(s, t);
     return s;
