@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "annotations.h"
+#include "extargs.h"
 #include "jsonw.h"
 #include "log.h"
 #include "podreq.h"
@@ -247,24 +248,50 @@ static int pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp
     return podreq_decode(pod, &view->names, req, err);
 }
 
-/* Node names from NodeNames, or from Nodes.items[].metadata.name. */
+/* The nodes of a request: names from NodeNames, or from
+ * Nodes.items[].metadata.name (then items are echoed back). */
 typedef struct node_list {
-    const json_t *names;    /* NodeNames array, or NULL */
-    const json_t *items;    /* Nodes.items array, or NULL */
+    const char **names;     /* n pointers, into the request's storage */
+    bool own_names;         /* the array (not the strings) is ours to free */
+    const json_t *items;    /* Nodes.items (NULL when empty) */
+    bool nodes_mode;        /* the request sent Nodes: answer with Nodes */
     size_t n;
 } node_list;
 
-static int node_list_get(const json_t *args, node_list *nl, char *msg, size_t len)
+static const char *node_list_name(const node_list *nl, size_t i)
 {
-    memset(nl, 0, sizeof *nl);
-    const json_t *names = json_object_get(args, "NodeNames");
-    const json_t *nodes = json_object_get(args, "Nodes");
-    if (names && !json_is_null(names)) {
+    return nl->names[i];
+}
+
+/* A decoded ExtenderArgs: by the fast scanner when the body is in the plain
+ * form, else by jansson; the rest of the code does not care which. */
+typedef struct verb_args {
+    json_t *root;           /* jansson path: the whole body */
+    gp_extargs fast;        /* fast path */
+    const json_t *pod;
+    node_list nl;
+} verb_args;
+
+static void verb_args_free(verb_args *va)
+{
+    if (va->nl.own_names)
+        free(va->nl.names);
+    extargs_free(&va->fast);
+    json_decref(va->root);
+}
+
+static int node_list_from(verb_args *va, const json_t *names, const json_t *nodes, char *msg,
+                          size_t len)
+{
+    node_list *nl = &va->nl;
+    if (va->fast.has_names) {
+        nl->names = va->fast.names;
+        nl->n = va->fast.nnames;
+    } else if (names && !json_is_null(names)) {
         if (!json_is_array(names)) {
             snprintf(msg, len, "NodeNames must be an array of node names");
             return -1;
         }
-        nl->names = names;
         nl->n = json_array_size(names);
     } else if (nodes && !json_is_null(nodes)) {
         const json_t *items = json_object_get(nodes, "items");
@@ -274,6 +301,7 @@ static int node_list_get(const json_t *args, node_list *nl, char *msg, size_t le
         }
         nl->items = json_is_array(items) ? items : NULL;
         nl->n = nl->items ? json_array_size(items) : 0;
+        nl->nodes_mode = true;
     } else {
         snprintf(msg, len, "request has neither NodeNames nor Nodes");
         return -1;
@@ -282,14 +310,22 @@ static int node_list_get(const json_t *args, node_list *nl, char *msg, size_t le
         snprintf(msg, len, "more than %d nodes in one request", MAX_NODES_PER_REQUEST);
         return -1;
     }
+    if (!nl->names) {
+        nl->names = xmalloc((nl->n ? nl->n : 1) * sizeof *nl->names);
+        nl->own_names = true;
+        for (size_t i = 0; i < nl->n; i++) {
+            const json_t *v = nl->nodes_mode ? json_object_get(json_object_get(json_array_get(nl->items, i),
+                                                                          "metadata"),
+                                                          "name")
+                                        : json_array_get(names, i);
+            nl->names[i] = json_string_value(v);   /* NULL when not a string */
+        }
+    }
     for (size_t i = 0; i < nl->n; i++) {
-        const json_t *v = nl->names ? json_array_get(nl->names, i)
-                                    : json_object_get(json_object_get(json_array_get(nl->items, i),
-                                                                      "metadata"),
-                                                      "name");
-        if (!json_is_string(v) || json_string_length(v) == 0 ||
-            json_string_length(v) >= GP_NAME_MAX) {
-            snprintf(msg, len, "%s[%zu] is not a node name", nl->names ? "NodeNames" : "Nodes.items",
+        const char *v = nl->names[i];
+        size_t l = v ? strlen(v) : 0;
+        if (l == 0 || l >= GP_NAME_MAX) {
+            snprintf(msg, len, "%s[%zu] is not a node name", nl->nodes_mode ? "Nodes.items" : "NodeNames",
                      i);
             return -1;
         }
@@ -297,12 +333,32 @@ static int node_list_get(const json_t *args, node_list *nl, char *msg, size_t le
     return 0;
 }
 
-static const char *node_list_name(const node_list *nl, size_t i)
+/* Decodes a filter/prioritize body. Returns 0, or 400 with *out set. */
+static int verb_args_decode(gp_extender *e, const char *body, size_t len, verb_args *va, char **out)
 {
-    if (nl->names)
-        return json_string_value(json_array_get(nl->names, i));
-    return json_string_value(
-        json_object_get(json_object_get(json_array_get(nl->items, i), "metadata"), "name"));
+    memset(va, 0, sizeof *va);
+    const json_t *names = NULL, *nodes = NULL;
+    if (extargs_scan(body, len, MAX_NODES_PER_REQUEST, &va->fast) == 0) {
+        va->pod = va->fast.pod;
+        nodes = va->fast.nodes;
+    } else {
+        json_error_t je;
+        va->root = json_loadb(body, len, 0, &je);
+        if (!va->root)
+            return bad_request(e, out, "request body is not valid JSON (line %d, column %d): %s",
+                               je.line, je.column, je.text);
+        if (!json_is_object(va->root))
+            return bad_request(e, out, "request body must be a JSON object");
+        va->pod = json_object_get(va->root, "Pod");
+        names = json_object_get(va->root, "NodeNames");
+        nodes = json_object_get(va->root, "Nodes");
+    }
+    if (!json_is_object(va->pod))
+        return bad_request(e, out, "Pod must be a Pod object");
+    char msg[256];
+    if (node_list_from(va, names, nodes, msg, sizeof msg))
+        return bad_request(e, out, "%s", msg);
+    return 0;
 }
 
 static int parse_args(gp_extender *e, const char *body, size_t len, json_t **args, char **out)
@@ -473,7 +529,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
     int rc = 0;
-    if (nl->names) {
+    if (!nl->nodes_mode) {
         rc |= jsonw_raw(&b, "{\"NodeNames\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
@@ -515,21 +571,12 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_filter, 1);
-    json_t *args;
-    int status = parse_args(e, body, len, &args, out);
+    verb_args va;
+    int status = verb_args_decode(e, body, len, &va, out);
     if (status)
-        return status;
-    char msg[256];
-    node_list nl;
-    const json_t *pod = json_object_get(args, "Pod");
-    if (!json_is_object(pod)) {
-        status = bad_request(e, out, "Pod must be a Pod object");
         goto done;
-    }
-    if (node_list_get(args, &nl, msg, sizeof msg)) {
-        status = bad_request(e, out, "%s", msg);
-        goto done;
-    }
+    const json_t *pod = va.pod;
+    const node_list nl = va.nl;
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;
     gp_policy_view view;
@@ -572,28 +619,19 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
     verdicts_free(&vs);
     status = 200;
 done:
-    json_decref(args);
+    verb_args_free(&va);
     return status;
 }
 
 int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_prioritize, 1);
-    json_t *args;
-    int status = parse_args(e, body, len, &args, out);
+    verb_args va;
+    int status = verb_args_decode(e, body, len, &va, out);
     if (status)
-        return status;
-    char msg[256];
-    node_list nl;
-    const json_t *pod = json_object_get(args, "Pod");
-    if (!json_is_object(pod)) {
-        status = bad_request(e, out, "Pod must be a Pod object");
         goto done;
-    }
-    if (node_list_get(args, &nl, msg, sizeof msg)) {
-        status = bad_request(e, out, "%s", msg);
-        goto done;
-    }
+    const json_t *pod = va.pod;
+    const node_list nl = va.nl;
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;
     gp_policy_view view;
@@ -636,7 +674,7 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     *out = b.data;
     status = 200;
 done:
-    json_decref(args);
+    verb_args_free(&va);
     return status;
 }
 

@@ -1,0 +1,146 @@
+/* test_extargs.c -- the fast ExtenderArgs scanner: agrees with jansson, declines the rest. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extargs.h"
+#include "testutil.h"
+
+static char *sample_body(const char *rel)
+{
+    json_t *j = tu_load_json(tu_shared(rel));
+    char *s = json_dumps(json_object_get(j, "body"), JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+static const char *const samples[] = {
+    "samples/filter-1.json",
+    "samples/prioritize-1.json",
+    "samples/wire/extender/cache-true/001-filter.json",
+    "samples/wire/extender/cache-true/004-filter.json",
+    "samples/wire/extender/cache-false/001-filter.json",
+    "samples/wire/extender/cache-false/004-filter.json",
+};
+
+/* The scanner's view equals jansson's for the real kube-scheduler bodies. */
+START_TEST(agrees_with_jansson_on_samples)
+{
+    char *body = sample_body(samples[_i]);
+    json_t *full = json_loads(body, 0, NULL);
+    ck_assert_ptr_nonnull(full);
+    gp_extargs a;
+    ck_assert_int_eq(extargs_scan(body, strlen(body), 100000, &a), 0);
+    ck_assert(json_equal(a.pod, json_object_get(full, "Pod")));
+    json_t *names = json_object_get(full, "NodeNames");
+    if (json_is_array(names)) {
+        ck_assert(a.has_names);
+        ck_assert_uint_eq(a.nnames, json_array_size(names));
+        for (size_t i = 0; i < a.nnames; i++)
+            ck_assert_str_eq(a.names[i], json_string_value(json_array_get(names, i)));
+    } else {
+        ck_assert(!a.has_names);
+        ck_assert(json_equal(a.nodes, json_object_get(full, "Nodes")));
+    }
+    extargs_free(&a);
+    json_decref(full);
+    free(body);
+}
+END_TEST
+
+/* Bodies outside the plain form are declined (callers then use jansson). */
+static const char *const declined[] = {
+    "",
+    "[]",
+    "{\"Pod\":{}",
+    "{\"Pod\":{}} x",
+    "{\"Pod\":{},\"Pod\":{}}",                          /* repeated key */
+    "{\"Pod\":{},\"Extra\":1}",                         /* unknown key */
+    "{\"Pod\":{},\"NodeNames\":[\"a\\\"b\"]}",          /* escape in a name */
+    "{\"Pod\":{},\"NodeNames\":[\"\xc3\xa9\"]}",        /* non-ASCII name */
+    "{\"Pod\":{},\"NodeNames\":[1]}",
+    "{\"Pod\":{},\"NodeNames\":\"a\"}",
+    "{\"Pod\":{},\"NodeNames\":[\"a\",]}",
+    "{\"Pod\":{},\"NodeNames\":[\"a\" \"b\"]}",
+    "{\"Pod\" {}}",
+    "{\"Pod\":{\"a\":}}",                                /* jansson refuses the part */
+    "{\"Pod\":{\"a\":tru}}",
+    "{\"P\\u006fd\":{}}",                                /* escaped key */
+    "{\"Pod\":{},\"NodeNames\":[\"a\x01\"]}",
+    "{\"Pod\":\"unterminated}",
+};
+
+START_TEST(declines_the_rest)
+{
+    const char *b = declined[_i];
+    gp_extargs a;
+    ck_assert_msg(extargs_scan(b, strlen(b), 100000, &a) == -1, "accepted: %s", b);
+    ck_assert_ptr_null(a.pod);
+    ck_assert_ptr_null(a.names);
+}
+END_TEST
+
+START_TEST(bounds)
+{
+    /* too many names: declined, so jansson's path reports the limit */
+    const char *b = "{\"Pod\":{},\"NodeNames\":[\"a\",\"b\",\"c\"]}";
+    gp_extargs a;
+    ck_assert_int_eq(extargs_scan(b, strlen(b), 2, &a), -1);
+    ck_assert_int_eq(extargs_scan(b, strlen(b), 3, &a), 0);
+    ck_assert_uint_eq(a.nnames, 3);
+    extargs_free(&a);
+    /* nesting far past any Pod: declined, never a stack overflow */
+    size_t depth = 100000;
+    char *deep = xmalloc(2 * depth + 32);
+    size_t n = (size_t)sprintf(deep, "{\"Pod\":");
+    memset(deep + n, '[', depth);
+    n += depth;
+    memset(deep + n, ']', depth);
+    n += depth;
+    deep[n++] = '}';
+    ck_assert_int_eq(extargs_scan(deep, n, 10, &a), -1);
+    free(deep);
+    /* empty and null forms */
+    const char *e = "{\"Pod\":{\"x\":1},\"NodeNames\":[],\"Nodes\":null}";
+    ck_assert_int_eq(extargs_scan(e, strlen(e), 10, &a), 0);
+    ck_assert(a.has_names);
+    ck_assert_uint_eq(a.nnames, 0);
+    ck_assert_ptr_null(a.nodes);
+    extargs_free(&a);
+}
+END_TEST
+
+/* Every prefix of a real body is declined (only the whole body is accepted),
+ * and nothing reads past the given length (ASan watches). */
+START_TEST(every_truncation)
+{
+    char *body = sample_body("samples/wire/extender/cache-true/004-filter.json");
+    size_t len = strlen(body);
+    for (size_t cut = 0; cut < len; cut++) {
+        char *part = xmalloc(cut ? cut : 1);
+        memcpy(part, body, cut);
+        gp_extargs a;
+        int rc = extargs_scan(part, cut, 100000, &a);
+        ck_assert_msg(rc == -1, "prefix of %zu bytes accepted", cut);
+        free(part);
+    }
+    gp_extargs a;
+    ck_assert_int_eq(extargs_scan(body, len, 100000, &a), 0);
+    extargs_free(&a);
+    free(body);
+}
+END_TEST
+
+Suite *suite_extargs(void);
+Suite *suite_extargs(void)
+{
+    Suite *s = suite_create("extargs");
+    TCase *t = tcase_create("scan");
+    tcase_set_timeout(t, 60);
+    tcase_add_loop_test(t, agrees_with_jansson_on_samples, 0, (int)GP_ARRAY_LEN(samples));
+    tcase_add_loop_test(t, declines_the_rest, 0, (int)GP_ARRAY_LEN(declined));
+    tcase_add_test(t, bounds);
+    tcase_add_test(t, every_truncation);
+    suite_add_tcase(s, t);
+    return s;
+}
