@@ -1,0 +1,209 @@
+/* test_policy_extender.c -- policies as the extender applies them: a policy
+ * directory behind the extender's policy source, then filter/bind requests
+ * whose outcome depends on the governing policy. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "extender.h"
+#include "log.h"
+#include "policy_store.h"
+#include "testutil.h"
+
+#define HDR "apiVersion: gpupack.io/v1alpha1\nkind: PackingPolicy\n"
+
+static const char *const policy_files[][2] = {
+    {"pack.yaml", HDR "metadata: {name: pack}\n"
+                      "spec:\n"
+                      "  priority: 10\n"
+                      "  match: {namespaces: [nb]}\n"
+                      "  node: {strategy: binpack}\n"
+                      "  nodeDecision: filter\n"},
+    {"spread.yaml", HDR "metadata: {name: spread}\n"
+                        "spec:\n"
+                        "  priority: 10\n"
+                        "  match: {namespaces: [svc]}\n"
+                        "  node: {strategy: spread}\n"
+                        "  nodeDecision: filter\n"},
+    {"t4.yaml", HDR "metadata: {name: t4-only}\n"
+                    "spec:\n"
+                    "  priority: 10\n"
+                    "  match: {namespaces: [cheap]}\n"
+                    "  limits: {gpuModels: [T4]}\n"},
+    {"gib.yaml", HDR "metadata: {name: gib}\n"
+                     "spec:\n"
+                     "  priority: 10\n"
+                     "  allowRequest: true\n"
+                     "  match: {namespaces: [custom]}\n"
+                     "  resources: {memory: example.com/vram, memoryUnit: GiB}\n"},
+};
+
+typedef struct fixture {
+    char dir[64];
+    gp_cluster *c;
+    policy_store *ps;
+    gp_extender *e;
+} fixture;
+
+static void setup(fixture *f)
+{
+    gp_log_set_level(GP_LOG_WARN);
+    snprintf(f->dir, sizeof f->dir, "/tmp/gpupack-polext-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(f->dir));
+    for (size_t i = 0; i < GP_ARRAY_LEN(policy_files); i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", f->dir, policy_files[i][0]);
+        FILE *fp = fopen(path, "w");
+        ck_assert_ptr_nonnull(fp);
+        fputs(policy_files[i][1], fp);
+        fclose(fp);
+    }
+    gp_err err;
+    ck_assert_msg(policy_store_open(f->dir, &f->ps, &err) == 0, "%s", err.msg);
+    f->c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 2, 16384, "A100-SXM4-40GB");
+    cluster_upsert_node(f->c, "a", &inv);
+    cluster_upsert_node(f->c, "b", &inv);
+    tu_inventory(&inv, 2, 16384, "Tesla-T4");
+    cluster_upsert_node(f->c, "t", &inv);
+    gp_extender_config cfg = {0};
+    cfg.policies = policy_store_current;
+    cfg.policies_ud = f->ps;
+    f->e = extender_new(f->c, &cfg);
+}
+
+static void teardown(fixture *f)
+{
+    extender_free(f->e);
+    cluster_free(f->c);
+    policy_store_free(f->ps);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Filter for one pod on nodes a, b, t; returns the answer (owned). */
+static json_t *filter(fixture *f, const char *ns, const char *uid, const char *res,
+                      const char *qty, const char *policy)
+{
+    json_t *pod = json_pack("{s:{s:s,s:s,s:s,s:{}},s:{s:[{s:s,s:{s:{s:s}}}]}}", "metadata",
+                            "name", uid, "namespace", ns, "uid", uid, "annotations", "spec",
+                            "containers", "name", "c", "resources", "limits", res, qty);
+    if (policy)
+        json_object_set_new(json_object_get(json_object_get(pod, "metadata"), "annotations"),
+                            "gpupack.io/policy", json_string(policy));
+    json_t *args = json_pack("{s:o,s:[s,s,s]}", "Pod", pod, "NodeNames", "a", "b", "t");
+    char *body = json_dumps(args, JSON_COMPACT), *text = NULL;
+    ck_assert_int_eq(extender_filter(f->e, body, strlen(body), &text), 200);
+    json_t *out = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(out);
+    free(body);
+    free(text);
+    json_decref(args);
+    return out;
+}
+
+static void do_bind(fixture *f, const char *ns, const char *uid, const char *node)
+{
+    json_t *args = json_pack("{s:s,s:s,s:s,s:s}", "PodName", uid, "PodNamespace", ns, "PodUID",
+                             uid, "Node", node);
+    char *body = json_dumps(args, JSON_COMPACT), *text = NULL;
+    ck_assert_int_eq(extender_bind(f->e, body, strlen(body), &text), 200);
+    ck_assert_msg(strstr(text, "\"Error\":\"\"") || strstr(text, "\"Error\": \"\""), "%s", text);
+    free(body);
+    free(text);
+    json_decref(args);
+}
+
+/* The node names filter passed, "a,b". */
+static const char *passed(json_t *out)
+{
+    static char buf[64];
+    buf[0] = '\0';
+    json_t *names = json_object_get(out, "NodeNames");
+    for (size_t i = 0; i < json_array_size(names); i++) {
+        if (i)
+            strcat(buf, ",");
+        strncat(buf, json_string_value(json_array_get(names, i)), 8);
+    }
+    return buf;
+}
+
+START_TEST(node_decision_filter_follows_strategy)
+{
+    fixture f;
+    setup(&f);
+    /* the default policy prioritizes: every fitting node passes filter */
+    json_t *out = filter(&f, "web", "p1", "gpupack.io/gpu-mem", "8192", NULL);
+    ck_assert_str_eq(passed(out), "a,b,t");
+    json_decref(out);
+    do_bind(&f, "web", "p1", "a");
+    /* binpack in filter mode: only the fullest node */
+    out = filter(&f, "nb", "p2", "gpupack.io/gpu-mem", "1024", NULL);
+    ck_assert_str_eq(passed(out), "a");
+    json_decref(out);
+    /* spread in filter mode: the emptiest nodes (b and t tie) */
+    out = filter(&f, "svc", "p3", "gpupack.io/gpu-mem", "1024", NULL);
+    ck_assert_str_eq(passed(out), "b,t");
+    json_decref(out);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(model_limit_and_resource_names)
+{
+    fixture f;
+    setup(&f);
+    json_t *out = filter(&f, "cheap", "p1", "gpupack.io/gpu-mem", "1024", NULL);
+    ck_assert_str_eq(passed(out), "t");
+    json_decref(out);
+    /* GiB units under the gib policy: 2 -> 2048 MiB */
+    out = filter(&f, "custom", "p2", "example.com/vram", "2", NULL);
+    ck_assert_str_eq(passed(out), "a,b,t");
+    json_decref(out);
+    do_bind(&f, "custom", "p2", "b");
+    gp_cluster_stats st;
+    cluster_stats(f.c, &st);
+    ck_assert_int_eq(st.mem_used, 2048);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(requested_policies)
+{
+    fixture f;
+    setup(&f);
+    /* allowed: the gib policy's resource names apply in any namespace */
+    json_t *out = filter(&f, "web", "p1", "example.com/vram", "1", "gib");
+    ck_assert_str_eq(passed(out), "a,b,t");
+    json_decref(out);
+    /* not allowed: every node fails with the reason */
+    out = filter(&f, "web", "p2", "gpupack.io/gpu-mem", "1024", "pack");
+    ck_assert_str_eq(passed(out), "");
+    char *text = json_dumps(out, 0);
+    ck_assert_msg(strstr(text, "does not allow being asked for") != NULL, "%s", text);
+    free(text);
+    json_decref(out);
+    out = filter(&f, "web", "p3", "gpupack.io/gpu-mem", "1024", "nope");
+    text = json_dumps(out, 0);
+    ck_assert_msg(strstr(text, "\\\"nope\\\"") && strstr(text, "does not exist"), "%s", text);
+    free(text);
+    json_decref(out);
+    teardown(&f);
+}
+END_TEST
+
+Suite *suite_policy_extender(void);
+Suite *suite_policy_extender(void)
+{
+    Suite *s = suite_create("policy_extender");
+    TCase *tc = tcase_create("extender");
+    tcase_add_test(tc, node_decision_filter_follows_strategy);
+    tcase_add_test(tc, model_limit_and_resource_names);
+    tcase_add_test(tc, requested_policies);
+    suite_add_tcase(s, tc);
+    return s;
+}
