@@ -1,6 +1,7 @@
 /* inventory.c -- a Kubernetes Node (JSON) -> its physical GPUs, from four sources. */
 #include "inventory.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,61 +76,32 @@ static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int
     return 0;
 }
 
-/* 1. gpupack.io/gpus: [{"index":0,"uuid":"GPU-..","model":"..","memoryMiB":40960,"healthy":true}] */
-static int src_gpupack(const json_t *node, int64_t unit, gp_inventory *inv, gp_err *err)
-{
-    static const char what[] = "annotation gpupack.io/gpus";
-    const json_t *a = meta_get(node, "annotations", "gpupack.io/gpus");
-    if (!a)
-        return 0;
-    if (!json_is_string(a))
-        return gp_fail(err, "%s: must be a string", what);
-    json_t *arr;
-    if (parse_array_annotation(json_string_value(a), what, &arr, err))
-        return -1;
-    int rc = -1;
-    size_t i;
-    json_t *g;
-    json_array_foreach(arr, i, g) {
-        gp_gpu_info *info = &inv->gpus[inv->n];
-        memset(info, 0, sizeof *info);
-        int64_t idx, mem, core = 100;
-        if (!json_is_object(g)) {
-            gp_fail(err, "%s[%zu]: must be an object", what, i);
-            goto out;
-        }
-        if (get_int(g, "index", 0, MAX_DEVICE_INDEX, &idx, what, i, err) ||
-            get_int(g, "memoryMiB", 1, MAX_GPU_MEM_MIB, &mem, what, i, err) ||
-            (json_object_get(g, "core") &&
-             get_int(g, "core", 1, 100, &core, what, i, err)) ||
-            get_str(g, "uuid", info->uuid, sizeof info->uuid, what, i, err) ||
-            get_str(g, "model", info->model, sizeof info->model, what, i, err))
-            goto out;
-        const json_t *h = json_object_get(g, "healthy");
-        if (h && !json_is_boolean(h)) {
-            gp_fail(err, "%s[%zu].healthy: must be true or false", what, i);
-            goto out;
-        }
-        info->index = (int)idx;
-        info->mem_total = mem;
-        info->core_total = (int)core * 10;
-        info->healthy = h ? json_is_true(h) : true;
-        inv->n++;
-    }
-    rc = finish(inv, what, err);
-out:
-    json_decref(arr);
-    if (rc == 0)
-        gp_strlcpy(inv->source, "gpupack", sizeof inv->source);
-    return rc;
-}
+/* The two JSON-array inventories differ only in their key names: a table. */
+typedef struct array_source {
+    const char *source;      /* inventory source name */
+    const char *annotation;
+    const char *index;
+    bool index_required;     /* else it defaults to the array position */
+    const char *mem;         /* MiB, required */
+    const char *core;        /* percent, optional (default 100; 0 means 100) */
+    int64_t core_min;
+    const char *uuid, *model, *health;
+} array_source;
 
+/* 1. gpupack.io/gpus: [{"index":0,"uuid":"GPU-..","model":"..","memoryMiB":40960,"healthy":true}] */
+static const array_source gpupack_source = {
+    "gpupack", "gpupack.io/gpus", "index", true, "memoryMiB", "core", 1, "uuid", "model", "healthy"};
 /* 2. HAMi: hami.io/node-nvidia-register, JSON form:
  *    [{"id":"GPU-..","index":0,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-..","health":true}] */
-static int src_hami(const json_t *node, int64_t unit, gp_inventory *inv, gp_err *err)
+static const array_source hami_source = {
+    "hami", "hami.io/node-nvidia-register", "index", false, "devmem", "devcore", 0, "id", "type",
+    "health"};
+
+static int src_array(const array_source *src, const json_t *node, gp_inventory *inv, gp_err *err)
 {
-    static const char what[] = "annotation hami.io/node-nvidia-register";
-    const json_t *a = meta_get(node, "annotations", "hami.io/node-nvidia-register");
+    char what[96];
+    snprintf(what, sizeof what, "annotation %s", src->annotation);
+    const json_t *a = meta_get(node, "annotations", src->annotation);
     if (!a)
         return 0;
     if (!json_is_string(a))
@@ -143,22 +115,22 @@ static int src_hami(const json_t *node, int64_t unit, gp_inventory *inv, gp_err 
     json_array_foreach(arr, i, g) {
         gp_gpu_info *info = &inv->gpus[inv->n];
         memset(info, 0, sizeof *info);
-        int64_t mem, core = 100, idx = (int64_t)i;
+        int64_t idx = (int64_t)i, mem, core = 100;
         if (!json_is_object(g)) {
             gp_fail(err, "%s[%zu]: must be an object", what, i);
             goto out;
         }
-        if ((json_object_get(g, "index") &&
-             get_int(g, "index", 0, MAX_DEVICE_INDEX, &idx, what, i, err)) ||
-            get_int(g, "devmem", 1, MAX_GPU_MEM_MIB, &mem, what, i, err) ||
-            (json_object_get(g, "devcore") &&
-             get_int(g, "devcore", 0, 100, &core, what, i, err)) ||
-            get_str(g, "id", info->uuid, sizeof info->uuid, what, i, err) ||
-            get_str(g, "type", info->model, sizeof info->model, what, i, err))
+        if (((src->index_required || json_object_get(g, src->index)) &&
+             get_int(g, src->index, 0, MAX_DEVICE_INDEX, &idx, what, i, err)) ||
+            get_int(g, src->mem, 1, MAX_GPU_MEM_MIB, &mem, what, i, err) ||
+            (json_object_get(g, src->core) &&
+             get_int(g, src->core, src->core_min, 100, &core, what, i, err)) ||
+            get_str(g, src->uuid, info->uuid, sizeof info->uuid, what, i, err) ||
+            get_str(g, src->model, info->model, sizeof info->model, what, i, err))
             goto out;
-        const json_t *h = json_object_get(g, "health");
+        const json_t *h = json_object_get(g, src->health);
         if (h && !json_is_boolean(h)) {
-            gp_fail(err, "%s[%zu].health: must be true or false", what, i);
+            gp_fail(err, "%s[%zu].%s: must be true or false", what, i, src->health);
             goto out;
         }
         info->index = (int)idx;
@@ -171,8 +143,18 @@ static int src_hami(const json_t *node, int64_t unit, gp_inventory *inv, gp_err 
 out:
     json_decref(arr);
     if (rc == 0)
-        gp_strlcpy(inv->source, "hami", sizeof inv->source);
+        gp_strlcpy(inv->source, src->source, sizeof inv->source);
     return rc;
+}
+
+static int src_gpupack(const json_t *node, int64_t unit, gp_inventory *inv, gp_err *err)
+{
+    return src_array(&gpupack_source, node, inv, err);
+}
+
+static int src_hami(const json_t *node, int64_t unit, gp_inventory *inv, gp_err *err)
+{
+    return src_array(&hami_source, node, inv, err);
 }
 
 static int label_int(const json_t *v, const char *what, int64_t lo, int64_t hi, int64_t *out,

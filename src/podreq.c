@@ -94,6 +94,18 @@ static int64_t sat_add(int64_t a, int64_t b)
     return a > MAX_HOST_MILLI - b ? MAX_HOST_MILLI : a + b;
 }
 
+/* A fresh request entry for a container, or NULL when the pod has too many. */
+static gp_ctr_req *new_ctr(gp_pod_req *out, const char *name, bool init)
+{
+    if (out->nctrs == GP_MAX_CTRS)
+        return NULL;
+    gp_ctr_req *r = &out->ctrs[out->nctrs++];
+    memset(r, 0, sizeof *r);
+    gp_strlcpy(r->name, name, sizeof r->name);
+    r->init = init;
+    return r;
+}
+
 typedef struct acc {
     int64_t cpu_sum, mem_sum, cpu_init, mem_init;
     bool native, aliyun;
@@ -176,12 +188,9 @@ static int decode_container(const json_t *c, const char *where, bool init,
             }
             return 0;
         }
-        if (out->nctrs == GP_MAX_CTRS)
+        gp_ctr_req *r = new_ctr(out, name, init);
+        if (!r)
             goto too_many;
-        gp_ctr_req *r = &out->ctrs[out->nctrs++];
-        memset(r, 0, sizeof *r);
-        gp_strlcpy(r->name, name, sizeof r->name);
-        r->init = init;
         r->count = 1;
         r->mem_mib = add;
         return 0;
@@ -189,12 +198,9 @@ static int decode_container(const json_t *c, const char *where, bool init,
     a->native = true;
     if (a->aliyun)
         goto mixed;
-    if (out->nctrs == GP_MAX_CTRS)
+    gp_ctr_req *r = new_ctr(out, name, init);
+    if (!r)
         goto too_many;
-    gp_ctr_req *r = &out->ctrs[out->nctrs++];
-    memset(r, 0, sizeof *r);
-    gp_strlcpy(r->name, name, sizeof r->name);
-    r->init = init;
     r->count = (has_count && count) ? (int)count : 1;
     r->mem_mib = gmem * munit;
     r->core = (int)core * 10;
