@@ -416,7 +416,8 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
     if (pl)
         snprintf(s->prefix, sizeof s->prefix, "/%.*s", (int)pl, prefix);
 
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+    /* ITC: the polling threads are woken at stop, not at their next timeout */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned threads = cfg->threads ? cfg->threads : 2;
