@@ -85,11 +85,26 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
             usage(stdout);
             exit(0);
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "gpupack serve: %s needs a value (or is unknown)\n", a);
-            return -1;
+        /* --flag value, or --flag=value */
+        char name[64];
+        const char *v;
+        const char *eq = strchr(a, '=');
+        if (eq && strncmp(a, "--", 2) == 0) {
+            if ((size_t)(eq - a) >= sizeof name) {
+                fprintf(stderr, "gpupack serve: unknown flag %s (see gpupack serve --help)\n", a);
+                return -1;
+            }
+            snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+            v = eq + 1;
+        } else {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "gpupack serve: %s needs a value (or is unknown)\n", a);
+                return -1;
+            }
+            gp_strlcpy(name, a, sizeof name);
+            v = argv[++i];
         }
-        const char *v = argv[++i];
+        a = name;
         if (strcmp(a, "--log-level") == 0) {
             gp_log_level l;
             if (gp_log_parse_level(v, &l)) {
