@@ -33,6 +33,10 @@ typedef struct frag_view {
  * reserve (may be NULL). */
 void frag_view_of_node(const gp_node *node, const gp_place_opts *opts, frag_view *v);
 
+/* The node's view after assignment `a` and the pod's CPU (`a` not yet applied). */
+void frag_view_after(const gp_node *node, const gp_pod_req *req, const gp_assignment *a,
+                     const gp_place_opts *opts, frag_view *v);
+
 /* Free share of one GPU, per-mille. */
 int frag_gpu_free_share(const gp_gpu *g, int64_t mem_free, int core_free, const gp_place_opts *o);
 

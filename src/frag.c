@@ -273,9 +273,8 @@ double frag_gpu_cost_random(const gp_place_ctx *ctx, int pos, const gp_ctr_req *
 
 /* --------------------------------------------------- node strategies -- */
 
-/* The node's view after the assignment and the pod's CPU. */
-static void view_after(const gp_node *node, const gp_pod_req *req, const gp_assignment *a,
-                       const gp_place_opts *o, frag_view *v)
+void frag_view_after(const gp_node *node, const gp_pod_req *req, const gp_assignment *a,
+                     const gp_place_opts *o, frag_view *v)
 {
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
     int nh = gp_assignment_holds(a, holds);
@@ -309,7 +308,7 @@ double frag_node_score_fgd(const gp_node *node, const gp_pod_req *req, const gp_
 {
     frag_view before, after;
     frag_view_of_node(node, opts, &before);
-    view_after(node, req, a, opts, &after);
+    frag_view_after(node, req, a, opts, &after);
     return frag_amount(&before, opts->shapes) - frag_amount(&after, opts->shapes);
 }
 
@@ -318,7 +317,7 @@ double frag_node_score_fgd_bestfit(const gp_node *node, const gp_pod_req *req,
 {
     frag_view before, after;
     frag_view_of_node(node, opts, &before);
-    view_after(node, req, a, opts, &after);
+    frag_view_after(node, req, a, opts, &after);
     double d = frag_amount(&before, opts->shapes) - frag_amount(&after, opts->shapes);
     /* decreases within FRAG_TIE_STEP per-mille are alike: then prefer the
      * node left with less free share per GPU (best fit) */
@@ -331,7 +330,7 @@ double frag_node_score_best_fit(const gp_node *node, const gp_pod_req *req,
                                 const gp_assignment *a, const gp_place_opts *opts)
 {
     frag_view after;
-    view_after(node, req, a, opts, &after);
+    frag_view_after(node, req, a, opts, &after);
     double left = (double)frag_idle(&after);
     if (after.cpu_free >= 0)
         left += (double)after.cpu_free / 16.0;

@@ -2,6 +2,7 @@
 #include "placement.h"
 
 #include "frag.h"   /* fragmentation-aware and baseline strategy rows */
+#include "frag_la.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -177,6 +178,9 @@ static const gp_node_strategy node_strategies[] = {
      frag_node_score_fgd},
     {"fragmentation-aware-bestfit",
      "fragmentation-aware, near-ties broken towards the fuller node", frag_node_score_fgd_bestfit},
+    {"fragmentation-aware-lookahead",
+     "fragmentation-aware-bestfit, also counting the fragment the next typical pod would leave",
+     frag_node_score_lookahead},
     {"best-fit", "the node left with the least free GPU share and CPU", frag_node_score_best_fit},
     {"random", "all fitting nodes score alike; the scheduler's tie-breaking picks",
      frag_node_score_none},

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frag.h"
+#include "frag_la.h"
 
 static gp_shapes one_shape(int count, int core, int64_t cpu)
 {
@@ -154,6 +155,56 @@ START_TEST(fgd_gpu_choice_packs_the_partial_gpu)
 }
 END_TEST
 
+/* Shapes A = 1 x 1000 and B = 1 x 300, weight 0.5 each. Node [1000, 300] free:
+ * F = 0.5 x 300 (A leaves the 300 GPU) + 0.5 x 0 = 150. Look-ahead: A on GPU 0
+ * leaves [0, 300], F 150 (no better than now: 150); B on GPU 1 leaves
+ * [1000, 0], F 0 (on GPU 0: 500). L = 0.5 x 150 + 0.5 x 0 = 75. */
+START_TEST(lookahead_hand_computed)
+{
+    gp_shapes s;
+    memset(&s, 0, sizeof s);
+    s.n = 2;
+    s.s[0] = one_shape(1, 1000, 0).s[0];
+    s.s[1] = one_shape(1, 300, 0).s[0];
+    s.s[0].weight = s.s[1].weight = 0.5;
+    const int f[] = {1000, 300};
+    frag_view v = view(2, f, -1);
+    ck_assert_double_eq_tol(frag_amount(&v, &s), 150, 1e-9);
+    ck_assert_double_eq_tol(frag_lookahead_amount(&v, &s), 75, 1e-9);
+    /* a pod that can only make the node worse is assumed to go elsewhere:
+     * [1000, 1000] under 1 x 600 alone stays 0 (placing it would leave 400) */
+    const int g[] = {1000, 1000};
+    frag_view w = view(2, g, -1);
+    gp_shapes s6 = one_shape(1, 600, 0);
+    ck_assert_double_eq_tol(frag_lookahead_amount(&w, &s6), 0, 1e-9);
+
+    /* the same node for real; a 1 x 300 pod goes on GPU 1 (FGD) and leaves
+     * [1000, 0]: F 0, L 0. Score: round((150 + 5 x 75) / 10) x 10 = 530,
+     * minus the free share per GPU left (500) / 1001 */
+    gp_node n;
+    g2_node(&n, 2);
+    n.gpus[1].core_used = 700;
+    n.gpus[1].mem_used = 14000;
+    n.gpus[1].pods = 1;
+    gp_pod_req r;
+    memset(&r, 0, sizeof r);
+    r.nctrs = 1;
+    r.ctrs[0].count = 1;
+    r.ctrs[0].core = 300;
+    r.ctrs[0].mem_permille = 300;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    o.gpu = placement_gpu_strategy("fragmentation-aware");
+    o.node = placement_node_strategy("fragmentation-aware-lookahead");
+    o.shapes = &s;
+    ck_assert_ptr_nonnull(o.node);
+    gp_assignment a;
+    ck_assert_int_eq(placement_fit(&n, &r, &o, &a, NULL), 0);
+    ck_assert_int_eq(a.ctrs[0].gpus[0].index, 1);
+    ck_assert_double_eq_tol(placement_node_score(&n, &r, &a, &o), 530 - 500.0 / 1001, 1e-9);
+}
+END_TEST
+
 Suite *suite_frag(void);
 Suite *suite_frag(void)
 {
@@ -163,6 +214,7 @@ Suite *suite_frag(void)
     tcase_add_test(tc, free_share_takes_the_tighter_dimension);
     tcase_add_test(tc, typical_shapes_by_popularity);
     tcase_add_test(tc, fgd_gpu_choice_packs_the_partial_gpu);
+    tcase_add_test(tc, lookahead_hand_computed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,13 +1,16 @@
 #!/bin/sh
 # run.sh -- the trace-simulator experiments of docs/simulator.md.
 #   bench/sim/run.sh            all tables (CSV under bench/results/), then the plot
-# Uses bin/gpupack when it has `simulate`, else builds bench/sim/driver.c.
+# Uses $GPUPACK when set (e.g. GPUPACK=build/sim2/out/gpupack), else bin/gpupack
+# when it has `simulate`, else builds bench/sim/driver.c.
 set -eu
 cd "$(dirname "$0")/../.."
 T=${TRACES:-../shared/traces}
 OUT=bench/results
 mkdir -p "$OUT"
-if [ -x bin/gpupack ] && bin/gpupack simulate --help >/dev/null 2>&1; then
+if [ -n "${GPUPACK:-}" ]; then
+  SIM="$GPUPACK simulate"
+elif [ -x bin/gpupack ] && bin/gpupack simulate --help >/dev/null 2>&1; then
   SIM="bin/gpupack simulate"
 else
   make --no-print-directory BUILD_ROOT=build/sim build/sim/out/libgpupack.a >/dev/null
@@ -32,10 +35,12 @@ run random      $D --node-strategy random --gpu-strategy random --mode filter
 run best-fit    $D --node-strategy best-fit --gpu-strategy best-fit --mode filter
 run fgd-paper   $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode filter --shape-weight pods
 run fgd         $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode filter
-run fgd-bestfit-policy $D --policy policies/fragmentation-aware.yaml --mode both
-run fgd-bestfit-kubecpu $D --policy policies/fragmentation-aware.yaml --cpu-pods kube
+run fgd-bestfit  $D --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode filter
+run fgd-lookahead-policy $D --policy policies/fragmentation-aware.yaml --mode both
+run fgd-lookahead-kubecpu $D --policy policies/fragmentation-aware.yaml --cpu-pods kube
 for V in openb_pod_list_gpushare40 openb_pod_list_gpuspec10 openb_pod_list_multigpu20 openb_pod_list_cpu050; do
   run best-fit    $V --node-strategy best-fit --gpu-strategy best-fit --mode filter
-  run fgd-bestfit-policy $V --policy policies/fragmentation-aware.yaml --mode filter
+  run fgd-bestfit $V --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode filter
+  run fgd-lookahead-policy $V --policy policies/fragmentation-aware.yaml --mode filter
 done
 sh bench/sim/report.sh
