@@ -44,6 +44,13 @@ void policy_set_unref(gp_policy_set *s);        /* accepts NULL */
 int policy_select(const gp_policy_set *s, const char *ns, const json_t *labels,
                   const char *requested, time_t now, gp_policy_view *out, gp_err *err) GP_WUR;
 
+/* The view of the policy called `name`, whatever its match, schedule and
+ * allowRequest say: for offline tools (`gpupack simulate --policy FILE`
+ * replays a trace under that file's policy). Returns 0, or -1 when the set
+ * has no such policy. */
+int policy_view_by_name(const gp_policy_set *s, const char *name, gp_policy_view *out,
+                        gp_err *err) GP_WUR;
+
 /* Number of policies in the set and their names (for /inspect, metrics). */
 int policy_set_count(const gp_policy_set *s);
 const char *policy_set_name_at(const gp_policy_set *s, int i);

@@ -205,6 +205,17 @@ int policy_select(const gp_policy_set *s, const char *ns, const json_t *labels,
     return 0;
 }
 
+int policy_view_by_name(const gp_policy_set *s, const char *name, gp_policy_view *out,
+                        gp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const gp_policy *p = s ? policy_set_find(s, name) : NULL;
+    if (!p)
+        return gp_fail(err, "no policy named \"%.64s\"", name);
+    fill_view(p, out);
+    return 0;
+}
+
 /* ============================================================ conflicts */
 
 /* Can one label set satisfy every requirement in r[0..n)? Per key: In lists

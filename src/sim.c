@@ -864,7 +864,10 @@ static json_t *json_mode(const cli *c, const sim_result *res, sim_mode mode, int
 /* ------------------------------------------------------------- main -- */
 
 /* The policy that governs trace pods: --policy FILE through the policy
- * loader when given, else the built-in default set. */
+ * loader when given, else the built-in default set. A file with one policy
+ * is replayed under that policy whatever its match says (that is what tuning
+ * it offline means); a file with several is matched like a live cluster
+ * would match pods of a namespace "trace" without labels. */
 static int load_policy(const char *path, gp_policy_view *view, gp_err *err)
 {
     gp_policy_set *set = NULL;
@@ -874,7 +877,17 @@ static int load_policy(const char *path, gp_policy_view *view, gp_err *err)
     } else {
         set = policy_set_default();
     }
-    int rc = policy_select(set, "trace", NULL, NULL, time(NULL), view, err);
+    const char *only = NULL;
+    int own = 0;
+    for (int i = 0; i < policy_set_count(set); i++) {
+        const char *n = policy_set_name_at(set, i);
+        if (n && strcmp(n, "default") != 0) {
+            only = n;
+            own++;
+        }
+    }
+    int rc = path && own == 1 ? policy_view_by_name(set, only, view, err)
+                              : policy_select(set, "trace", NULL, NULL, time(NULL), view, err);
     /* the view points into static tables or into the set: a set loaded from
      * a file stays referenced for the rest of the process */
     if (!path)
