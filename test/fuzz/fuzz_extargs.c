@@ -1,0 +1,50 @@
+/* fuzz_extargs.c -- differential fuzzing of the fast ExtenderArgs scanner
+ * against jansson: whenever the scanner accepts a body, jansson must accept
+ * it too and agree on Pod, NodeNames and Nodes.
+ *
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude \
+ *     test/fuzz/fuzz_extargs.c src/extargs.c src/util.c -ljansson -o /tmp/fuzz_extargs
+ *   /tmp/fuzz_extargs -max_total_time=180 -max_len=4096 /tmp/extargs-corpus
+ */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extargs.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    gp_extargs a;
+    if (extargs_scan((const char *)data, size, 1000, &a) != 0)
+        return 0;
+    json_t *full = json_loadb((const char *)data, size, 0, NULL);
+    if (!full || !json_is_object(full))
+        abort();   /* the scanner accepted what jansson refuses */
+    const json_t *pod = json_object_get(full, "Pod");
+    if (json_is_null(pod))
+        pod = NULL;
+    if ((pod == NULL) != (a.pod == NULL) || (pod && !json_equal(pod, a.pod)))
+        abort();
+    const json_t *nodes = json_object_get(full, "Nodes");
+    if (json_is_null(nodes))
+        nodes = NULL;
+    if ((nodes == NULL) != (a.nodes == NULL) || (nodes && !json_equal(nodes, a.nodes)))
+        abort();
+    const json_t *names = json_object_get(full, "NodeNames");
+    if (json_is_array(names) != a.has_names)
+        abort();
+    if (a.has_names) {
+        if (json_array_size(names) != a.nnames)
+            abort();
+        for (size_t i = 0; i < a.nnames; i++)
+            if (!json_is_string(json_array_get(names, i)) ||
+                strcmp(json_string_value(json_array_get(names, i)), a.names[i]) != 0)
+                abort();
+    }
+    json_decref(full);
+    extargs_free(&a);
+    return 0;
+}
