@@ -3,7 +3,9 @@
  * A 5,000-node filter request is mostly "NodeNames": 5,000 short strings.
  * Building a jansson value for each costs more than fitting the pod on the
  * nodes, so the top level is scanned here: NodeNames are copied into one
- * arena and only "Pod" (and "Nodes") go through jansson. The scanner accepts
+ * arena and only "Pod" (reduced to the members gpupack reads: a pod as sent
+ * is mostly managedFields, status and defaulted fields) and "Nodes" go
+ * through jansson. The scanner accepts
  * only the plain case -- ASCII names without escapes, known keys once each,
  * well-formed JSON -- and declines everything else, so callers then parse the
  * whole body with jansson and get its exact behaviour and error messages. */
@@ -15,7 +17,10 @@
 #include <stddef.h>
 
 typedef struct gp_extargs {
-    json_t *pod;            /* owned; NULL when absent or null */
+    json_t *pod;            /* owned; NULL when absent or null. Reduced to what the
+                             * extender reads: metadata name, namespace, uid, labels
+                             * and the annotations under gpupack.io/; spec.containers and
+                             * spec.initContainers with their name and resources. */
     json_t *nodes;          /* owned; NULL when absent or null */
     bool has_names;         /* NodeNames present and not null */
     size_t nnames;
