@@ -7,8 +7,12 @@
 #include "frag.h"
 
 /* Expected fragment of a node after the next typical pod: sum over shapes m
- * of p_m x min(fragment as is, fragment left by m's best placement here);
- * the former alone when m does not fit (the pod would go elsewhere). */
+ * of p_m x the fragment m leaves here. A one-GPU shape: on the GPU where it
+ * leaves least, min'ed with the fragment as is (the pod may go elsewhere).
+ * A multi-GPU shape (on the first allowed GPUs that fit) or a CPU-only shape:
+ * the fragment its placement leaves, even when higher than as is (as the
+ * shipped results were measured; not min'ed). A shape that does not fit: the
+ * fragment as is. */
 double frag_lookahead_amount(const frag_view *v, const gp_shapes *shapes);
 
 /* Node: FGD decrease plus 5 x the decrease of the look-ahead fragment;

@@ -22,6 +22,10 @@
 #include "trace.h"
 #include "util.h"
 
+/* The extender weight the shipped manifests configure
+ * (manifests/scheduler-config.yaml, extenders[0].weight; test_sim checks). */
+#define SIM_DEFAULT_WEIGHT 5
+
 #define SIM_MAX_STEPS 64   /* report points at 10 % of capacity each */
 
 typedef enum { SIM_MODE_FILTER = 0, SIM_MODE_PRIORITIZE = 1 } sim_mode;
@@ -37,7 +41,8 @@ typedef struct sim_config {
     gp_place_opts place;       /* strategies etc.; place.shapes NULL -> `shapes` below */
     const gp_shapes *shapes;   /* typical shapes for the fragmentation metric (required) */
     sim_mode mode;
-    int weight;                /* extender weight in prioritize mode (kube-scheduler's) */
+    int weight;                /* extender weight in prioritize mode (kube-scheduler's);
+                                * `gpupack simulate` defaults to SIM_DEFAULT_WEIGHT */
     sim_ties ties;             /* filter mode: equal best scores -> RNG, or kube-scheduler's score */
     sim_cpu_pods cpu_pods;     /* CPU-only pods: scored by the policy (paper) or kube-scheduler */
     double inflate;            /* arrivals: re-sample until sum GPU request = inflate x capacity; 0 = none */

@@ -537,7 +537,8 @@ static void usage(FILE *f)
             "  --gpu-strategy NAME    override the policy's GPU strategy\n"
             "  --mode filter|prioritize|both\n"
             "                         deployment mode (default: the policy's nodeDecision)\n"
-            "  --weight N             extender weight in prioritize mode (default 1)\n"
+            "  --weight N             extender weight in prioritize mode (default 5, as\n"
+            "                         manifests/scheduler-config.yaml ships it)\n"
             "  --ties random|kube     filter mode: break equal best scores by RNG (default)\n"
             "                         or by kube-scheduler's LeastAllocated score, as live\n"
             "  --cpu-pods policy|kube CPU-only pods scored by the policy (default, as the\n"
@@ -907,7 +908,7 @@ int sim_main(int argc, char **argv)
     if (c.jobs < 1)
         c.jobs = 1;
     double inflate = 1.3;
-    int weight = 1;
+    int weight = SIM_DEFAULT_WEIGHT;
     sim_ties ties = SIM_TIES_RANDOM;
     sim_cpu_pods cpu_pods = SIM_CPU_PODS_POLICY;
     bool departures = false, shuffle = true, cache = true;

@@ -205,6 +205,206 @@ START_TEST(lookahead_hand_computed)
 }
 END_TEST
 
+/* ---- reference look-ahead: the definition, written the straightforward way
+ * (what src/frag_la.c computed before it was optimised). The optimised code
+ * must agree bit for bit: same decisions, same ties. ---- */
+
+/* The view after a pod of shape m: a one-GPU shape on GPU `gpu`, a multi-GPU
+ * shape on the first allowed GPUs that fit; false when m does not fit. */
+static bool ref_place(const frag_view *v, const gp_shape *m, int gpu, frag_view *out)
+{
+    if (v->cpu_free >= 0 && m->cpu_milli > v->cpu_free)
+        return false;
+    *out = *v;
+    if (out->cpu_free >= 0)
+        out->cpu_free -= m->cpu_milli;
+    if (m->count <= 0)
+        return true;
+    int need = m->core > 0 ? m->core : 1;
+    int got = 0;
+    for (int i = 0; i < out->n && got < m->count; i++) {
+        if (m->count == 1 && i != gpu)
+            continue;
+        if (out->free[i] >= need && (!m->models[0] || gp_model_allowed(m->models, out->model[i]))) {
+            out->free[i] -= need;
+            got++;
+        }
+    }
+    return got == m->count;
+}
+
+static double ref_lookahead(const frag_view *v, const gp_shapes *shapes)
+{
+    double now = frag_amount(v, shapes);
+    double sum = 0.0;
+    for (int k = 0; k < shapes->n; k++) {
+        const gp_shape *m = &shapes->s[k];
+        if (m->weight <= 0)
+            continue;
+        double best = now;
+        frag_view nx;
+        if (m->count == 1) {   /* the best GPU, if better than the node as is */
+            for (int g = 0; g < v->n; g++) {
+                if (!ref_place(v, m, g, &nx))
+                    continue;
+                double f = frag_amount(&nx, shapes);
+                if (f < best)
+                    best = f;
+            }
+        } else if (ref_place(v, m, 0, &nx)) {   /* where it goes, whatever it leaves */
+            best = frag_amount(&nx, shapes);
+        }
+        sum += m->weight * best;
+    }
+    return sum;
+}
+
+static double ref_score(const gp_node *node, const gp_pod_req *req, const gp_assignment *a,
+                        const gp_place_opts *opts)
+{
+    frag_view before, after;
+    frag_view_of_node(node, opts, &before);
+    frag_view_after(node, req, a, opts, &after);
+    double d = frag_amount(&before, opts->shapes) - frag_amount(&after, opts->shapes);
+    double d2 = ref_lookahead(&before, opts->shapes) - ref_lookahead(&after, opts->shapes);
+    double q = floor((d + 5.0 * d2) / 10.0 + 0.5) * 10.0;
+    double left = after.n > 0 ? (double)frag_idle(&after) / after.n : 0.0;
+    return q - left / (GP_CORE_FULL + 1.0);
+}
+
+/* A mixed bag of shapes: whole and shared GPUs, multi-GPU, CPU-only, CPU
+ * requests that exclude some shapes, model lists, a zero weight, and several
+ * shapes with the same GPU dimensions but different CPU. */
+static gp_shapes mixed_shapes(void)
+{
+    static const struct {
+        int count, core;
+        int64_t cpu;
+        double w;
+        const char *models;
+    } t[] = {
+        {1, 1000, 8000, 0.20, ""},   {1, 1000, 32000, 0.10, ""}, {1, 1000, 4000, 0.05, ""},
+        {1, 810, 6000, 0.12, ""},    {1, 810, 88000, 0.03, ""},  {1, 470, 4000, 0.08, ""},
+        {1, 320, 12000, 0.05, ""},   {1, 230, 0, 0.04, ""},      {1, 500, 16000, 0.04, "T4"},
+        {1, 600, 2000, 0.03, "G2|V100M16"}, {2, 1000, 16000, 0.06, ""}, {4, 1000, 32000, 0.04, ""},
+        {8, 1000, 64000, 0.05, ""},  {2, 500, 8000, 0.02, "G2"}, {0, 0, 4000, 0.04, ""},
+        {0, 0, 64000, 0.05, ""},     {1, 160, 2000, 0.0, ""},    {1, 0, 1000, 0.04, ""},
+    };
+    gp_shapes s;
+    memset(&s, 0, sizeof s);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        gp_shape *m = &s.s[s.n++];
+        m->count = t[i].count;
+        m->core = t[i].core;
+        m->cpu_milli = t[i].cpu;
+        m->weight = t[i].w;
+        gp_strlcpy(m->models, t[i].models, sizeof m->models);
+    }
+    return s;
+}
+
+static uint32_t test_rng(uint64_t *st)
+{
+    *st = *st * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return (uint32_t)(*st >> 33);
+}
+
+START_TEST(lookahead_matches_reference)
+{
+    gp_shapes s = mixed_shapes();
+    const gp_shapes *def = frag_default_shapes();
+    /* hand-made views */
+    static const int hand[][8] = {
+        {1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}, {0, 0, 0, 0, 0, 0, 0, 0},
+        {190, 190, 1000, 530, 0, 1000, 680, 190},         {1000, 1000, 0, 0, 1000, 1000, 0, 0},
+        {840, 1000, 1000, 1000, 1000, 1000, 1000, 770},   {10, 0, 0, 0, 0, 0, 0, 1},
+    };
+    static const int64_t cpus[] = {-1, 96000, 30000, 7000, 0};
+    for (size_t h = 0; h < sizeof hand / sizeof hand[0]; h++) {
+        for (size_t c = 0; c < sizeof cpus / sizeof cpus[0]; c++) {
+            for (int n = 1; n <= 8; n *= 2) {
+                frag_view v = view(n, hand[h], cpus[c]);
+                ck_assert(frag_lookahead_amount(&v, &s) == ref_lookahead(&v, &s));
+                ck_assert(frag_lookahead_amount(&v, def) == ref_lookahead(&v, def));
+                ck_assert(frag_lookahead_amount(&v, NULL) == ref_lookahead(&v, def));
+                v.model[n - 1] = "T4";   /* a node with two models */
+                ck_assert(frag_lookahead_amount(&v, &s) == ref_lookahead(&v, &s));
+            }
+        }
+    }
+    /* pseudo-random views: shares from a small set (so that GPUs repeat) */
+    static const int shares[] = {0, 0, 1000, 1000, 190, 530, 680, 500, 320, 1};
+    static const char *models[] = {"G2", "G2", "T4", "V100M16"};
+    uint64_t st = 7;
+    for (int r = 0; r < 400; r++) {
+        frag_view v;
+        memset(&v, 0, sizeof v);
+        v.n = 1 + (int)(test_rng(&st) % 8);
+        bool mixed = r % 3 == 0;
+        for (int i = 0; i < v.n; i++) {
+            v.free[i] = shares[test_rng(&st) % 10];
+            v.model[i] = mixed ? models[test_rng(&st) % 4] : "G2";
+        }
+        v.cpu_free = r % 5 == 0 ? -1 : (int64_t)(test_rng(&st) % 100) * 1000;
+        ck_assert(frag_lookahead_amount(&v, &s) == ref_lookahead(&v, &s));
+    }
+}
+END_TEST
+
+START_TEST(lookahead_score_matches_reference)
+{
+    gp_shapes s = mixed_shapes();
+    gp_place_opts o;
+    placement_default_opts(&o);
+    o.gpu = placement_gpu_strategy("fragmentation-aware");
+    o.node = placement_node_strategy("fragmentation-aware-lookahead");
+    o.shapes = &s;
+    /* node states: used compute per GPU (memory in proportion) and CPU */
+    static const int used[][8] = {
+        {0, 0, 0, 0, 0, 0, 0, 0},         {810, 810, 0, 470, 1000, 0, 320, 810},
+        {1000, 1000, 1000, 1000, 0, 0, 0, 0}, {160, 0, 0, 0, 0, 0, 0, 230},
+        {1000, 1000, 1000, 1000, 1000, 1000, 1000, 500},
+    };
+    static const int64_t cpu_used[] = {0, 40000, 90000};
+    static const struct {
+        int count, core;
+        int64_t cpu;
+    } reqs[] = {{1, 1000, 8000}, {1, 810, 6000}, {1, 470, 4000}, {2, 1000, 16000},
+                {1, 190, 2000},  {4, 1000, 32000}, {1, 500, 0}};
+    int scored = 0;
+    for (size_t u = 0; u < sizeof used / sizeof used[0]; u++) {
+        for (size_t c = 0; c < sizeof cpu_used / sizeof cpu_used[0]; c++) {
+            gp_node n;
+            g2_node(&n, 8);
+            n.cpu_alloc_milli = 96000;
+            n.cpu_used_milli = cpu_used[c];
+            for (int i = 0; i < 8; i++) {
+                n.gpus[i].core_used = used[u][i];
+                n.gpus[i].mem_used = 20 * used[u][i];
+                n.gpus[i].pods = used[u][i] > 0;
+            }
+            if (u == 1)
+                n.gpus[5].info.healthy = false;
+            for (size_t q = 0; q < sizeof reqs / sizeof reqs[0]; q++) {
+                gp_pod_req r;
+                memset(&r, 0, sizeof r);
+                r.nctrs = 1;
+                r.ctrs[0].count = reqs[q].count;
+                r.ctrs[0].core = reqs[q].core;
+                r.ctrs[0].mem_permille = reqs[q].core;
+                r.cpu_milli = reqs[q].cpu;
+                gp_assignment a;
+                if (placement_fit(&n, &r, &o, &a, NULL) != 0)
+                    continue;
+                ck_assert(placement_node_score(&n, &r, &a, &o) == ref_score(&n, &r, &a, &o));
+                scored++;
+            }
+        }
+    }
+    ck_assert_int_gt(scored, 40);
+}
+END_TEST
+
 Suite *suite_frag(void);
 Suite *suite_frag(void)
 {
@@ -215,6 +415,8 @@ Suite *suite_frag(void)
     tcase_add_test(tc, typical_shapes_by_popularity);
     tcase_add_test(tc, fgd_gpu_choice_packs_the_partial_gpu);
     tcase_add_test(tc, lookahead_hand_computed);
+    tcase_add_test(tc, lookahead_matches_reference);
+    tcase_add_test(tc, lookahead_score_matches_reference);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "yamljson.h"
 
 #define FIX "test/fixtures/sim/"
 
@@ -139,6 +140,20 @@ START_TEST(departures_need_times)
 }
 END_TEST
 
+START_TEST(default_weight_is_the_manifests)
+{
+    /* prioritize mode must model the extender weight the manifests ship */
+    gp_err err;
+    json_t *cfg = yamljson_load_file("manifests/scheduler-config.yaml", &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    json_t *doc = json_array_get(cfg, 0);   /* the stream's documents */
+    json_t *w = json_object_get(json_array_get(json_object_get(doc, "extenders"), 0), "weight");
+    ck_assert(json_is_integer(w));
+    ck_assert_int_eq(json_integer_value(w), SIM_DEFAULT_WEIGHT);
+    json_decref(cfg);
+}
+END_TEST
+
 Suite *suite_sim(void);
 Suite *suite_sim(void)
 {
@@ -149,6 +164,7 @@ Suite *suite_sim(void)
     tcase_add_test(tc, hand_computed_departures);
     tcase_add_test(tc, inflation_reaches_the_target_and_seeds_repeat);
     tcase_add_test(tc, departures_need_times);
+    tcase_add_test(tc, default_weight_is_the_manifests);
     suite_add_tcase(s, tc);
     return s;
 }
