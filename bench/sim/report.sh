@@ -30,7 +30,7 @@ set output '$P'
 set title 'openb default trace: GPU allocation ratio vs arrived workload (mean of seeds 42..51)'
 set xlabel 'arrived GPU workload (% of capacity)'
 set ylabel 'GPU allocation ratio (%)'
-set key left top
+set key right bottom
 set grid
 set xrange [50:135]
 set yrange [50:100]

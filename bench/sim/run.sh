@@ -31,11 +31,13 @@ run() {   # label trace extra-args...
 
 : > "$OUT/wall_times.txt"
 D=openb_pod_list_default
-run random      $D --node-strategy random --gpu-strategy random --mode filter
-run best-fit    $D --node-strategy best-fit --gpu-strategy best-fit --mode filter
-run fgd-paper   $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode filter --shape-weight pods
-run fgd         $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode filter
-run fgd-bestfit  $D --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode filter
+# default trace: both deployment modes (prioritize: extender weight 5, simulate's
+# default, as manifests/scheduler-config.yaml ships it)
+run random      $D --node-strategy random --gpu-strategy random --mode both
+run best-fit    $D --node-strategy best-fit --gpu-strategy best-fit --mode both
+run fgd-paper   $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode both --shape-weight pods
+run fgd         $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode both
+run fgd-bestfit  $D --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode both
 run fgd-lookahead-policy $D --policy policies/fragmentation-aware.yaml --mode both
 run fgd-lookahead-kubecpu $D --policy policies/fragmentation-aware.yaml --cpu-pods kube
 for V in openb_pod_list_gpushare40 openb_pod_list_gpuspec10 openb_pod_list_multigpu20 openb_pod_list_cpu050; do
@@ -43,4 +45,17 @@ for V in openb_pod_list_gpushare40 openb_pod_list_gpuspec10 openb_pod_list_multi
   run fgd-bestfit $V --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode filter
   run fgd-lookahead-policy $V --policy policies/fragmentation-aware.yaml --mode filter
 done
+# speed: wall time of one full 10-seed default-trace experiment per policy, filter mode only
+speed() {   # label args...
+  label=$1; shift
+  start=$(date +%s.%N)
+  $SIM --nodes "$NODES" --pods "$T/$D.csv" --quiet --csv --mode filter "$@" > /dev/null
+  end=$(date +%s.%N)
+  printf 'speed %s filter %.1f s\n' "$label" "$(echo "$end - $start" | bc)" | tee -a "$OUT/wall_times.txt"
+}
+speed random      --node-strategy random --gpu-strategy random
+speed best-fit    --node-strategy best-fit --gpu-strategy best-fit
+speed fgd         --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware
+speed fgd-bestfit --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware
+speed fgd-lookahead-policy --policy policies/fragmentation-aware.yaml
 sh bench/sim/report.sh
