@@ -91,7 +91,7 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     const char *url = "http://127.0.0.1:8765", *verb = "filter", *sample = NULL;
-    int nodes = 100, requests = 2000, warmup = 200;
+    int nodes = 100, requests = 2000, warmup = 200, print_body = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--gen-cluster") == 0 && i + 1 < argc)
             return gen_cluster(atoi(argv[++i]));
@@ -107,9 +107,12 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--pod-sample") == 0 && i + 1 < argc)
             sample = argv[++i];
+        else if (strcmp(argv[i], "--print-body") == 0)
+            print_body = 1;
         else {
             fprintf(stderr, "usage: loadgen --gen-cluster N | [--url U] [--verb filter|prioritize]"
-                            " [--nodes N] [--requests K] [--warmup W] [--pod-sample FILE]\n");
+                            " [--nodes N] [--requests K] [--warmup W] [--pod-sample FILE]"
+                            " [--print-body]\n");
             return 2;
         }
     }
@@ -126,11 +129,19 @@ int main(int argc, char **argv)
     json_t *args = json_pack("{s:o,s:o,s:n}", "Pod", bench_pod(sample), "NodeNames", names, "Nodes");
     char *body = json_dumps(args, JSON_COMPACT);
     json_decref(args);
+    if (print_body) {   /* for other clients (wrk) to send the same request */
+        fputs(body, stdout);
+        free(body);
+        return 0;
+    }
     char *full = xasprintf("%s/%s", url, verb);
 
     curl_global_init(CURL_GLOBAL_DEFAULT);
     CURL *h = curl_easy_init();
+    /* kube-scheduler's Go client sends no "Expect: 100-continue"; libcurl does
+     * for bodies over 1 KiB and then waits for the interim 100 answer */
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    hdr = curl_slist_append(hdr, "Expect:");
     size_t bytes = 0;
     curl_easy_setopt(h, CURLOPT_URL, full);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);

@@ -27,6 +27,10 @@ typedef struct gp_gpu_strategy {
     const char *name;
     const char *doc;
     gp_gpu_cost_fn cost;
+    /* choices depend on the node's identity (its name), not only on its GPU
+     * state: two nodes in the same state may be placed differently, so their
+     * results must not be shared (see extender.c's per-request memo) */
+    bool per_node;
 } gp_gpu_strategy;
 
 typedef struct gp_node_strategy {
@@ -94,6 +98,13 @@ void placement_normalize(const double *raw, int n, int *scores);
 /* Utilisation of one GPU after adding (mem, core): weighted mean of memory
  * and compute fractions in 0..1. Shared by strategies. */
 double placement_gpu_util(const gp_gpu *g, int64_t mem_add, int core_add, const gp_place_opts *o);
+
+/* True when nodes a and b are in the same state for placement: same GPUs
+ * (inventory and use), same host resources. Their fit and score for one
+ * request are then the same, unless the GPU strategy is per_node. */
+bool placement_same_state(const gp_node *a, const gp_node *b);
+/* A hash of what placement_same_state compares (numbers only). */
+uint64_t placement_state_hash(const gp_node *n);
 
 /* Strategy tables and lookup by name (NULL when unknown). */
 const gp_gpu_strategy *placement_gpu_strategy(const char *name);

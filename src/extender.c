@@ -447,12 +447,44 @@ typedef struct eval_job {
     size_t from, to;
 } eval_job;
 
+/* Within one request, nodes in the same state get the same verdict: a
+ * small table from state to the first such node's verdict (state compared in
+ * full, the hash only finds candidates). Clusters are mostly made of a few
+ * kinds of machine, many of them empty or full. */
+#define MEMO_SLOTS 4096
+
+typedef struct memo_slot {
+    uint64_t hash;
+    const gp_node *rep;     /* NULL = empty slot */
+    size_t idx;             /* whose verdict to copy */
+} memo_slot;
+
+static size_t memo_find(memo_slot *m, const gp_node *node, uint64_t h, bool *found)
+{
+    size_t i = h & (MEMO_SLOTS - 1);
+    for (size_t probes = 0; probes < 16; probes++, i = (i + 1) & (MEMO_SLOTS - 1)) {
+        if (!m[i].rep) {
+            *found = false;
+            return i;
+        }
+        if (m[i].hash == h && placement_same_state(m[i].rep, node)) {
+            *found = true;
+            return i;
+        }
+    }
+    *found = false;
+    return MEMO_SLOTS;   /* crowded: evaluate without memo */
+}
+
 /* Evaluates nodes [from, to). The caller holds the store's read lock. */
 static void *eval_range(void *arg)
 {
     eval_job *j = arg;
     const gp_policy_view *view = j->view;
     const gp_pod_req *req = j->req;
+    /* a verdict may be shared when it depends on the node's state alone */
+    bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
+    memo_slot *memo = memo_ok && j->to - j->from > 8 ? xcalloc(MEMO_SLOTS, sizeof *memo) : NULL;
     for (size_t i = j->from; i < j->to; i++) {
         const char *name = node_list_name(j->nl, i);
         const gp_node *node = cluster_rd_node(j->e->c, name);
@@ -463,14 +495,23 @@ static void *eval_range(void *arg)
             set_reason_w(j->vs, j->arena, i, "node is not known to gpupack (no GPU inventory seen)");
             continue;
         }
+        size_t slot = MEMO_SLOTS;
+        uint64_t h = 0;
+        if (memo) {
+            bool found;
+            h = placement_state_hash(node);
+            slot = memo_find(memo, node, h, &found);
+            if (found) {
+                *v = j->vs->v[memo[slot].idx];
+                continue;
+            }
+        }
         gp_assignment a;
         gp_fit_fail why;
         if (placement_fit(node, req, &view->place, &a, &why)) {
             v->unresolvable = why.unresolvable;
             set_reason_w(j->vs, j->arena, i, "%s", why.reason);
-            continue;
-        }
-        if (view->ns_share_cap > 0 && node->ngpus > 0) {
+        } else if (view->ns_share_cap > 0 && node->ngpus > 0) {
             gp_hold holds[GP_MAX_GPUS_PER_NODE];
             int nh = gp_assignment_holds(&a, holds);
             int held = cluster_rd_ns_gpus(j->e->c, name, req->ns);
@@ -481,13 +522,18 @@ static void *eval_range(void *arg)
                 set_reason_w(j->vs, j->arena, i,
                              "namespace %.60s would hold %d of %d GPUs, policy %.60s allows %d",
                              req->ns, held + nh, node->ngpus, view->name, cap);
-                continue;
+            } else {
+                v->fits = true;
             }
+        } else {
+            v->fits = true;
         }
-        v->fits = true;
-        if (j->want_scores)
+        if (v->fits && j->want_scores)
             v->raw = placement_node_score(node, req, &a, &view->place);
+        if (slot < MEMO_SLOTS)
+            memo[slot] = (memo_slot){h, node, i};
     }
+    free(memo);
     return NULL;
 }
 

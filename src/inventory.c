@@ -106,7 +106,7 @@ static int src_array(const array_source *src, const json_t *node, gp_inventory *
         return 0;
     if (!json_is_string(a))
         return gp_fail(err, "%s: must be a string", what);
-    json_t *arr;
+    json_t *arr = NULL;
     if (parse_array_annotation(json_string_value(a), what, &arr, err))
         return -1;
     int rc = -1;

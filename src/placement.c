@@ -120,14 +120,15 @@ static double cost_first_fit(const gp_place_ctx *x, int pos, const gp_ctr_req *r
 }
 
 static const gp_gpu_strategy gpu_strategies[] = {
-    {"best-fit", "the GPU left with the least free memory and compute", cost_best_fit},
-    {"binpack", "the most used GPU that fits", cost_binpack},
-    {"spread", "the least used GPU that fits", cost_spread},
-    {"first-fit", "the lowest device index that fits", cost_first_fit},
+    {"best-fit", "the GPU left with the least free memory and compute", cost_best_fit, false},
+    {"binpack", "the most used GPU that fits", cost_binpack, false},
+    {"spread", "the least used GPU that fits", cost_spread, false},
+    {"first-fit", "the lowest device index that fits", cost_first_fit, false},
     {"fragmentation-aware",
      "the GPU whose use leaves the node least fragmented for the typical task shapes (FGD)",
-     frag_gpu_cost_fgd},
-    {"random", "a pseudo-random GPU that fits, stable per container and node", frag_gpu_cost_random},
+     frag_gpu_cost_fgd, false},
+    {"random", "a pseudo-random GPU that fits, stable per container and node", frag_gpu_cost_random,
+     true},
     /* more GPU strategies: add rows here */
 };
 
@@ -475,6 +476,43 @@ void placement_normalize(const double *raw, int n, int *scores)
         else
             scores[i] = (int)lround(10.0 * (raw[i] - lo) / (hi - lo));
     }
+}
+
+bool placement_same_state(const gp_node *a, const gp_node *b)
+{
+    if (a->ngpus != b->ngpus || a->cpu_alloc_milli != b->cpu_alloc_milli ||
+        a->cpu_used_milli != b->cpu_used_milli || a->host_mem_alloc_mib != b->host_mem_alloc_mib ||
+        a->host_mem_used_mib != b->host_mem_used_mib)
+        return false;
+    for (int i = 0; i < a->ngpus; i++) {
+        const gp_gpu *x = &a->gpus[i], *y = &b->gpus[i];
+        if (x->mem_used != y->mem_used || x->core_used != y->core_used || x->pods != y->pods ||
+            x->info.mem_total != y->info.mem_total || x->info.core_total != y->info.core_total ||
+            x->info.index != y->info.index || x->info.healthy != y->info.healthy ||
+            strcmp(x->info.model, y->info.model) != 0)
+            return false;
+    }
+    return true;
+}
+
+uint64_t placement_state_hash(const gp_node *n)
+{
+    uint64_t h = UINT64_C(1469598103934665603);
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * UINT64_C(1099511628211))
+    MIX(n->ngpus);
+    MIX(n->cpu_used_milli);
+    MIX(n->host_mem_used_mib);
+    for (int i = 0; i < n->ngpus; i++) {
+        const gp_gpu *g = &n->gpus[i];
+        MIX(g->mem_used);
+        MIX(g->core_used);
+        MIX(g->pods);
+        MIX(g->info.mem_total);
+        MIX(g->info.index);
+        MIX(g->info.healthy);
+    }
+#undef MIX
+    return h;
 }
 
 int placement_apply(gp_node *node, const gp_assignment *a, int sign)

@@ -536,6 +536,76 @@ START_TEST(large_lists_split_across_threads)
 }
 END_TEST
 
+/* Nodes in the same state share a verdict inside one request: the answer
+ * must equal evaluating every node on its own. */
+START_TEST(shared_verdicts_equal_per_node_evaluation)
+{
+    enum { N = 60 };
+    gp_cluster *c = cluster_new();
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_err err;
+    json_t *names = json_array();
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "m%02d", i);
+        json_array_append_new(names, json_string(name));
+        gp_inventory inv;
+        tu_inventory(&inv, 4, 16384, i % 7 == 6 ? "T4" : "A100");   /* two models */
+        cluster_upsert_node(c, name, &inv);
+        int kind = i % 3;   /* 0: empty, 1: full alike, 2: each one different */
+        if (kind == 0)
+            continue;
+        gp_pod_req r;
+        char uid[32];
+        snprintf(uid, sizeof uid, "fill-%d", i);
+        tu_req(&r, uid, kind == 1 ? 4 : 1, kind == 1 ? 15000 : 100 + (283 * i) % 15000, 0);
+        gp_assignment a;
+        ck_assert_int_eq(cluster_place_and_assume(c, name, &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    }
+    json_t *args = json_pack("{s:{s:{s:s,s:s,s:{s:s}},s:{s:[{s:s,s:{s:{s:s,s:s}}}]}},s:o}", "Pod",
+                             "metadata", "name", "p", "uid", "memo", "annotations",
+                             "gpupack.io/gpu-model", "A100", "spec", "containers", "name", "main",
+                             "resources", "limits", "gpupack.io/gpu-mem", "12000",
+                             "gpupack.io/gpu-core", "30", "NodeNames", names);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    gp_extender *e = extender_new(c, NULL);
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    gp_pod_req req;
+    tu_req(&req, "memo", 1, 12000, 300);
+    gp_strlcpy(req.models, "A100", sizeof req.models);
+    int fits = 0;
+    cluster_rdlock(c);
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "m%02d", i);
+        gp_assignment a;
+        gp_fit_fail why;
+        bool ok = placement_fit(cluster_rd_node(c, name), &req, &o, &a, &why) == 0;
+        json_t *failed = json_object_get(json_object_get(out, why.unresolvable ? "FailedAndUnresolvableNodes" : "FailedNodes"), name);
+        if (ok) {
+            fits++;
+            ck_assert_msg(!json_object_get(json_object_get(out, "FailedNodes"), name) &&
+                          !json_object_get(json_object_get(out, "FailedAndUnresolvableNodes"), name),
+                          "%s fits on its own but was failed", name);
+        } else {
+            ck_assert_msg(failed, "%s fails on its own (%s) but not in the answer", name, why.reason);
+            ck_assert_str_eq(json_string_value(failed), why.reason);
+        }
+    }
+    cluster_unlock(c);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), (size_t)fits);
+    ck_assert_int_gt(fits, 0);
+    ck_assert_int_lt(fits, N);
+    json_decref(out);
+    free(body);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *suite_extender(void);
 Suite *suite_extender(void)
 {
@@ -551,6 +621,7 @@ Suite *suite_extender(void)
     tcase_add_test(t, binder_failure_rolls_back);
     tcase_add_test(t, answers_escape_names_and_reasons);
     tcase_add_test(t, large_lists_split_across_threads);
+    tcase_add_test(t, shared_verdicts_equal_per_node_evaluation);
     tcase_add_test(t, concurrent_binds_through_the_verbs);
     suite_add_tcase(s, t);
     return s;
