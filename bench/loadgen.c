@@ -16,8 +16,10 @@
 #define GPUS_PER_NODE 8
 
 /* Every 4th node has all GPUs taken by one pod, so filter answers carry
- * failure reasons as well as fits. */
-static int gen_cluster(int n)
+ * failure reasons as well as fits. varied: every other node also holds a
+ * different share of one GPU, so (almost) no two nodes are in the same state
+ * and the extender cannot share verdicts between nodes. */
+static int gen_cluster(int n, int varied)
 {
     json_t *items = json_array();
     for (int i = 0; i < n; i++) {
@@ -34,6 +36,20 @@ static int gen_cluster(int n)
         json_array_append_new(items, json_pack("{s:s,s:s,s:{s:s,s:{s:s}}}", "apiVersion", "v1",
                                                "kind", "Node", "metadata", "name", name,
                                                "annotations", "gpupack.io/gpus", gpus));
+        if (varied && i % 4 != 0) {
+            char assign[256], uid[64];
+            snprintf(assign, sizeof assign,
+                     "{\"node\":\"%s\",\"containers\":[{\"name\":\"c\",\"gpus\":[{\"index\":%d,"
+                     "\"memMiB\":%d,\"core\":%d}]}]}",
+                     name, i % GPUS_PER_NODE, 1024 + (i * 7919) % 70000, 5 + (i * 31) % 90);
+            snprintf(uid, sizeof uid, "bench-v-%05d", i);
+            json_array_append_new(items, json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:s},s:{s:s}}",
+                                                   "apiVersion", "v1", "kind", "Pod", "metadata",
+                                                   "name", uid, "namespace", "bench", "uid", uid,
+                                                   "annotations", "gpupack.io/assignment", assign,
+                                                   "spec", "nodeName", name, "status", "phase",
+                                                   "Running"));
+        }
         if (i % 4 == 0) {
             char assign[1024], uid[64];
             off = (size_t)snprintf(assign, sizeof assign,
@@ -91,10 +107,12 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     const char *url = "http://127.0.0.1:8765", *verb = "filter", *sample = NULL;
-    int nodes = 100, requests = 2000, warmup = 200, print_body = 0;
+    int nodes = 100, requests = 2000, warmup = 200, print_body = 0, varied = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--gen-cluster") == 0 && i + 1 < argc)
-            return gen_cluster(atoi(argv[++i]));
+        if (strcmp(argv[i], "--varied") == 0)
+            varied = 1;
+        else if (strcmp(argv[i], "--gen-cluster") == 0 && i + 1 < argc)
+            return gen_cluster(atoi(argv[++i]), varied);
         else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc)
             url = argv[++i];
         else if (strcmp(argv[i], "--verb") == 0 && i + 1 < argc)
@@ -110,7 +128,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--print-body") == 0)
             print_body = 1;
         else {
-            fprintf(stderr, "usage: loadgen --gen-cluster N | [--url U] [--verb filter|prioritize]"
+            fprintf(stderr, "usage: loadgen [--varied] --gen-cluster N | [--url U] [--verb filter|prioritize]"
                             " [--nodes N] [--requests K] [--warmup W] [--pod-sample FILE]"
                             " [--print-body]\n");
             return 2;

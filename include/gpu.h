@@ -50,6 +50,11 @@ typedef struct gp_node {
     char source[16];              /* inventory source: gpupack, hami, gfd, aliyun, trace */
     int64_t cpu_alloc_milli, cpu_used_milli;
     int64_t host_mem_alloc_mib, host_mem_used_mib;
+    /* Fingerprint of the state placement depends on (placement_state_hash),
+     * kept current by whoever owns the node; 0 = not kept (then readers hash
+     * the node themselves). Lets one request share verdicts between nodes in
+     * the same state without reading their GPUs again. */
+    uint64_t state_hash;
     int ngpus;
     /* Must stay the last member: stores allocate nodes to their GPU count
      * (gp_node_size() in cluster.h). Positions 0..ngpus-1, sorted by index. */

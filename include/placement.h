@@ -103,7 +103,7 @@ double placement_gpu_util(const gp_gpu *g, int64_t mem_add, int core_add, const 
  * (inventory and use), same host resources. Their fit and score for one
  * request are then the same, unless the GPU strategy is per_node. */
 bool placement_same_state(const gp_node *a, const gp_node *b);
-/* A hash of what placement_same_state compares (numbers only). */
+/* A 64-bit fingerprint of what placement_same_state compares; never 0. */
 uint64_t placement_state_hash(const gp_node *n);
 
 /* Strategy tables and lookup by name (NULL when unknown). */

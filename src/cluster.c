@@ -132,6 +132,7 @@ static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
         g->core_used += sign * holds[h].core;
         g->pods += sign;
     }
+    e->node.state_hash = placement_state_hash(&e->node);
 }
 
 static void attach(gp_cluster *c, pod_rec *r)
@@ -218,6 +219,7 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
     e->node.ngpus = inv->n;
     for (int i = 0; i < inv->n; i++)
         e->node.gpus[i].info = inv->gpus[i];
+    e->node.state_hash = placement_state_hash(&e->node);
     e->gen = c->node_gen;
     strmap_put(c->nodes, name, e);
     if (old) {

@@ -459,7 +459,11 @@ typedef struct memo_slot {
     size_t idx;             /* whose verdict to copy */
 } memo_slot;
 
-static size_t memo_find(memo_slot *m, const gp_node *node, uint64_t h, bool *found)
+/* kept: the store maintains node->state_hash; equal fingerprints are then
+ * taken as equal states without reading the GPUs again (a 64-bit collision
+ * among a few thousand states is ~1e-12 likely, and bind re-checks the fit
+ * under the store's lock, so it could not over-commit a GPU). */
+static size_t memo_find(memo_slot *m, const gp_node *node, uint64_t h, bool kept, bool *found)
 {
     size_t i = h & (MEMO_SLOTS - 1);
     for (size_t probes = 0; probes < 16; probes++, i = (i + 1) & (MEMO_SLOTS - 1)) {
@@ -467,7 +471,7 @@ static size_t memo_find(memo_slot *m, const gp_node *node, uint64_t h, bool *fou
             *found = false;
             return i;
         }
-        if (m[i].hash == h && placement_same_state(m[i].rep, node)) {
+        if (m[i].hash == h && (kept || placement_same_state(m[i].rep, node))) {
             *found = true;
             return i;
         }
@@ -499,8 +503,9 @@ static void *eval_range(void *arg)
         uint64_t h = 0;
         if (memo) {
             bool found;
-            h = placement_state_hash(node);
-            slot = memo_find(memo, node, h, &found);
+            bool kept = node->state_hash != 0;
+            h = kept ? node->state_hash : placement_state_hash(node);
+            slot = memo_find(memo, node, h, kept, &found);
             if (found) {
                 *v = j->vs->v[memo[slot].idx];
                 continue;

@@ -500,7 +500,9 @@ uint64_t placement_state_hash(const gp_node *n)
     uint64_t h = UINT64_C(1469598103934665603);
 #define MIX(v) (h = (h ^ (uint64_t)(v)) * UINT64_C(1099511628211))
     MIX(n->ngpus);
+    MIX(n->cpu_alloc_milli);
     MIX(n->cpu_used_milli);
+    MIX(n->host_mem_alloc_mib);
     MIX(n->host_mem_used_mib);
     for (int i = 0; i < n->ngpus; i++) {
         const gp_gpu *g = &n->gpus[i];
@@ -508,11 +510,21 @@ uint64_t placement_state_hash(const gp_node *n)
         MIX(g->core_used);
         MIX(g->pods);
         MIX(g->info.mem_total);
+        MIX(g->info.core_total);
         MIX(g->info.index);
         MIX(g->info.healthy);
+        for (const char *m = g->info.model; *m; m++)
+            MIX((unsigned char)*m);
+        MIX(0xff);
     }
 #undef MIX
-    return h;
+    /* finalise (splitmix64): FNV alone mixes the high bits poorly */
+    h ^= h >> 30;
+    h *= UINT64_C(0xbf58476d1ce4e5b9);
+    h ^= h >> 27;
+    h *= UINT64_C(0x94d049bb133111eb);
+    h ^= h >> 31;
+    return h ? h : 1;   /* 0 means "not kept" */
 }
 
 int placement_apply(gp_node *node, const gp_assignment *a, int sign)

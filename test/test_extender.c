@@ -606,6 +606,58 @@ START_TEST(shared_verdicts_equal_per_node_evaluation)
 }
 END_TEST
 
+/* The fingerprint that lets nodes share a verdict follows every change. */
+START_TEST(shared_verdicts_follow_changes)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    json_t *names = json_array();
+    for (int i = 0; i < 12; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%02d", i);
+        cluster_upsert_node(c, name, &inv);
+        json_array_append_new(names, json_string(name));
+    }
+    json_t *args = json_pack("{s:{s:{s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}},s:o}", "Pod", "metadata",
+                             "name", "p", "uid", "u1", "spec", "containers", "name", "c",
+                             "resources", "limits", "gpupack.io/gpu-mem", "10000", "NodeNames", names);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    gp_extender *e = extender_new(c, NULL);
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 12);
+    json_decref(out);
+    const char *bind = "{\"PodName\":\"p\",\"PodNamespace\":\"default\",\"PodUID\":\"u1\",\"Node\":\"s05\"}";
+    ck_assert_int_eq(call(extender_bind, e, bind, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    /* same pod shape, another uid: s05 is now different from its eleven twins */
+    char *body2 = xstrdup(body);
+    char *u = strstr(body2, "\"u1\"");
+    ck_assert_ptr_nonnull(u);
+    u[2] = '2';
+    ck_assert_int_eq(call(extender_filter, e, body2, &out), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 11);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(out, "FailedNodes"), "s05"));
+    json_decref(out);
+    /* the pod goes away: s05 is a twin again */
+    gp_assignment a;
+    ck_assert_int_eq(cluster_pod_get(c, "u1", &a, NULL), 0);
+    gp_pod_obs obs = {.uid = "u1", .ns = "default", .name = "p", .node_name = "s05", .terminal = true,
+                      .assign = &a};
+    cluster_pod_observed(c, &obs);
+    ck_assert_int_eq(call(extender_filter, e, body2, &out), 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 12);
+    json_decref(out);
+    free(body);
+    free(body2);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *suite_extender(void);
 Suite *suite_extender(void)
 {
@@ -622,6 +674,7 @@ Suite *suite_extender(void)
     tcase_add_test(t, answers_escape_names_and_reasons);
     tcase_add_test(t, large_lists_split_across_threads);
     tcase_add_test(t, shared_verdicts_equal_per_node_evaluation);
+    tcase_add_test(t, shared_verdicts_follow_changes);
     tcase_add_test(t, concurrent_binds_through_the_verbs);
     suite_add_tcase(s, t);
     return s;
