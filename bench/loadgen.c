@@ -15,6 +15,15 @@
 
 #define GPUS_PER_NODE 8
 
+/* A running pod in namespace bench holding the GPUs `assign` names. */
+static json_t *bench_pod_holding(const char *uid, const char *node, const char *assign)
+{
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:s},s:{s:s}}", "apiVersion", "v1",
+                     "kind", "Pod", "metadata", "name", uid, "namespace", "bench", "uid", uid,
+                     "annotations", "gpupack.io/assignment", assign, "spec", "nodeName", node,
+                     "status", "phase", "Running");
+}
+
 /* Every 4th node has all GPUs taken by one pod, so filter answers carry
  * failure reasons as well as fits. varied: every other node also holds a
  * different share of one GPU, so (almost) no two nodes are in the same state
@@ -43,12 +52,7 @@ static int gen_cluster(int n, int varied)
                      "\"memMiB\":%d,\"core\":%d}]}]}",
                      name, i % GPUS_PER_NODE, 1024 + (i * 7919) % 70000, 5 + (i * 31) % 90);
             snprintf(uid, sizeof uid, "bench-v-%05d", i);
-            json_array_append_new(items, json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:s},s:{s:s}}",
-                                                   "apiVersion", "v1", "kind", "Pod", "metadata",
-                                                   "name", uid, "namespace", "bench", "uid", uid,
-                                                   "annotations", "gpupack.io/assignment", assign,
-                                                   "spec", "nodeName", name, "status", "phase",
-                                                   "Running"));
+            json_array_append_new(items, bench_pod_holding(uid, name, assign));
         }
         if (i % 4 == 0) {
             char assign[1024], uid[64];
@@ -59,12 +63,7 @@ static int gen_cluster(int n, int varied)
                                         "%s{\"index\":%d,\"memMiB\":81920,\"core\":100}", g ? "," : "", g);
             snprintf(assign + off, sizeof assign - off, "]}]}");
             snprintf(uid, sizeof uid, "bench-%05d", i);
-            json_array_append_new(items, json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:s},s:{s:s}}",
-                                                   "apiVersion", "v1", "kind", "Pod", "metadata",
-                                                   "name", uid, "namespace", "bench", "uid", uid,
-                                                   "annotations", "gpupack.io/assignment", assign,
-                                                   "spec", "nodeName", name, "status", "phase",
-                                                   "Running"));
+            json_array_append_new(items, bench_pod_holding(uid, name, assign));
         }
     }
     json_t *list = json_pack("{s:s,s:s,s:o}", "apiVersion", "v1", "kind", "List", "items", items);

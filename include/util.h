@@ -47,6 +47,12 @@ void gp_buf_free(gp_buf *b);   /* accepts a zeroed or freed buffer */
 /* Bounded copy; always terminates dst (dstsize > 0). Returns strlen(src). */
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize);
 
+/* FNV-1a over n bytes, continuing from h (start with GP_FNV_OFFSET). For
+ * hash tables and change fingerprints, not for security. */
+#define GP_FNV_OFFSET UINT64_C(14695981039346656037)
+#define GP_FNV_PRIME UINT64_C(1099511628211)
+uint64_t gp_fnv1a(uint64_t h, const void *p, size_t n);
+
 /* Wall clock in Unix nanoseconds, and a monotonic clock in seconds. */
 int64_t gp_now_ns(void);
 double gp_mono_s(void);

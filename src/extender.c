@@ -619,6 +619,33 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
     return b.data;
 }
 
+typedef enum { ASSESSED, NOT_OURS, BAD_POD } assess_result;
+
+/* The half filter and prioritize share: the pod's request under the policy
+ * that governs it, remembered for bind, and every node evaluated (with node
+ * scores when `scores` or the policy decides in filter). The policy set is
+ * released before returning: only the view's plain fields (name,
+ * decide_in_filter) may be read afterwards. */
+static assess_result assess(gp_extender *e, const verb_args *va, bool scores, verdicts *vs,
+                            gp_policy_view *view, gp_err *err)
+{
+    for (size_t i = 0; i < va->nl.n; i++)
+        vs->v[i] = (verdict){0};
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    assess_result r = ASSESSED;
+    if (pod_request(e, va->pod, set, &req, view, err)) {
+        r = BAD_POD;
+    } else if (req.nctrs == 0) {
+        r = NOT_OURS;
+    } else {
+        remember(e, va->pod, req.uid);
+        evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
+    }
+    policy_set_unref(set);
+    return r;
+}
+
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_filter, 1);
@@ -626,47 +653,35 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
     int status = verb_args_decode(e, body, len, &va, out);
     if (status)
         goto done;
-    const json_t *pod = va.pod;
-    const node_list nl = va.nl;
-    gp_policy_set *set = policies_get(e);
-    gp_pod_req req;
+    const node_list *nl = &va.nl;
     gp_policy_view view;
     gp_err err;
-    bool ok_all = false;
     verdicts vs;
-    verdicts_init(&vs, nl.n);
+    verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
-    for (size_t i = 0; i < nl.n; i++)
-        v[i] = (verdict){0};
-    if (pod_request(e, pod, set, &req, &view, &err)) {
+    assess_result r = assess(e, &va, false, &vs, &view, &err);
+    if (r == BAD_POD) {
         /* the pod cannot be scheduled as it stands: say why on every node */
-        for (size_t i = 0; i < nl.n; i++) {
+        for (size_t i = 0; i < nl->n; i++) {
             v[i].unresolvable = true;
             set_reason(&vs, i, "%s", err.msg);
         }
-    } else if (req.nctrs == 0) {
-        ok_all = true;   /* not a gpupack pod: nothing to say */
-    } else {
-        remember(e, pod, req.uid);
-        evaluate(e, &req, &view, &nl, view.decide_in_filter, &vs);
-        if (view.decide_in_filter) {
-            double best = 0;
-            bool any = false;
-            for (size_t i = 0; i < nl.n; i++)
-                if (v[i].fits && (!any || v[i].raw > best)) {
-                    best = v[i].raw;
-                    any = true;
-                }
-            for (size_t i = 0; i < nl.n; i++)
-                if (v[i].fits && v[i].raw < best - 1e-12) {
-                    v[i].fits = false;
-                    set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
-                               view.name);
-                }
-        }
+    } else if (r == ASSESSED && view.decide_in_filter) {
+        double best = 0;
+        bool any = false;
+        for (size_t i = 0; i < nl->n; i++)
+            if (v[i].fits && (!any || v[i].raw > best)) {
+                best = v[i].raw;
+                any = true;
+            }
+        for (size_t i = 0; i < nl->n; i++)
+            if (v[i].fits && v[i].raw < best - 1e-12) {
+                v[i].fits = false;
+                set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
+                           view.name);
+            }
     }
-    policy_set_unref(set);
-    *out = filter_answer(&nl, &vs, ok_all);
+    *out = filter_answer(nl, &vs, r == NOT_OURS);   /* not a gpupack pod: every node passes */
     verdicts_free(&vs);
     status = 200;
 done:
@@ -681,41 +696,36 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     int status = verb_args_decode(e, body, len, &va, out);
     if (status)
         goto done;
-    const json_t *pod = va.pod;
-    const node_list nl = va.nl;
-    gp_policy_set *set = policies_get(e);
-    gp_pod_req req;
+    const node_list *nl = &va.nl;
     gp_policy_view view;
     gp_err err;
     verdicts vs;
-    verdicts_init(&vs, nl.n);
+    verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
-    int *scores = xcalloc(nl.n ? nl.n : 1, sizeof *scores);
-    if (pod_request(e, pod, set, &req, &view, &err) == 0 && req.nctrs > 0) {
-        remember(e, pod, req.uid);
-        evaluate(e, &req, &view, &nl, true, &vs);
-        double *raw = xcalloc(nl.n ? nl.n : 1, sizeof *raw);
-        int *sc = xcalloc(nl.n ? nl.n : 1, sizeof *sc);
+    int *scores = xcalloc(nl->n ? nl->n : 1, sizeof *scores);
+    if (assess(e, &va, true, &vs, &view, &err) == ASSESSED) {
+        /* normalise over the nodes that fit; the others score 0 */
+        double *raw = xcalloc(nl->n ? nl->n : 1, sizeof *raw);
+        int *sc = xcalloc(nl->n ? nl->n : 1, sizeof *sc);
         size_t k = 0;
-        for (size_t i = 0; i < nl.n; i++)
+        for (size_t i = 0; i < nl->n; i++)
             if (v[i].fits)
                 raw[k++] = v[i].raw;
         placement_normalize(raw, (int)k, sc);
         k = 0;
-        for (size_t i = 0; i < nl.n; i++)
+        for (size_t i = 0; i < nl->n; i++)
             scores[i] = v[i].fits ? sc[k++] : 0;
         free(raw);
         free(sc);
     }
-    policy_set_unref(set);
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
     int rc = jsonw_raw(&b, "[");
-    for (size_t i = 0; i < nl.n; i++) {
+    for (size_t i = 0; i < nl->n; i++) {
         char score[32];
         snprintf(score, sizeof score, ",\"Score\":%d}", scores[i]);
         rc |= jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":") |
-              jsonw_str(&b, node_list_name(&nl, i)) | jsonw_raw(&b, score);
+              jsonw_str(&b, node_list_name(nl, i)) | jsonw_raw(&b, score);
     }
     rc |= jsonw_raw(&b, "]");
     if (rc)

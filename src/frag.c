@@ -248,23 +248,13 @@ double frag_gpu_cost_fgd(const gp_place_ctx *ctx, int pos, const gp_ctr_req *req
     return frag_amount(&v, o->shapes);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= UINT64_C(1099511628211);
-    }
-    return h;
-}
-
 double frag_gpu_cost_random(const gp_place_ctx *ctx, int pos, const gp_ctr_req *req)
 {
     const gp_node *node = place_ctx_node(ctx);
-    uint64_t h = UINT64_C(14695981039346656037);
-    h = fnv1a(h, req->name, strlen(req->name));
-    h = fnv1a(h, node->name, strlen(node->name));
-    h = fnv1a(h, &pos, sizeof pos);
+    uint64_t h = GP_FNV_OFFSET;
+    h = gp_fnv1a(h, req->name, strlen(req->name));
+    h = gp_fnv1a(h, node->name, strlen(node->name));
+    h = gp_fnv1a(h, &pos, sizeof pos);
     h ^= h >> 33;
     h *= UINT64_C(0xff51afd7ed558ccd);
     h ^= h >> 33;

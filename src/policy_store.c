@@ -45,16 +45,6 @@ struct policy_store {
 
 /* ============================================================ scanning */
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= UINT64_C(1099511628211);
-    }
-    return h;
-}
-
 static void snap_free(dir_snap *s)
 {
     for (int i = 0; i < s->n; i++) {
@@ -141,11 +131,11 @@ static void scan(const char *dir, dir_snap *s)
     char **paths = NULL;
     int n = 0;
     memset(s, 0, sizeof *s);
-    s->fp = UINT64_C(14695981039346656037);
+    s->fp = GP_FNV_OFFSET;
     if (list_dir(dir, &paths, &n, &err) < 0) {
         gp_strlcpy(s->err_file, dir, sizeof s->err_file);
         gp_strlcpy(s->error, err.msg, sizeof s->error);
-        s->fp = fnv1a(s->fp, err.msg, strlen(err.msg));
+        s->fp = gp_fnv1a(s->fp, err.msg, strlen(err.msg));
     }
     s->paths = paths;
     s->texts = xcalloc((size_t)n + 1, sizeof *s->texts);
@@ -153,7 +143,7 @@ static void scan(const char *dir, dir_snap *s)
     s->n = n;
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        s->fp = fnv1a(s->fp, paths[i], strlen(paths[i]) + 1);
+        s->fp = gp_fnv1a(s->fp, paths[i], strlen(paths[i]) + 1);
         if (total > POLICY_STORE_BYTES_MAX) {
             if (!s->error[0]) {
                 gp_strlcpy(s->err_file, paths[i], sizeof s->err_file);
@@ -170,11 +160,11 @@ static void scan(const char *dir, dir_snap *s)
                 gp_strlcpy(s->err_file, paths[i], sizeof s->err_file);
                 gp_strlcpy(s->error, err.msg, sizeof s->error);
             }
-            s->fp = fnv1a(s->fp, err.msg, strlen(err.msg));
+            s->fp = gp_fnv1a(s->fp, err.msg, strlen(err.msg));
             continue;
         }
-        s->fp = fnv1a(s->fp, &s->lens[i], sizeof s->lens[i]);
-        s->fp = fnv1a(s->fp, s->texts[i], s->lens[i]);
+        s->fp = gp_fnv1a(s->fp, &s->lens[i], sizeof s->lens[i]);
+        s->fp = gp_fnv1a(s->fp, s->texts[i], s->lens[i]);
     }
 }
 

@@ -25,12 +25,7 @@ static char tomb_marker;
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;
-    while (*s) {
-        h ^= (unsigned char)*s++;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return gp_fnv1a(GP_FNV_OFFSET, s, strlen(s));
 }
 
 strmap *strmap_new(void)

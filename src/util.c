@@ -147,6 +147,16 @@ size_t gp_strlcpy(char *dst, const char *src, size_t dstsize)
     return len;
 }
 
+uint64_t gp_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= GP_FNV_PRIME;
+    }
+    return h;
+}
+
 int64_t gp_now_ns(void)
 {
     struct timespec ts;
