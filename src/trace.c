@@ -189,108 +189,28 @@ static int need_field(const reader *r, int idx, const char *col, const char **ou
     return 0;
 }
 
-enum { N_SN, N_CPU, N_MEM, N_GPU, N_MODEL, N_NCOLS };
+/* Decodes one row into *elem (zeroed). Returns 0, or -1 with a message. */
+typedef int (*row_fn)(reader *r, const int *idx, void *elem, const char *path, gp_err *err);
 
-int trace_load_nodes(const char *path, trace_node **out, size_t *n, gp_err *err)
+#define TABLE_COLS_MAX 16
+
+/* The frame both tables share: columns by name, rows bounded and decoded by
+ * `row` into a growing array of elem_size elements. */
+static int load_table(const char *path, const char *const *names, const bool *required, int ncols,
+                      size_t elem_size, row_fn row, const char *what, void **out, size_t *n,
+                      gp_err *err)
 {
-    static const char *const names[N_NCOLS] = {"sn", "cpu_milli", "memory_mib", "gpu", "model"};
-    static const bool required[N_NCOLS] = {true, true, true, true, false};
     reader r;
-    trace_node *v = NULL;
+    char *v = NULL;
     size_t len = 0, cap = 0;
-    int idx[N_NCOLS];
+    int idx[TABLE_COLS_MAX];
     int rc = -1;
 
     *out = NULL;
     *n = 0;
     if (open_reader(&r, path, err) < 0)
         goto done;
-    if (map_columns(&r, names, required, N_NCOLS, idx, err) < 0)
-        goto done;
-    for (;;) {
-        int got = next_row(&r, err);
-        if (got < 0)
-            goto done;
-        if (got == 0)
-            break;
-        if (len == TRACE_ROWS_MAX) {
-            gp_fail(err, "%s:%ld: more than %d rows", path, r.line, TRACE_ROWS_MAX);
-            goto done;
-        }
-        if (len == cap) {
-            cap = cap ? cap * 2 : 256;
-            v = xrealloc(v, cap * sizeof *v);
-        }
-        trace_node *t = &v[len];
-        memset(t, 0, sizeof *t);
-        const char *s;
-        int64_t x;
-        if (need_field(&r, idx[N_SN], "sn", &s, err) < 0 ||
-            copy_field(&r, "sn", s, t->name, sizeof t->name, err) < 0)
-            goto done;
-        if (!t->name[0]) {
-            gp_fail(err, "%s:%ld: column sn is empty", path, r.line);
-            goto done;
-        }
-        if (need_field(&r, idx[N_CPU], "cpu_milli", &s, err) < 0 ||
-            parse_i64(&r, "cpu_milli", s, 0, INT64_C(1) << 40, &t->cpu_milli, err) < 0)
-            goto done;
-        if (need_field(&r, idx[N_MEM], "memory_mib", &s, err) < 0 ||
-            parse_i64(&r, "memory_mib", s, 0, INT64_C(1) << 40, &t->mem_mib, err) < 0)
-            goto done;
-        if (need_field(&r, idx[N_GPU], "gpu", &s, err) < 0 ||
-            parse_i64(&r, "gpu", s, 0, GP_MAX_GPUS_PER_NODE, &x, err) < 0)
-            goto done;
-        t->gpus = (int)x;
-        s = field(&r, idx[N_MODEL]);
-        if (s && copy_field(&r, "model", s, t->model, sizeof t->model, err) < 0)
-            goto done;
-        if (t->gpus > 0) {
-            t->gpu_mem_mib = trace_model_mem_mib(t->model);
-            if (t->gpu_mem_mib == 0) {
-                gp_fail(err,
-                        "%s:%ld: unknown GPU model \"%s\" (known: T4 P100 V100M16 V100M32 A10 "
-                        "A100 G1 G2 G3)",
-                        path, r.line, t->model);
-                goto done;
-            }
-        }
-        len++;
-    }
-    if (len == 0) {
-        gp_fail(err, "%s: no node rows", path);
-        goto done;
-    }
-    *out = v;
-    *n = len;
-    v = NULL;
-    rc = 0;
-done:
-    free(v);
-    if (r.f)
-        fclose(r.f);
-    return rc;
-}
-
-enum { P_NAME, P_CPU, P_MEM, P_NGPU, P_MILLI, P_SPEC, P_CTIME, P_DTIME, P_NCOLS };
-
-int trace_load_pods(const char *path, trace_pod **out, size_t *n, gp_err *err)
-{
-    static const char *const names[P_NCOLS] = {"name",     "cpu_milli",     "memory_mib",
-                                               "num_gpu",  "gpu_milli",     "gpu_spec",
-                                               "creation_time", "deletion_time"};
-    static const bool required[P_NCOLS] = {true, true, true, true, true, false, false, false};
-    reader r;
-    trace_pod *v = NULL;
-    size_t len = 0, cap = 0;
-    int idx[P_NCOLS];
-    int rc = -1;
-
-    *out = NULL;
-    *n = 0;
-    if (open_reader(&r, path, err) < 0)
-        goto done;
-    if (map_columns(&r, names, required, P_NCOLS, idx, err) < 0)
+    if (map_columns(&r, names, required, ncols, idx, err) < 0)
         goto done;
     for (;;) {
         int got = next_row(&r, err);
@@ -304,66 +224,16 @@ int trace_load_pods(const char *path, trace_pod **out, size_t *n, gp_err *err)
         }
         if (len == cap) {
             cap = cap ? cap * 2 : 1024;
-            v = xrealloc(v, cap * sizeof *v);
+            v = xrealloc(v, cap * elem_size);
         }
-        trace_pod *p = &v[len];
-        memset(p, 0, sizeof *p);
-        p->deletion = -1;
-        const char *s;
-        int64_t x;
-        if (need_field(&r, idx[P_NAME], "name", &s, err) < 0 ||
-            copy_field(&r, "name", s, p->name, sizeof p->name, err) < 0)
+        void *e = v + len * elem_size;
+        memset(e, 0, elem_size);
+        if (row(&r, idx, e, path, err) < 0)
             goto done;
-        if (need_field(&r, idx[P_CPU], "cpu_milli", &s, err) < 0 ||
-            parse_i64(&r, "cpu_milli", s, 0, INT64_C(1) << 40, &p->cpu_milli, err) < 0)
-            goto done;
-        if (need_field(&r, idx[P_MEM], "memory_mib", &s, err) < 0 ||
-            parse_i64(&r, "memory_mib", s, 0, INT64_C(1) << 40, &p->mem_mib, err) < 0)
-            goto done;
-        if (need_field(&r, idx[P_NGPU], "num_gpu", &s, err) < 0 ||
-            parse_i64(&r, "num_gpu", s, 0, GP_MAX_GPUS_PER_CTR, &x, err) < 0)
-            goto done;
-        p->num_gpu = (int)x;
-        if (need_field(&r, idx[P_MILLI], "gpu_milli", &s, err) < 0 ||
-            parse_i64(&r, "gpu_milli", s, 0, GP_CORE_FULL, &x, err) < 0)
-            goto done;
-        p->gpu_milli = (int)x;
-        if (p->num_gpu == 0 && p->gpu_milli != 0) {
-            gp_fail(err, "%s:%ld: gpu_milli %d with num_gpu 0", path, r.line, p->gpu_milli);
-            goto done;
-        }
-        if (p->num_gpu > 0 && p->gpu_milli == 0) {
-            gp_fail(err, "%s:%ld: num_gpu %d with gpu_milli 0", path, r.line, p->num_gpu);
-            goto done;
-        }
-        if (p->num_gpu > 1 && p->gpu_milli < GP_CORE_FULL) {
-            gp_fail(err, "%s:%ld: gpu_milli %d below 1000 needs num_gpu 1 (has %d)", path,
-                    r.line, p->gpu_milli, p->num_gpu);
-            goto done;
-        }
-        s = field(&r, idx[P_SPEC]);
-        if (s && copy_field(&r, "gpu_spec", s, p->gpu_spec, sizeof p->gpu_spec, err) < 0)
-            goto done;
-        const char *ct = field(&r, idx[P_CTIME]);
-        const char *dt = field(&r, idx[P_DTIME]);
-        if (ct && *ct) {
-            if (parse_i64(&r, "creation_time", ct, 0, INT64_MAX, &p->creation, err) < 0)
-                goto done;
-            p->has_times = true;
-            if (dt && *dt) {
-                if (parse_i64(&r, "deletion_time", dt, 0, INT64_MAX, &p->deletion, err) < 0)
-                    goto done;
-                if (p->deletion < p->creation) {
-                    gp_fail(err, "%s:%ld: deletion_time %lld before creation_time %lld", path,
-                            r.line, (long long)p->deletion, (long long)p->creation);
-                    goto done;
-                }
-            }
-        }
         len++;
     }
     if (len == 0) {
-        gp_fail(err, "%s: no pod rows", path);
+        gp_fail(err, "%s: no %s rows", path, what);
         goto done;
     }
     *out = v;
@@ -374,6 +244,118 @@ done:
     free(v);
     if (r.f)
         fclose(r.f);
+    return rc;
+}
+
+enum { N_SN, N_CPU, N_MEM, N_GPU, N_MODEL, N_NCOLS };
+
+static int node_row(reader *r, const int *idx, void *elem, const char *path, gp_err *err)
+{
+    trace_node *t = elem;
+    const char *s;
+    int64_t x;
+    if (need_field(r, idx[N_SN], "sn", &s, err) < 0 ||
+        copy_field(r, "sn", s, t->name, sizeof t->name, err) < 0)
+        return -1;
+    if (!t->name[0])
+        return gp_fail(err, "%s:%ld: column sn is empty", path, r->line);
+    if (need_field(r, idx[N_CPU], "cpu_milli", &s, err) < 0 ||
+        parse_i64(r, "cpu_milli", s, 0, INT64_C(1) << 40, &t->cpu_milli, err) < 0)
+        return -1;
+    if (need_field(r, idx[N_MEM], "memory_mib", &s, err) < 0 ||
+        parse_i64(r, "memory_mib", s, 0, INT64_C(1) << 40, &t->mem_mib, err) < 0)
+        return -1;
+    if (need_field(r, idx[N_GPU], "gpu", &s, err) < 0 ||
+        parse_i64(r, "gpu", s, 0, GP_MAX_GPUS_PER_NODE, &x, err) < 0)
+        return -1;
+    t->gpus = (int)x;
+    s = field(r, idx[N_MODEL]);
+    if (s && copy_field(r, "model", s, t->model, sizeof t->model, err) < 0)
+        return -1;
+    if (t->gpus > 0) {
+        t->gpu_mem_mib = trace_model_mem_mib(t->model);
+        if (t->gpu_mem_mib == 0)
+            return gp_fail(err,
+                           "%s:%ld: unknown GPU model \"%s\" (known: T4 P100 V100M16 V100M32 A10 "
+                           "A100 G1 G2 G3)",
+                           path, r->line, t->model);
+    }
+    return 0;
+}
+
+int trace_load_nodes(const char *path, trace_node **out, size_t *n, gp_err *err)
+{
+    static const char *const names[N_NCOLS] = {"sn", "cpu_milli", "memory_mib", "gpu", "model"};
+    static const bool required[N_NCOLS] = {true, true, true, true, false};
+    void *v;
+    int rc = load_table(path, names, required, N_NCOLS, sizeof(trace_node), node_row, "node", &v,
+                        n, err);
+    *out = v;
+    return rc;
+}
+
+enum { P_NAME, P_CPU, P_MEM, P_NGPU, P_MILLI, P_SPEC, P_CTIME, P_DTIME, P_NCOLS };
+
+static int pod_row(reader *r, const int *idx, void *elem, const char *path, gp_err *err)
+{
+    trace_pod *p = elem;
+    p->deletion = -1;
+    const char *s;
+    int64_t x;
+    if (need_field(r, idx[P_NAME], "name", &s, err) < 0 ||
+        copy_field(r, "name", s, p->name, sizeof p->name, err) < 0)
+        return -1;
+    if (need_field(r, idx[P_CPU], "cpu_milli", &s, err) < 0 ||
+        parse_i64(r, "cpu_milli", s, 0, INT64_C(1) << 40, &p->cpu_milli, err) < 0)
+        return -1;
+    if (need_field(r, idx[P_MEM], "memory_mib", &s, err) < 0 ||
+        parse_i64(r, "memory_mib", s, 0, INT64_C(1) << 40, &p->mem_mib, err) < 0)
+        return -1;
+    if (need_field(r, idx[P_NGPU], "num_gpu", &s, err) < 0 ||
+        parse_i64(r, "num_gpu", s, 0, GP_MAX_GPUS_PER_CTR, &x, err) < 0)
+        return -1;
+    p->num_gpu = (int)x;
+    if (need_field(r, idx[P_MILLI], "gpu_milli", &s, err) < 0 ||
+        parse_i64(r, "gpu_milli", s, 0, GP_CORE_FULL, &x, err) < 0)
+        return -1;
+    p->gpu_milli = (int)x;
+    if (p->num_gpu == 0 && p->gpu_milli != 0)
+        return gp_fail(err, "%s:%ld: gpu_milli %d with num_gpu 0", path, r->line, p->gpu_milli);
+    if (p->num_gpu > 0 && p->gpu_milli == 0)
+        return gp_fail(err, "%s:%ld: num_gpu %d with gpu_milli 0", path, r->line, p->num_gpu);
+    if (p->num_gpu > 1 && p->gpu_milli < GP_CORE_FULL)
+        return gp_fail(err, "%s:%ld: gpu_milli %d below 1000 needs num_gpu 1 (has %d)", path,
+                       r->line, p->gpu_milli, p->num_gpu);
+    s = field(r, idx[P_SPEC]);
+    if (s && copy_field(r, "gpu_spec", s, p->gpu_spec, sizeof p->gpu_spec, err) < 0)
+        return -1;
+    const char *ct = field(r, idx[P_CTIME]);
+    const char *dt = field(r, idx[P_DTIME]);
+    if (ct && *ct) {
+        if (parse_i64(r, "creation_time", ct, 0, INT64_MAX, &p->creation, err) < 0)
+            return -1;
+        p->has_times = true;
+        if (dt && *dt) {
+            if (parse_i64(r, "deletion_time", dt, 0, INT64_MAX, &p->deletion, err) < 0)
+                return -1;
+            if (p->deletion < p->creation)
+                return gp_fail(err, "%s:%ld: deletion_time %lld before creation_time %lld", path,
+                               r->line, (long long)p->deletion, (long long)p->creation);
+        }
+    }
+    return 0;
+}
+
+int trace_load_pods(const char *path, trace_pod **out, size_t *n, gp_err *err)
+{
+    static const char *const names[P_NCOLS] = {"name",     "cpu_milli",     "memory_mib",
+                                               "num_gpu",  "gpu_milli",     "gpu_spec",
+                                               "creation_time", "deletion_time"};
+    static const bool required[P_NCOLS] = {true, true, true, true, true, false, false, false};
+    void *v;
+    int rc = load_table(path, names, required, P_NCOLS, sizeof(trace_pod), pod_row, "pod", &v, n,
+                        err);
+    *out = v;
     return rc;
 }
 
