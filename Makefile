@@ -73,6 +73,9 @@ $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# the /ui page is assembled into ui_page.o (.incbin): rebuild it when the page changes
+$(BUILD)/src/ui_page.o: src/ui/index.html
+
 # Test suites: test/test_NAME.c defines `Suite *suite_NAME(void)`; the list is generated.
 $(BUILD)/test/suites.h: $(TEST_SRC)
 	@mkdir -p $(dir $@)

@@ -8,14 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clusterview.h"
 #include "log.h"
 #include "metrics.h"
+#include "ui_page.h"
 #include "yamljson.h"
 
-typedef enum { V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_COUNT } verb;
+typedef enum {
+    V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_UI, V_COUNT
+} verb;
 
-static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",   "healthz",
-                                                "readyz",  "metrics",    "inspect"};
+static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",    "healthz",
+                                                "readyz",  "metrics",    "inspect", "ui"};
 
 struct gp_server {
     struct MHD_Daemon *d;
@@ -160,6 +164,9 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
                    "GPU compute of healthy GPUs, in percent of one GPU.");
     (void)!gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
                          cs.core_total / 10.0, cs.core_used / 10.0);
+    clusterview cv;
+    clusterview_of_cluster(s->c, NULL, &cv);
+    clusterview_metrics(&cv, &b);
     if (s->hooks.metrics)
         s->hooks.metrics(s->hooks.ud, &b);
     *ct = "text/plain; version=0.0.4; charset=utf-8";
@@ -182,14 +189,31 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
         *out = error_json(msg);
         return 404;
     }
+    if (!node) {
+        clusterview cv;
+        clusterview_of_cluster(s->c, NULL, &cv);
+        json_object_set_new(j, "summary", clusterview_json(&cv));
+    }
     if (!node && s->hooks.inspect) {
         json_t *extra = s->hooks.inspect(s->hooks.ud);
         if (json_is_object(extra))
             json_object_update(j, extra);
         json_decref(extra);
     }
-    *out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers) */
+    bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
+    *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
+    return 200;
+}
+
+static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                char **out, const char **ct)
+{
+    size_t len;
+    const char *page = ui_page_html(&len);
+    *ct = "text/html; charset=utf-8";
+    *out = xstrndup(page, len);
     return 200;
 }
 
@@ -202,6 +226,7 @@ static const route routes[] = {
     {"GET", "/metrics", false, V_METRICS, h_metrics},
     {"GET", "/inspect", false, V_INSPECT, h_inspect},
     {"GET", "/inspect/", false, V_INSPECT, h_inspect},
+    {"GET", "/ui", false, V_UI, h_ui},
 };
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
@@ -291,7 +316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             }
             snprintf(msg, sizeof msg,
                      "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
-                     "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE]",
+                     "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE], /ui",
                      method, url, s->prefix, s->prefix, s->prefix);
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }
