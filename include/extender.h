@@ -54,6 +54,14 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
  * pods, so bind knows them even without a preceding filter). Borrows pod. */
 void extender_note_pod(gp_extender *e, const json_t *pod);
 
+/* The policy set in force, referenced (release with policy_set_unref). */
+gp_policy_set *extender_policies(gp_extender *e);
+/* The pod's request under the policy of `set` that governs it, as filter
+ * decodes it (`view` points into `set`: keep the set referenced while using
+ * it). Returns 0, or -1 with why the pod cannot be scheduled as it stands. */
+int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                         gp_policy_view *view, gp_err *err) GP_WUR;
+
 /* Counters for /metrics. */
 typedef struct gp_extender_stats {
     unsigned long filter, prioritize, bind, bind_errors, bad_requests;

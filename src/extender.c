@@ -233,10 +233,15 @@ void extender_note_pod(gp_extender *e, const json_t *pod)
 
 /* ------------------------------------------------------ request parts -- */
 
+gp_policy_set *extender_policies(gp_extender *e)
+{
+    return policies_get(e);
+}
+
 /* The pod's request under the policy that governs it. Returns 0, or -1 with
  * a message (the pod cannot be scheduled by gpupack as it stands). */
-static int pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
-                       gp_policy_view *view, gp_err *err)
+int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                         gp_policy_view *view, gp_err *err)
 {
     const json_t *md = json_object_get(pod, "metadata");
     const json_t *ns = json_object_get(md, "namespace");
@@ -634,7 +639,7 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, ve
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;
     assess_result r = ASSESSED;
-    if (pod_request(e, va->pod, set, &req, view, err)) {
+    if (extender_pod_request(e, va->pod, set, &req, view, err)) {
         r = BAD_POD;
     } else if (req.nctrs == 0) {
         r = NOT_OURS;
@@ -776,7 +781,7 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
         snprintf(msg, sizeof msg,
                  "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
                  ns, name, uid);
-    } else if (pod_request(e, pod, set, &req, &view, &err)) {
+    } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s asks for no gpupack resources", ns, name);

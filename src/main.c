@@ -9,6 +9,7 @@
 
 #include "cluster.h"
 #include "clusterfile.h"
+#include "explain_cli.h"
 #include "extender.h"
 #include "inspect_cli.h"
 #include "live.h"
@@ -37,6 +38,9 @@ static void usage(FILE *f)
             "  gpupack serve [flags]          run the extender\n"
             "  gpupack inspect [--server URL] [--json] [NODE]\n"
             "                                 per-node, per-GPU allocation table\n"
+            "  gpupack explain NAMESPACE/POD [--server URL | --cluster FILE [--policies DIR]]\n"
+            "                [--pod FILE|-] [--kubeconfig FILE] [--json]\n"
+            "                                 why a pending pod fits no node, and what would help\n"
             "  gpupack policy check FILE|DIR...  validate policy files (exit 1 on errors)\n"
             "  gpupack simulate --nodes N.csv --pods P.csv --policy FILE [--seeds 42..51] ...\n"
             "                                 replay a trace through the placement code\n"
@@ -381,6 +385,14 @@ static int cmd_inspect(int argc, char **argv)
     return rc;
 }
 
+static int cmd_explain(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = explain_main(argc, argv);
+    curl_global_cleanup();
+    return rc;
+}
+
 static int cmd_policy(int argc, char **argv)
 {
     return policy_check_main(argc, argv);
@@ -397,6 +409,7 @@ static const struct command {
 } commands[] = {
     {"serve", cmd_serve},
     {"inspect", cmd_inspect},
+    {"explain", cmd_explain},
     {"policy", cmd_policy},
     {"simulate", cmd_simulate},
     {"version", cmd_version},

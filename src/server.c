@@ -9,17 +9,20 @@
 #include <string.h>
 
 #include "clusterview.h"
+#include "explain.h"
 #include "log.h"
 #include "metrics.h"
 #include "ui_page.h"
 #include "yamljson.h"
 
 typedef enum {
-    V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_UI, V_COUNT
+    V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_UI, V_EXPLAIN,
+    V_COUNT
 } verb;
 
-static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",    "healthz",
-                                                "readyz",  "metrics",    "inspect", "ui"};
+static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",
+                                                "healthz", "readyz",     "metrics",
+                                                "inspect", "ui",         "explain"};
 
 struct gp_server {
     struct MHD_Daemon *d;
@@ -217,6 +220,41 @@ static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const cha
     return 200;
 }
 
+/* POST /explain with a Pod: why it fits no node ([?format=text] for people). */
+static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    json_error_t je;
+    json_t *pod = json_loadb(rs->body.data ? rs->body.data : "", rs->body.len, 0, &je);
+    if (!json_is_object(pod)) {
+        json_decref(pod);
+        *out = error_json("the body must be a Pod object (kubectl get pod NAME -o json)");
+        return 400;
+    }
+    gp_err err;
+    json_t *ex = explain_pod(s->e, s->c, pod, &err);
+    json_decref(pod);
+    if (!ex) {
+        *out = error_json(err.msg);
+        return 422;
+    }
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        size_t len;
+        FILE *f = open_memstream(out, &len);
+        if (!f)
+            abort();
+        explain_print(f, ex);
+        fclose(f);
+        *ct = "text/plain; charset=utf-8";
+    } else {
+        *out = dump(ex);
+        ex = NULL;
+    }
+    json_decref(ex);
+    return 200;
+}
+
 static const route routes[] = {
     {"POST", "filter", true, V_FILTER, h_filter},
     {"POST", "prioritize", true, V_PRIORITIZE, h_prioritize},
@@ -227,6 +265,7 @@ static const route routes[] = {
     {"GET", "/inspect", false, V_INSPECT, h_inspect},
     {"GET", "/inspect/", false, V_INSPECT, h_inspect},
     {"GET", "/ui", false, V_UI, h_ui},
+    {"POST", "/explain", false, V_EXPLAIN, h_explain},
 };
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
@@ -316,7 +355,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             }
             snprintf(msg, sizeof msg,
                      "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
-                     "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE], /ui",
+                     "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE], /ui; POST /explain",
                      method, url, s->prefix, s->prefix, s->prefix);
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }
