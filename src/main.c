@@ -9,9 +9,11 @@
 
 #include "cluster.h"
 #include "clusterfile.h"
+#include "events.h"
 #include "explain_cli.h"
 #include "extender.h"
 #include "inspect_cli.h"
+#include "kubeconfig.h"
 #include "live.h"
 #include "log.h"
 #include "policy_store.h"
@@ -176,6 +178,9 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
 
 typedef struct app {
     gp_live *live;
+    gp_events *events;          /* live mode: Events on bound pods */
+    gp_binder_fn binder;        /* live mode: the binder the events hook wraps */
+    void *binder_ud;
     policy_store *policies;     /* NULL: the built-in default policy */
 } app;
 
@@ -253,8 +258,29 @@ static void metrics_hook(void *ud, gp_buf *out)
                              "gpupack_assumed_expired_total %lu\n",
                              ls.binds - ls.bind_errors, ls.bind_errors, ls.assumed_expired);
     }
+    events_metrics(a->events, out);
     if (a->policies)
         (void)!policy_store_metrics(a->policies, out);
+}
+
+/* The bind path's one events hook: the binder's outcome becomes an Event. */
+static int bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
+{
+    app *a = ud;
+    int rc = a->binder(a->binder_ud, call, err);
+    events_bind_result(a->events, call, rc == 0, rc ? err->msg : NULL);
+    return rc;
+}
+
+/* The events sender gets its own API client, with the credentials live uses. */
+static gp_events *start_events(const char *kubeconfig, gp_cluster *c, gp_err *err)
+{
+    gp_kube_auth auth = {0};
+    int rc = kubeconfig && *kubeconfig ? kubeconfig_load(kubeconfig, NULL, &auth, err)
+                                       : kube_auth_incluster(NULL, &auth, err);
+    gp_events *ev = rc ? NULL : events_new(&auth, c, err);
+    kube_auth_clear(&auth);
+    return ev;
 }
 
 static json_t *inspect_hook(void *ud)
@@ -323,8 +349,15 @@ static int cmd_serve(int argc, char **argv)
             LOG_ERROR("%s", err.msg);
             goto out;
         }
-        ecfg.binder = live_binder();
-        ecfg.binder_ud = a.live;
+        a.binder = live_binder();
+        a.binder_ud = a.live;
+        a.events = start_events(o.kubeconfig, c, &err);
+        if (!a.events) {
+            LOG_ERROR("events: %s", err.msg);
+            goto out;
+        }
+        ecfg.binder = bind_with_events;
+        ecfg.binder_ud = &a;
     }
     if (o.policies_dir) {
         if (policy_store_open(o.policies_dir, &a.policies, &err) ||
@@ -364,6 +397,7 @@ static int cmd_serve(int argc, char **argv)
 out:
     server_stop(s);       /* no request in flight after this */
     live_free(a.live);    /* then the watchers */
+    events_free(a.events);
     extender_free(e);
     policy_store_free(a.policies);
     cluster_free(c);
