@@ -4,6 +4,7 @@
 #   make run        serve the embedded example cluster on 127.0.0.1:8765
 #   make test       every Check suite, plain and under ASan+UBSan
 #   make valgrind   the unit suites under valgrind (no fork, leak check)
+#   make install PREFIX=/usr/local   bin/gpupack and the kubectl plugin kubectl-gpupack
 #   WERROR=1        turn warnings into errors (CI sets it)
 
 CC      ?= cc
@@ -50,7 +51,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
 
 GPUPACK := $(BUILD)/gpupack
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean
+.PHONY: all build deps run test test-plain test-san valgrind bench clean install
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -117,6 +118,12 @@ bin/%: bench/%.c $(BUILD)/libgpupack.a
 
 bench: deps
 	@$(MAKE) --no-print-directory build $(BENCH_BIN)
+
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/gpupack $(DESTDIR)$(PREFIX)/bin/gpupack
+	install -m 0755 scripts/kubectl-gpupack $(DESTDIR)$(PREFIX)/bin/kubectl-gpupack
 
 clean:
 	rm -rf build bin

@@ -10,6 +10,7 @@
 
 #include "clusterview.h"
 #include "explain.h"
+#include "inspect_cli.h"
 #include "log.h"
 #include "metrics.h"
 #include "ui_page.h"
@@ -203,9 +204,21 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
             json_object_update(j, extra);
         json_decref(extra);
     }
-    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers) */
+    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers);
+     * ?format=text: gpupack inspect's table (kubectl gpupack inspect) */
     bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
-    *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        size_t len;
+        FILE *f = open_memstream(out, &len);
+        if (!f)
+            abort();
+        inspect_print_table(f, j);
+        fclose(f);
+        *ct = "text/plain; charset=utf-8";
+    } else {
+        *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    }
     json_decref(j);
     return 200;
 }
