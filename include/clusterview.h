@@ -48,5 +48,8 @@ json_t *clusterview_json(const clusterview *v);
  * gpupack_gpu_fragment_gpus and gpupack_model_gpu_memory_mib{model,kind},
  * gpupack_model_gpus{model,state}. */
 void clusterview_metrics(const clusterview *v, gp_buf *out);
+/* Appends gpupack_node_gpu_memory_mib{node,kind="total"|"used"} for every
+ * node of the store (two series per node), under its read lock. */
+void clusterview_node_metrics(gp_cluster *c, gp_buf *out);
 
 #endif

@@ -141,3 +141,26 @@ void clusterview_metrics(const clusterview *v, gp_buf *out)
              m, v->models[i].gpus_idle, m, v->models[i].gpus - v->models[i].gpus_idle);
     }
 }
+
+void clusterview_node_metrics(gp_cluster *c, gp_buf *out)
+{
+    metrics_header(out, "gpupack_node_gpu_memory_mib", "gauge",
+                   "GPU memory of a node's healthy GPUs, total and allocated.");
+    cluster_rdlock(c);
+    size_t it = 0;
+    const gp_node *n;
+    while ((n = cluster_rd_node_at(c, &it))) {
+        int64_t total = 0, used = 0;
+        for (int i = 0; i < n->ngpus; i++)
+            if (n->gpus[i].info.healthy) {
+                total += n->gpus[i].info.mem_total;
+                used += n->gpus[i].mem_used;
+            }
+        char name[GP_NAME_MAX];
+        label_value(name, sizeof name, n->name);
+        EMIT("gpupack_node_gpu_memory_mib{node=\"%s\",kind=\"total\"} %lld\n"
+             "gpupack_node_gpu_memory_mib{node=\"%s\",kind=\"used\"} %lld\n",
+             name, (long long)total, name, (long long)used);
+    }
+    cluster_unlock(c);
+}

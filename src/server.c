@@ -171,6 +171,7 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     clusterview cv;
     clusterview_of_cluster(s->c, NULL, &cv);
     clusterview_metrics(&cv, &b);
+    clusterview_node_metrics(s->c, &b);
     if (s->hooks.metrics)
         s->hooks.metrics(s->hooks.ud, &b);
     *ct = "text/plain; version=0.0.4; charset=utf-8";

@@ -1,6 +1,7 @@
 /* sim.c -- trace replay through gpupack's placement code: the reference protocol,
  * the two deployment modes, and the reports of `gpupack simulate`. */
 #include "sim.h"
+#include "sim_plot.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -514,6 +515,7 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
 
 typedef struct cli {
     const char *nodes_path, *pods_path, *policy_path, *label;
+    const char *plot_path;        /* --plot FILE.png: gnuplot chart of the mean curves */
     const char *node_strategy, *gpu_strategy;
     const char *format;           /* table | csv | json */
     const char *shapes_src;       /* trace | trace-gpu | policy */
@@ -556,6 +558,8 @@ static void usage(FILE *f)
             "                         a multi-GPU pod counting once per GPU (default)\n"
             "  --format table|csv|json, --csv, --json\n"
             "  --label NAME           policy name in the reports\n"
+            "  --plot FILE.png        chart allocation and fragmentation against arrived load\n"
+            "                         (mean over seeds, one curve per mode; needs gnuplot)\n"
             "  --jobs N               seeds run in parallel (default: online CPUs)\n"
             "  --no-cache             evaluate every node for every pod (slow; for checking)\n"
             "  --quiet                no progress on stderr\n"
@@ -825,6 +829,18 @@ static void print_csv(FILE *f, const cli *c, const sim_result *res, sim_mode mod
     }
 }
 
+/* --plot: the mean curve of every mode run. */
+static int plot_modes(const cli *c, sim_result *const *res, gp_err *err)
+{
+    sim_result mean[2];
+    sim_plot_series series[2];
+    for (int m = 0; m < c->nmodes; m++) {
+        mean_result(res[m], c->nseeds, &mean[m]);
+        series[m] = (sim_plot_series){c->label, mode_name(c->modes[m]), &mean[m]};
+    }
+    return sim_plot_write(c->plot_path, series, c->nmodes, err);
+}
+
 static json_t *json_point(const sim_point *p)
 {
     return json_pack("{s:f,s:f,s:f}", "arrived", p->arrived, "alloc", p->alloc, "frag", p->frag);
@@ -1040,6 +1056,9 @@ int sim_main(int argc, char **argv)
             c.format = "csv";
         } else if (strcmp(a, "--json") == 0) {
             c.format = "json";
+        } else if (strcmp(a, "--plot") == 0) {
+            NEED_ARG();
+            c.plot_path = v;
         } else if (strcmp(a, "--label") == 0) {
             NEED_ARG();
             c.label = v;
@@ -1185,6 +1204,12 @@ int sim_main(int argc, char **argv)
         for (int m = 0; m < c.nmodes; m++)
             print_table(stdout, &c, res[m], c.modes[m]);
         printf("\nwall time: %.2f s\n", wall);
+    }
+    if (c.plot_path && plot_modes(&c, res, &err)) {
+        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+        free(shapes);
+        status = 1;
+        goto done;
     }
     if (!c.quiet)
         fprintf(stderr, "simulate: wall time %.2f s\n", wall);

@@ -193,6 +193,8 @@ START_TEST(ui_route_and_summary)
     body = tu_http("GET", url, NULL, &st);
     ck_assert_ptr_nonnull(strstr(body, "gpupack_gpus_idle 9\n"));
     ck_assert_ptr_nonnull(strstr(body, "gpupack_gpu_fragmentation_ratio 0."));
+    ck_assert_ptr_nonnull(strstr(body, "gpupack_node_gpu_memory_mib{node=\"node-a100\",kind=\"used\"} 28672\n"));
+    ck_assert_ptr_nonnull(strstr(body, "gpupack_model_gpu_memory_mib{model=\"A100-SXM4-80GB\",kind=\"used\"} 28672\n"));
     free(body);
     fx_stop(&f);
 }
