@@ -34,14 +34,17 @@ int sim_plot_script(FILE *f, const char *png, const sim_plot_series *s, int n, g
             "set terminal pngcairo size 1000,420 font 'sans,10'\n"
             "set output '%s'\n"
             "set multiplot layout 1,2\n"
-            "set grid\nset key left top\n"
+            "set grid\nset key Left reverse samplen 2\n"
             "set xlabel 'arrived GPU workload (%% of capacity)'\n",
             png);
     for (int panel = 0; panel < 2; panel++) {
         fprintf(f, "set ylabel '%s'\nset title '%s'\n",
                 panel ? "fragmentation (% of idle GPU share)" : "GPU allocation (% of capacity)",
                 panel ? "Fragmentation" : "Allocation");
-        fprintf(f, "set yrange [0:%s]\nplot ", panel ? "*" : "100");
+        /* the empty corner of each panel: below the allocation curve, above the
+         * low fragmentation of light load */
+        fprintf(f, "set key %s\nset yrange [0:%s]\nplot ", panel ? "left top" : "right bottom",
+                panel ? "105" : "100");
         for (int i = 0; i < n; i++)
             fprintf(f, "%s$s%d using 1:%d with linespoints pt 7 ps 0.6 title '%s (%s)'",
                     i ? ", " : "", i, panel ? 3 : 2, s[i].label, s[i].mode);
