@@ -4,10 +4,13 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "clusterfile.h"
 #include "explain.h"
 #include "explain_cli.h"
+#include "fakeapi.h"
 #include "policy_store.h"
 #include "server.h"
 #include "testutil.h"
@@ -265,6 +268,58 @@ START_TEST(explain_over_http)
 }
 END_TEST
 
+/* `gpupack explain NS/POD --server URL --kubeconfig KC`: the pod from the API
+ * server (the fake one), the verdict from a running gpupack. */
+START_TEST(cli_pod_from_api_server)
+{
+    const char *bin = getenv("GPUPACK_BIN");
+    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
+    fixture f;
+    fx_start(&f);
+    gp_err err;
+    gp_server_config cfg = {.listen = "127.0.0.1:0"};
+    gp_server *s = server_start(&cfg, f.e, f.c, NULL, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    gp_fakeapi *api = fakeapi_start();
+    fakeapi_put_pod(api, tu_load_json("test/fixtures/explain-pod.json"));
+    char kc[] = "/tmp/gpupack-explain-kc-XXXXXX";
+    FILE *kf = fdopen(mkstemp(kc), "w");
+    fprintf(kf,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: f, cluster: {server: \"%s\"}}]\n"
+            "users: [{name: u, user: {token: t}}]\n"
+            "contexts: [{name: c, context: {cluster: f, user: u}}]\n",
+            fakeapi_url(api));
+    fclose(kf);
+    char *cmd = xasprintf("%s explain research/trainer --server http://127.0.0.1:%d --kubeconfig %s 2>&1",
+                          bin, server_port(s), kc);
+    FILE *p = popen(cmd, "r");
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int rc = pclose(p);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "pod research/trainer (policy default): fits 0 of 5 nodes"), "%s", out);
+    ck_assert_msg(strstr(out, "-> fits if this pod left the node: research/notebook-alice"), "%s", out);
+    ck_assert_int_eq(fakeapi_count(api, "GET", "/api/v1/namespaces/research/pods/trainer"), 1);
+    /* a pod the API server does not have: a clear error, exit 1 */
+    free(cmd);
+    cmd = xasprintf("%s explain research/nobody --server http://127.0.0.1:%d --kubeconfig %s 2>&1",
+                    bin, server_port(s), kc);
+    p = popen(cmd, "r");
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    rc = pclose(p);
+    ck_assert_int_eq(WEXITSTATUS(rc), 1);
+    ck_assert_msg(strstr(out, "GET pod research/nobody: HTTP 404"), "%s", out);
+    free(cmd);
+    unlink(kc);
+    fakeapi_stop(api);
+    server_stop(s);
+    fx_stop(&f);
+}
+END_TEST
+
 Suite *suite_explain(void);
 Suite *suite_explain(void)
 {
@@ -275,6 +330,7 @@ Suite *suite_explain(void)
     tcase_add_test(t, groups_by_kind_of_reason);
     tcase_add_test(t, explain_example_cluster);
     tcase_add_test(t, explain_over_http);
+    tcase_add_test(t, cli_pod_from_api_server);
     suite_add_tcase(s, t);
     return s;
 }
