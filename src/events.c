@@ -234,6 +234,7 @@ typedef struct occ {
 
 struct gp_events {
     gp_kube *k;
+    gp_kube_cancel *cancel;     /* fired at stop: a request in flight ends at once */
     gp_cluster *c;
     events_agg *agg;
     pthread_t th;
@@ -254,6 +255,7 @@ gp_events *events_new(const gp_kube_auth *auth, gp_cluster *c, gp_err *err)
         return NULL;
     gp_events *ev = xcalloc(1, sizeof *ev);
     ev->k = k;
+    ev->cancel = kube_cancel_new();
     ev->c = c;
     char host[256] = "gpupack";
     if (gethostname(host, sizeof host - 1) != 0)
@@ -266,6 +268,7 @@ gp_events *events_new(const gp_kube_auth *auth, gp_cluster *c, gp_err *err)
         gp_fail(err, "events: cannot start the sender thread");
         events_agg_free(ev->agg);
         free(ev->q);
+        kube_cancel_free(ev->cancel);
         kube_free(k);
         free(ev);
         return NULL;
@@ -294,7 +297,7 @@ static void send_one(gp_events *ev, const occ *o)
         int rc = kube_request(ev->k, s.action == EVENTS_CREATE ? "POST" : "PATCH", path,
                               s.action == EVENTS_CREATE ? "application/json"
                                                         : "application/merge-patch+json",
-                              body, 10, NULL, &r, &err);
+                              body, 10, ev->cancel, &r, &err);
         long status = rc ? 0 : r.status;
         char msg[256] = "";
         if (rc)
@@ -355,7 +358,9 @@ void events_free(gp_events *ev)
     ev->stop = true;
     pthread_cond_signal(&ev->cv);
     pthread_mutex_unlock(&ev->mu);
+    kube_cancel_fire(ev->cancel);
     pthread_join(ev->th, NULL);
+    kube_cancel_free(ev->cancel);
     pthread_cond_destroy(&ev->cv);
     pthread_mutex_destroy(&ev->mu);
     events_agg_free(ev->agg);
