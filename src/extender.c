@@ -160,6 +160,9 @@ static json_t *trim_pod(const json_t *pod)
                 json_object_set(tc, "name", name);
             if (res)
                 json_object_set(tc, "resources", res);
+            json_t *env = json_object_get(c, "env");   /* the webhook check at bind */
+            if (env)
+                json_object_set(tc, "env", env);
             json_array_append_new(tarr, tc);
         }
         json_object_set_new(tspec, lists[l], tarr);

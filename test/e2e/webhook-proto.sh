@@ -114,15 +114,16 @@ CODE=$(curl -s -o "$T/bad.json" -w '%{http_code}' --cacert "$T/pki/ca.crt" -XPOS
   || fail "malformed review: $CODE $(cat "$T/bad.json")"
 echo "PASS: malformed AdmissionReview -> 400"
 
-# webhook down: a GPU pod is still admitted (failurePolicy Ignore) but bind refuses it
-kill "$GP_PID"; wait "$GP_PID" 2>/dev/null || true
+# webhook unreachable (the configuration points at a closed port): a GPU pod is still
+# admitted (failurePolicy Ignore) but bind refuses it, so it stays Pending with the reason
+DEAD=$(freeport)
+api PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gpupack \
+  '[{"op":"replace","path":"/webhooks/0/clientConfig/url","value":"https://127.0.0.1:'"$DEAD"'/mutate"}]' \
+  application/json-patch+json | jq -e .metadata.name >/dev/null || fail "patch webhook url"
+sleep 1
 api POST /api/v1/namespaces/default/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"late"},
   "spec":{"containers":[{"name":"c","image":"x","resources":{"limits":{"gpupack.io/gpu-mem":"1024"}}}]}}' \
   | jq -e '.spec.containers[0].env == null' >/dev/null || fail "late pod"
-"$BIN" serve --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$EXT" \
-    --webhook-listen "127.0.0.1:$WH" --webhook-cert "$T/pki/tls.crt" --webhook-key "$T/pki/tls.key" \
-    >>"$T/gpupack.log" 2>&1 &
-GP_PID=$!
 for _ in $(seq 100); do
   grep -q 'bind default/late.*lacks the NVIDIA_VISIBLE_DEVICES' "$T/gpupack.log" && break; sleep 0.2
 done
