@@ -360,6 +360,8 @@ static int cmd_serve(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto out;
     }
+    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
+             o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
     if (o.webhook_listen) {
         gp_server_config wcfg = {o.webhook_listen, NULL, o.max_body, o.webhook_cert,
                                  o.webhook_key,    1,    &wnames};
@@ -368,11 +370,9 @@ static int cmd_serve(int argc, char **argv)
             LOG_ERROR("webhook: %s", err.msg);
             goto out;
         }
-        LOG_INFO("admission webhook listening on https://%s/mutate (port %d)", o.webhook_listen,
+        LOG_INFO("admission webhook: POST https://%s/mutate, bound to port %d", o.webhook_listen,
                  server_port(ws));
     }
-    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
-             o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
     if (o.cluster_file)
         print_try_it(o.listen, server_port(s));
     int sig = 0;
