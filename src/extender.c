@@ -784,7 +784,7 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s asks for no gpupack resources", ns, name);
-    } else if (e->cfg.require_webhook && webhook_check_pod(pod, &view.names, &err)) {
+    } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.name,
                                         e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a, &err)) {

@@ -317,7 +317,7 @@ static int cmd_serve(int argc, char **argv)
                   "webhooks over HTTPS only");
         goto out;
     }
-    ecfg.require_webhook = o.webhook_listen != NULL;
+    ecfg.webhook_names = o.webhook_listen ? &wnames : NULL;
 
     if (o.cluster_file) {
         gp_clusterfile_stats st;
