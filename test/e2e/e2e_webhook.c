@@ -188,9 +188,9 @@ START_TEST(webhook_injects_and_bind_fills)
     ck_assert_str_eq(json_string_value(json_object_get(ann, mem_key)), "4096m");
     ck_assert_str_eq(json_string_value(json_object_get(ann, mps_key)), "0=4096M");
     ck_assert_str_eq(json_string_value(json_object_get(ann, sm_key)), "30");
+    e2e_log("bound pod's annotations name its GPUs (main %s, fetch %s)", uuid_main, uuid_fetch);
     json_decref(as);
     json_decref(bound);
-    e2e_log("bound pod's annotations name its GPUs (main %s)", "ok");
     e2e_verdict v;
     e2e_assert_consistent(w->cp, w->gp, 10, &v);
 
