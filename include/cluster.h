@@ -50,7 +50,8 @@ typedef enum {
 } gp_pod_state;
 
 /* Atomically: place req on node `node` under the write lock and record the
- * result as `state` (ASSUMED for live bind, BOUND in embedded mode).
+ * result as `state` (ASSUMED for live bind, BOUND in embedded mode). A request
+ * without GPU containers records the pod's host CPU and memory only.
  * If the pod (by uid) already holds GPUs on that node, returns 0 with its
  * existing assignment (idempotent bind); on another node, -1.
  * Returns 0 and fills *out, or -1 with a reason in err (no state changed). */
@@ -73,11 +74,14 @@ typedef struct gp_pod_obs {
     bool terminal;                 /* deleted, or phase Succeeded/Failed */
     const gp_assignment *assign;   /* decoded from annotations; NULL = none */
     const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
+    int64_t cpu_milli, mem_mib;    /* host requests (podreq_host) */
 } gp_pod_obs;
 
 /* Applies an observation: terminal -> release; bound with an assignment whose
  * node matches -> record/confirm as BOUND (the annotations are the truth, even
- * if they differ from what was assumed); anything else leaves ASSUMED state
+ * if they differ from what was assumed); bound without gpupack annotations ->
+ * recorded as a host-only pod (its CPU and memory count on the node, no GPUs)
+ * unless gpupack has GPUs assumed for it; anything else leaves ASSUMED state
  * alone. Holds may over-commit a GPU here (the cluster says so); placement then
  * sees no free capacity there. */
 void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs);

@@ -28,6 +28,12 @@ void podreq_default_names(gp_resource_names *n);
 int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out,
                   gp_err *err) GP_WUR;
 
+/* The pod's host requests as kube-scheduler counts them: per resource, the
+ * larger of the regular containers' sum and the biggest init container
+ * (requests, limits as a fallback). cpu in milli-CPU, memory in MiB; 0 when
+ * absent or malformed. Never fails. `pod` is borrowed. */
+void podreq_host(const json_t *pod, int64_t *cpu_milli, int64_t *mem_mib);
+
 /* The pod's labels object (borrowed from pod; NULL when absent). */
 const json_t *podreq_labels(const json_t *pod);
 

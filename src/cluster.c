@@ -18,7 +18,8 @@ typedef struct pod_rec {
     bool bind_done;
     double assumed_at;          /* monotonic seconds */
     unsigned gen;               /* last resync generation it was observed in */
-    gp_assignment *a;           /* allocated to a->nctrs containers */
+    gp_assignment *a;           /* allocated to a->nctrs containers (0: host-only pod) */
+    int64_t cpu_milli, mem_mib; /* host requests, counted on a->node */
 } pod_rec;
 
 typedef struct node_ent {
@@ -119,8 +120,9 @@ void cluster_unlock(gp_cluster *c)
 /* --------------------------------------------------------- accounting -- */
 
 /* Adds (sign 1) or removes (-1) a pod's holds on the GPUs of e that exist. */
-static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
+static void apply_holds(node_ent *e, const pod_rec *r, int sign)
 {
+    const gp_assignment *a = r->a;
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
     int nh = gp_assignment_holds(a, holds);
     for (int h = 0; h < nh; h++) {
@@ -132,6 +134,8 @@ static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
         g->core_used += sign * holds[h].core;
         g->pods += sign;
     }
+    e->node.cpu_used_milli += sign * r->cpu_milli;
+    e->node.host_mem_used_mib += sign * r->mem_mib;
     e->node.state_hash = placement_state_hash(&e->node);
 }
 
@@ -147,7 +151,7 @@ static void attach(gp_cluster *c, pod_rec *r)
         e->pods = xrealloc(e->pods, e->cappods * sizeof *e->pods);
     }
     e->pods[e->npods++] = r;
-    apply_holds(e, r->a, 1);
+    apply_holds(e, r, 1);
 }
 
 static void detach(gp_cluster *c, pod_rec *r)
@@ -160,7 +164,7 @@ static void detach(gp_cluster *c, pod_rec *r)
     for (size_t i = 0; i < e->npods; i++) {
         if (e->pods[i] == r) {
             e->pods[i] = e->pods[--e->npods];
-            apply_holds(e, r->a, -1);
+            apply_holds(e, r, -1);
             return;
         }
     }
@@ -174,7 +178,8 @@ static void pod_remove(gp_cluster *c, pod_rec *r)
 }
 
 static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const char *name,
-                        const char *policy, const gp_assignment *a, gp_pod_state state)
+                        const char *policy, const gp_assignment *a, gp_pod_state state,
+                        int64_t cpu_milli, int64_t mem_mib)
 {
     pod_rec *r = xcalloc(1, sizeof *r);
     gp_strlcpy(r->uid, uid, sizeof r->uid);
@@ -185,6 +190,8 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
     r->assumed_at = gp_mono_s();
     r->gen = c->pod_gen;
     r->a = assign_dup(a);
+    r->cpu_milli = cpu_milli > 0 ? cpu_milli : 0;
+    r->mem_mib = mem_mib > 0 ? mem_mib : 0;
     strmap_put(c->pods, r->uid, r);
     attach(c, r);
     return r;
@@ -194,7 +201,8 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
 
 static bool same_inventory(const gp_node *n, const gp_inventory *inv)
 {
-    if (n->ngpus != inv->n || strcmp(n->source, inv->source) != 0)
+    if (n->ngpus != inv->n || strcmp(n->source, inv->source) != 0 ||
+        n->cpu_alloc_milli != inv->cpu_alloc_milli || n->host_mem_alloc_mib != inv->mem_alloc_mib)
         return false;
     for (int i = 0; i < inv->n; i++)
         if (memcmp(&n->gpus[i].info, &inv->gpus[i], sizeof inv->gpus[i]) != 0)
@@ -217,6 +225,8 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
     gp_strlcpy(e->node.name, name, sizeof e->node.name);
     gp_strlcpy(e->node.source, inv->source, sizeof e->node.source);
     e->node.ngpus = inv->n;
+    e->node.cpu_alloc_milli = inv->cpu_alloc_milli;
+    e->node.host_mem_alloc_mib = inv->mem_alloc_mib;
     for (int i = 0; i < inv->n; i++)
         e->node.gpus[i].info = inv->gpus[i];
     e->node.state_hash = placement_state_hash(&e->node);
@@ -315,7 +325,7 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
         goto out;
     }
-    pod_add(c, req->uid, req->ns, req->name, policy, out, state);
+    pod_add(c, req->uid, req->ns, req->name, policy, out, state, req->cpu_milli, req->host_mem_mib);
     rc = 0;
 out:
     cluster_unlock(c);
@@ -367,14 +377,32 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
                      "annotations", obs->ns, obs->name);
             pod_remove(c, r);
         }
-        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND,
+                obs->cpu_milli, obs->mem_mib);
         goto out;
     }
+    bool host_only = obs->node_name && *obs->node_name && !obs->assign;
     if (r) {
         r->gen = c->pod_gen;
+        bool same_host = host_only && r->a->nctrs == 0 && strcmp(r->a->node, obs->node_name) == 0 &&
+                         r->cpu_milli == obs->cpu_milli && r->mem_mib == obs->mem_mib;
+        if (same_host) {
+            r->state = GP_POD_BOUND;
+            goto out;
+        }
+        /* still being bound (GPUs: the annotations arrive with or before the
+         * binding; host-only: until the watch shows it bound) */
+        if (r->state == GP_POD_ASSUMED && (!host_only || r->a->nctrs > 0))
+            goto out;
         /* a recorded binding whose pod no longer carries it: the cluster is the truth */
-        if (r->state == GP_POD_BOUND)
-            pod_remove(c, r);
+        pod_remove(c, r);
+    }
+    if (host_only && strlen(obs->node_name) < GP_NAME_MAX) {
+        gp_assignment a;
+        memset(&a, 0, sizeof a);
+        gp_strlcpy(a.node, obs->node_name, sizeof a.node);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, &a, GP_POD_BOUND, obs->cpu_milli,
+                obs->mem_mib);
     }
 out:
     cluster_unlock(c);
@@ -516,6 +544,8 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
     it = 0;
     pod_rec *r;
     while ((r = strmap_next(c->pods, &it, NULL))) {
+        if (r->a->nctrs == 0)
+            continue;   /* host-only pods: counted for CPU, not GPU pods */
         if (r->state == GP_POD_BOUND)
             s->pods_bound++;
         else

@@ -385,6 +385,7 @@ typedef struct verdict {
     unsigned char arena;    /* which worker's arena holds the reason */
     unsigned reason;        /* offset into that arena */
     double raw;             /* node score, when asked for */
+    bool unknown;           /* host-only pod, node not in the store: passes, unranked */
 } verdict;
 
 typedef struct verdicts {
@@ -494,6 +495,10 @@ static void *eval_range(void *arg)
         const gp_node *node = cluster_rd_node(j->e->c, name);
         verdict *v = &j->vs->v[i];
         *v = (verdict){0};
+        if (!node && req->nctrs == 0) {
+            v->fits = v->unknown = true;   /* nothing of gpupack's to check there */
+            continue;
+        }
         if (!node) {
             v->unresolvable = true;
             set_reason_w(j->vs, j->arena, i, "node is not known to gpupack (no GPU inventory seen)");
@@ -636,9 +641,10 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, ve
     assess_result r = ASSESSED;
     if (pod_request(e, va->pod, set, &req, view, err)) {
         r = BAD_POD;
-    } else if (req.nctrs == 0) {
-        r = NOT_OURS;
     } else {
+        /* pods without GPU containers too: where their CPU and memory go
+         * decides what GPU pods can still use (fragmentation-aware policies
+         * weigh it; docs/simulator.md) */
         remember(e, va->pod, req.uid);
         evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
     }
@@ -670,12 +676,12 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
         double best = 0;
         bool any = false;
         for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits && (!any || v[i].raw > best)) {
+            if (v[i].fits && !v[i].unknown && (!any || v[i].raw > best)) {
                 best = v[i].raw;
                 any = true;
             }
         for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits && v[i].raw < best - 1e-12) {
+            if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12)) {
                 v[i].fits = false;
                 set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
                            view.name);
@@ -709,12 +715,12 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
         int *sc = xcalloc(nl->n ? nl->n : 1, sizeof *sc);
         size_t k = 0;
         for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits)
+            if (v[i].fits && !v[i].unknown)
                 raw[k++] = v[i].raw;
         placement_normalize(raw, (int)k, sc);
         k = 0;
         for (size_t i = 0; i < nl->n; i++)
-            scores[i] = v[i].fits ? sc[k++] : 0;
+            scores[i] = v[i].fits && !v[i].unknown ? sc[k++] : 0;
         free(raw);
         free(sc);
     }
@@ -748,6 +754,34 @@ static int bind_field(const json_t *args, const char *key, size_t max, const cha
     return 0;
 }
 
+/* Binds a pod that asks no GPUs: its CPU and memory are recorded on the node
+ * (when gpupack knows the node) so the next decisions see them, then a plain
+ * Binding goes out through the same binder (no annotations to write). Leaves
+ * a message in msg on failure. */
+static void bind_host_only(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
+                           const char *node, char *msg, size_t cap)
+{
+    gp_assignment a;
+    gp_err err;
+    bool recorded = cluster_place_and_assume(e->c, node, req, &view->place, view->name,
+                                             e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a,
+                                             &err) == 0;
+    if (!e->cfg.binder)
+        return;
+    json_t *none = json_object();
+    gp_bind_call call = {req->ns, req->name, req->uid, node, none, recorded ? &a : NULL,
+                         view->name};
+    if (e->cfg.binder(e->cfg.binder_ud, &call, &err)) {
+        if (recorded)
+            cluster_forget(e->c, req->uid);
+        snprintf(msg, cap, "binding pod %.200s/%.200s to %.200s failed: %.500s", req->ns,
+                 req->name, node, err.msg);
+    } else if (recorded) {
+        cluster_bind_done(e->c, req->uid);
+    }
+    json_decref(none);
+}
+
 int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_bind, 1);
@@ -779,7 +813,7 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
     } else if (pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
-        snprintf(msg, sizeof msg, "pod %.200s/%.200s asks for no gpupack resources", ns, name);
+        bind_host_only(e, &req, &view, node, msg, sizeof msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.name,
                                         e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a, &err)) {
         snprintf(msg, sizeof msg, "%s", err.msg);
