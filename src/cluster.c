@@ -17,6 +17,7 @@ typedef struct pod_rec {
     gp_pod_state state;
     bool bind_done;
     double assumed_at;          /* monotonic seconds */
+    double reserved_until;      /* > 0: a filter-time reservation lapsing then */
     unsigned gen;               /* last resync generation it was observed in */
     gp_assignment *a;           /* allocated to a->nctrs containers (0: host-only pod) */
     int64_t cpu_milli, mem_mib; /* host requests, counted on a->node */
@@ -304,7 +305,16 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
     int rc = -1;
     wrlock(c);
     pod_rec *r = strmap_get(c->pods, req->uid);
+    if (r && r->reserved_until > 0 && strcmp(r->a->node, node) != 0) {
+        pod_remove(c, r);   /* kube-scheduler chose another node than reserved */
+        r = NULL;
+    }
     if (r) {
+        if (r->reserved_until > 0) {   /* the bind takes the reservation over */
+            r->reserved_until = 0;
+            r->assumed_at = gp_mono_s();
+            r->state = state;
+        }
         if (strcmp(r->a->node, node) != 0) {
             gp_fail(err, "pod %s/%s already holds GPUs on node %s", req->ns, req->name,
                     r->a->node);
@@ -330,6 +340,38 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
 out:
     cluster_unlock(c);
     return rc;
+}
+
+int cluster_reserve(gp_cluster *c, const char *node, const gp_pod_req *req,
+                    const gp_place_opts *opts, const char *policy, double ttl_s,
+                    gp_assignment *out, gp_err *err)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, req->uid);
+    if (r && r->reserved_until > 0)
+        pod_remove(c, r);
+    else if (r) {
+        cluster_unlock(c);
+        return gp_fail(err, "pod %s/%s is already being bound", req->ns, req->name);
+    }
+    cluster_unlock(c);
+    if (cluster_place_and_assume(c, node, req, opts, policy, GP_POD_ASSUMED, out, err))
+        return -1;
+    wrlock(c);
+    r = strmap_get(c->pods, req->uid);
+    if (r && r->state == GP_POD_ASSUMED && !r->bind_done)
+        r->reserved_until = gp_mono_s() + (ttl_s > 0 ? ttl_s : 0) + 1e-9;
+    cluster_unlock(c);
+    return 0;
+}
+
+void cluster_unreserve(gp_cluster *c, const char *uid)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && r->reserved_until > 0 && r->state == GP_POD_ASSUMED)
+        pod_remove(c, r);
+    cluster_unlock(c);
 }
 
 void cluster_bind_done(gp_cluster *c, const char *uid)
@@ -367,6 +409,7 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
     if (bound) {
         if (r && gp_assignment_equal(r->a, obs->assign)) {
             r->state = GP_POD_BOUND;
+            r->reserved_until = 0;
             r->gen = c->pod_gen;
             if (obs->policy && *obs->policy)
                 gp_strlcpy(r->policy, obs->policy, sizeof r->policy);
@@ -388,6 +431,7 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
                          r->cpu_milli == obs->cpu_milli && r->mem_mib == obs->mem_mib;
         if (same_host) {
             r->state = GP_POD_BOUND;
+            r->reserved_until = 0;
             goto out;
         }
         /* still being bound (GPUs: the annotations arrive with or before the
@@ -445,6 +489,13 @@ static bool assumed_before(const gp_cluster *c, const pod_rec *r, double cutoff)
     return r->state == GP_POD_ASSUMED && r->assumed_at < cutoff;
 }
 
+static bool assumed_or_reserved_before(const gp_cluster *c, const pod_rec *r, double cutoff)
+{
+    if (r->reserved_until > 0 && r->state == GP_POD_ASSUMED && r->reserved_until <= gp_mono_s())
+        return true;
+    return r->reserved_until <= 0 && assumed_before(c, r, cutoff);
+}
+
 void cluster_pods_resync_end(gp_cluster *c)
 {
     wrlock(c);
@@ -457,7 +508,7 @@ void cluster_pods_resync_end(gp_cluster *c)
 int cluster_expire_assumed(gp_cluster *c, double ttl_s)
 {
     wrlock(c);
-    int n = sweep_pods(c, assumed_before, gp_mono_s() - ttl_s);
+    int n = sweep_pods(c, assumed_or_reserved_before, gp_mono_s() - ttl_s);
     cluster_unlock(c);
     if (n)
         LOG_WARN("%d assumed pods expired: never seen bound within %.0f s", n, ttl_s);

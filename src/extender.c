@@ -646,10 +646,44 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, ve
          * decides what GPU pods can still use (fragmentation-aware policies
          * weigh it; docs/simulator.md) */
         remember(e, va->pod, req.uid);
+        if (!scores)
+            cluster_unreserve(e->c, req.uid);   /* filter decides afresh */
         evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
     }
     policy_set_unref(set);
     return r;
+}
+
+/* nodeDecision: filter, some nodes tied best: keep the first of them in
+ * kube-scheduler's order (it starts each search where the last one stopped)
+ * and reserve the pod's GPUs and CPU there at once, so the next pod's filter
+ * sees them before this pod's bind arrives (kube-scheduler binds
+ * asynchronously). If no reservation can be made (a bind raced us), every
+ * tied node stays and bind re-checks the fit. */
+static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs,
+                        const gp_policy_view *view)
+{
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view v2;
+    gp_err err;
+    size_t chosen = nl->n;
+    if (pod_request(e, va->pod, set, &req, &v2, &err) == 0) {
+        for (size_t i = 0; i < nl->n && chosen == nl->n; i++) {
+            gp_assignment a;
+            if (vs->v[i].fits && !vs->v[i].unknown &&
+                cluster_reserve(e->c, node_list_name(nl, i), &req, &v2.place, v2.name,
+                                GP_RESERVE_TTL_S, &a, &err) == 0)
+                chosen = i;
+        }
+    }
+    policy_set_unref(set);
+    for (size_t i = 0; chosen < nl->n && i < nl->n; i++)
+        if (i != chosen && vs->v[i].fits) {
+            vs->v[i].fits = false;
+            set_reason(vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
+                       view->name);
+        }
 }
 
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
@@ -686,6 +720,8 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
                 set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
                            view.name);
             }
+        if (any)
+            reserve_one(e, &va, nl, &vs, &view);
     }
     *out = filter_answer(nl, &vs, r == NOT_OURS);   /* not a gpupack pod: every node passes */
     verdicts_free(&vs);

@@ -325,9 +325,10 @@ static int64_t kube_plugin_score(const schedcfg *k, const kacct *n, const trace_
 /* One scheduling cycle of kube-scheduler v1.26 with gpupack as its extender
  * (schedule_one.go: findNodesThatPassFilters, findNodesThatPassExtenders,
  * prioritizeNodes, selectHost). gpupack answers as src/extender.c does:
- * filter keeps the nodes the pod fits (only the best in nodeDecision: filter),
- * prioritize normalises raw scores 0..10; a pod without gpupack resources
- * passes every node and scores 0. Returns the node or -1. */
+ * filter keeps the nodes the pod fits (in nodeDecision: filter only the first
+ * best one, reserved), prioritize normalises raw scores 0..10; gpupack decides
+ * CPU-only pods the same way when it knows host CPU (extender_cpu), else
+ * they pass every node and score 0. Returns the node or -1. */
 static int choose_node_kube(run *R, size_t pi, const gp_pod_req *req)
 {
     const sim_config *c = R->cfg;
@@ -372,13 +373,11 @@ static int choose_node_kube(run *R, size_t pi, const gp_pod_req *req)
         }
         nf = nk;
         if (c->mode == SIM_MODE_FILTER) {
-            nk = 0;
+            /* the first best node in kube-scheduler's order, reserved at
+             * filter time (extender.c reserve_one): the only node passed on */
             for (int i = 0; i < nf; i++)
-                if (R->raw[i] >= best - 1e-12) {
-                    R->fits[nk] = R->fits[i];
-                    R->raw[nk++] = R->raw[i];
-                }
-            nf = nk;
+                if (R->raw[i] >= best - 1e-12)
+                    return R->fits[i];
         }
         evaluated = true;
     }

@@ -208,6 +208,43 @@ START_TEST(host_resources_of_every_pod)
 }
 END_TEST
 
+/* Reservations lapse on their own TTL; bound binds and plain assumptions
+ * follow the assume TTL. No clock games: TTL 0 has lapsed by the sweep. */
+START_TEST(reservations_lapse)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_pod_req r1, r2, r3;
+    tu_req(&r1, "r1", 1, 4096, 0);
+    tu_req(&r2, "r2", 1, 4096, 0);
+    tu_req(&r3, "r3", 1, 4096, 0);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r1, &o, "p", 0, &a, &err), 0);
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, "p", 1e6, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r3, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 3 * 4096);
+    /* reserving again replaces, never adds */
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, "p", 1e6, &a, &err), 0);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 3 * 4096);
+    /* a pod being bound is not reserved over */
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r3, &o, "p", 1e6, &a, &err), -1);
+    ck_assert_int_eq(cluster_expire_assumed(c, 1e6), 1);   /* r1 only */
+    ck_assert_int_eq(node_mem_used(c, "n0"), 2 * 4096);
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "r1", &a, &st), -1);
+    ck_assert_int_eq(cluster_pod_get(c, "r2", &a, &st), 0);
+    /* the bind takes r2 over: from now on it follows the assume TTL */
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r2, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 2 * 4096);
+    ck_assert_int_eq(cluster_expire_assumed(c, 1e6), 0);
+    ck_assert_int_eq(cluster_expire_assumed(c, -1), 2);     /* r2, r3 past a negative TTL */
+    ck_assert_int_eq(node_mem_used(c, "n0"), 0);
+    cluster_free(c);
+}
+END_TEST
+
 START_TEST(pods_before_their_node_and_inventory_changes)
 {
     gp_cluster *c = cluster_new();
@@ -392,6 +429,7 @@ Suite *suite_cluster(void)
     tcase_add_test(t, forget_spares_a_completed_bind);
     tcase_add_test(t, observe_confirms_and_releases);
     tcase_add_test(t, host_resources_of_every_pod);
+    tcase_add_test(t, reservations_lapse);
     tcase_add_test(t, pods_before_their_node_and_inventory_changes);
     tcase_add_test(t, resync_removes_unseen);
     tcase_add_test(t, ns_gpus_and_inspect);
