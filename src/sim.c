@@ -707,6 +707,7 @@ typedef struct cli {
     int jobs;
     bool quiet;
     bool by_gpus;                 /* typical shapes weighted by GPU demand */
+    bool emit_shapes;             /* print the trace's shapes as spec.shapes and stop */
 } cli;
 
 static void usage(FILE *f)
@@ -740,8 +741,10 @@ static void usage(FILE *f)
             "  --departures           replay creation/deletion times (no shuffle, no inflation)\n"
             "  --no-shuffle           keep the file order\n"
             "  --shapes trace|trace-gpu|policy\n"
-            "                         typical task shapes: the pod list's with CPU (default),\n"
-            "                         its GPU pods only, or the policy's\n"
+            "                         typical task shapes the strategies use: the pod list's\n"
+            "                         with CPU, its GPU pods only, or the policy's (its\n"
+            "                         spec.shapes, else the built-in ones, as live gpupack;\n"
+            "                         the default with a scheduler configuration, else trace)\n"
             "  --coverage X           share of pods the typical shapes cover (default 0.95)\n"
             "  --shape-weight pods|gpus\n"
             "                         shape popularity by pod count (the paper) or by GPUs,\n"
@@ -750,6 +753,8 @@ static void usage(FILE *f)
             "  --label NAME           policy name in the reports\n"
             "  --jobs N               seeds run in parallel (default: online CPUs)\n"
             "  --no-cache             evaluate every node for every pod (slow; for checking)\n"
+            "  --emit-shapes          print the pod list's typical shapes (--coverage,\n"
+            "                         --shape-weight) as a policy's spec.shapes, and stop\n"
             "  --quiet                no progress on stderr\n"
             "strategies: node:");
     for (const char *const *n = placement_node_strategy_names(); *n; n++)
@@ -1054,6 +1059,32 @@ static json_t *json_mode(const cli *c, const sim_result *res, sim_mode mode, int
                      json_result(&m, gpus, c->nseeds));
 }
 
+/* spec.shapes of a policy (docs/policies.md), from typical shapes. */
+static void print_shapes(FILE *f, const gp_shapes *sh, const char *src)
+{
+    fprintf(f, "  # typical task shapes of %s (gpupack simulate --emit-shapes)\n", src);
+    fprintf(f, "  shapes:\n");
+    for (int i = 0; i < sh->n; i++) {
+        const gp_shape *s = &sh->s[i];
+        fprintf(f, "    - {gpus: %d, core: %g, weight: %.5f", s->count, s->core / 10.0, s->weight);
+        if (s->cpu_milli > 0)
+            fprintf(f, ", cpuMilli: %lld", (long long)s->cpu_milli);
+        if (s->models[0]) {
+            fprintf(f, ", gpuModels: [");
+            const char *m = s->models;
+            for (int k = 0; *m; k++) {
+                size_t len = strcspn(m, "|");
+                fprintf(f, "%s\"%.*s\"", k ? ", " : "", (int)len, m);
+                m += len;
+                if (*m == '|')
+                    m++;
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "}\n");
+    }
+}
+
 /* ------------------------------------------------------------- main -- */
 
 /* The policy that governs trace pods: --policy FILE through the policy
@@ -1107,7 +1138,7 @@ int sim_main(int argc, char **argv)
     cli c;
     memset(&c, 0, sizeof c);
     c.format = "table";
-    c.shapes_src = "trace";
+    c.shapes_src = NULL;   /* default: policy with a scheduler configuration, else trace */
     c.coverage = 0.95;
     c.by_gpus = true;
     c.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -1277,6 +1308,8 @@ int sim_main(int argc, char **argv)
             shuffle = false;
         } else if (strcmp(a, "--no-cache") == 0) {
             cache = false;
+        } else if (strcmp(a, "--emit-shapes") == 0) {
+            c.emit_shapes = true;
         } else if (strcmp(a, "--quiet") == 0) {
             c.quiet = true;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -1338,7 +1371,16 @@ int sim_main(int argc, char **argv)
         goto done;
     }
 
+    if (c.emit_shapes) {
+        gp_shapes sh;
+        frag_shapes_from_trace(pods, npods, c.coverage, true, c.by_gpus, &sh);
+        print_shapes(stdout, &sh, c.pods_path);
+        status = 0;
+        goto done;
+    }
     gp_shapes *shapes = xcalloc(1, sizeof *shapes);
+    if (!c.shapes_src)
+        c.shapes_src = c.sched_path ? "policy" : "trace";
     frag_shapes_from_trace(pods, npods, c.coverage, strcmp(c.shapes_src, "trace-gpu") != 0,
                            c.by_gpus, shapes);
     sim_config cfg;
@@ -1348,7 +1390,9 @@ int sim_main(int argc, char **argv)
     cfg.pods = pods;
     cfg.npods = npods;
     cfg.place = view.place;
-    if (strcmp(c.shapes_src, "policy") != 0 || !cfg.place.shapes)
+    /* the policy's shapes are what live gpupack uses (the built-in ones when
+     * the policy has none): the default when playing the deployment */
+    if (strcmp(c.shapes_src, "policy") != 0)
         cfg.place.shapes = shapes;
     cfg.shapes = shapes;
     cfg.weight = weight;
