@@ -213,6 +213,16 @@ START_TEST(simulator_matches_kube_scheduler)
     e2e_log("packing: kube-scheduler + gpupack %.2f %% (%zu of %zu pods bound, %.0f s), "
             "simulate %.2f %%, difference %.2f points",
             live, bound, norder, gp_mono_s() - t0, sim, live - sim);
+    /* the cost: gpupack's own time per verb (every pod goes through filter and bind) */
+    const char *verbs[] = {"filter", "prioritize", "bind"};
+    for (int k = 0; k < 3; k++) {
+        char sum[96], cnt[96];
+        snprintf(sum, sizeof sum, "gpupack_request_duration_seconds_sum{verb=\"%s\"}", verbs[k]);
+        snprintf(cnt, sizeof cnt, "gpupack_request_duration_seconds_count{verb=\"%s\"}", verbs[k]);
+        double s_ = e2e_gp_metric(w->gp, sum), n_ = e2e_gp_metric(w->gp, cnt);
+        e2e_log("packing: %s: %.0f calls, %.2f ms mean", verbs[k], n_,
+                n_ > 0 ? 1000 * s_ / n_ : 0.0);
+    }
     char *res = xasprintf("%s/packing_result.txt", e2e_env.run_dir);
     FILE *fr = fopen(res, "w");
     if (fr) {
