@@ -580,7 +580,7 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
 
 /* The filter answer, written directly: 5,000-node answers are built per
  * request, and an object tree plus serialisation cost more than the fitting. */
-static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
+static char *filter_answer(const node_list *nl, const verdicts *vs)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
@@ -589,7 +589,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
         rc |= jsonw_raw(&b, "{\"NodeNames\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
-            if (!ok_all && !vs->v[i].fits)
+            if (!vs->v[i].fits)
                 continue;
             rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i));
             first = false;
@@ -599,7 +599,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
         rc |= jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
-            if (!ok_all && !vs->v[i].fits)
+            if (!vs->v[i].fits)
                 continue;
             rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_value(&b, json_array_get(nl->items, i));
             first = false;
@@ -609,7 +609,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
     for (int pass = 0; pass < 2; pass++) {
         rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
         bool first = true;
-        for (size_t i = 0; i < nl->n && !ok_all; i++) {
+        for (size_t i = 0; i < nl->n; i++) {
             if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
                 continue;
             rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
@@ -624,7 +624,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
     return b.data;
 }
 
-typedef enum { ASSESSED, NOT_OURS, BAD_POD } assess_result;
+typedef enum { ASSESSED, BAD_POD } assess_result;
 
 /* The half filter and prioritize share: the pod's request under the policy
  * that governs it, remembered for bind, and every node evaluated (with node
@@ -723,7 +723,7 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
         if (any)
             reserve_one(e, &va, nl, &vs, &view);
     }
-    *out = filter_answer(nl, &vs, r == NOT_OURS);   /* not a gpupack pod: every node passes */
+    *out = filter_answer(nl, &vs);
     verdicts_free(&vs);
     status = 200;
 done:
@@ -792,20 +792,21 @@ static int bind_field(const json_t *args, const char *key, size_t max, const cha
 
 /* Binds a pod that asks no GPUs: its CPU and memory are recorded on the node
  * (when gpupack knows the node) so the next decisions see them, then a plain
- * Binding goes out through the same binder (no annotations to write). Leaves
- * a message in msg on failure. */
+ * Binding goes out through the same binder (no annotations to write). *a gets
+ * the (GPU-less) assignment; leaves a message in msg on failure. */
 static void bind_host_only(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
-                           const char *node, char *msg, size_t cap)
+                           const char *node, gp_assignment *a, char *msg, size_t cap)
 {
-    gp_assignment a;
     gp_err err;
     bool recorded = cluster_place_and_assume(e->c, node, req, &view->place, view->name,
-                                             e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a,
+                                             e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, a,
                                              &err) == 0;
+    if (!recorded)
+        a->nctrs = 0;   /* a node gpupack does not know: nothing to record */
     if (!e->cfg.binder)
         return;
     json_t *none = json_object();
-    gp_bind_call call = {req->ns, req->name, req->uid, node, none, recorded ? &a : NULL,
+    gp_bind_call call = {req->ns, req->name, req->uid, node, none, recorded ? a : NULL,
                          view->name};
     if (e->cfg.binder(e->cfg.binder_ud, &call, &err)) {
         if (recorded)
@@ -849,7 +850,7 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
     } else if (pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
-        bind_host_only(e, &req, &view, node, msg, sizeof msg);
+        bind_host_only(e, &req, &view, node, &a, msg, sizeof msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.name,
                                         e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a, &err)) {
         snprintf(msg, sizeof msg, "%s", err.msg);
