@@ -15,6 +15,10 @@
 
 typedef struct gp_extender gp_extender;
 
+/* How long a filter-time reservation (nodeDecision: filter) waits for its
+ * bind before it lapses; the live loop sweeps every --assume-ttl/4 s. */
+#define GP_RESERVE_TTL_S 30.0
+
 /* What bind asks the binder to do for one pod. */
 typedef struct gp_bind_call {
     const char *ns, *name, *uid, *node;
