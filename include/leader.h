@@ -76,6 +76,10 @@ typedef struct gp_leader_config {
     double renew_deadline_s;       /* 0 = 10 */
     double retry_period_s;         /* 0 = 2 */
     double takeover_quiet_s;       /* 0 = 1; negative = none */
+    /* Called on the election thread after every attempt with whether this
+     * replica holds the Lease (e.g. to label its Pod); may be NULL. */
+    void (*on_step)(void *ud, bool leading);
+    void *on_step_ud;
 } gp_leader_config;
 
 typedef struct gp_leader gp_leader;

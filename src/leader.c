@@ -371,6 +371,12 @@ static void *run(void *arg)
     while (!l->quit) {
         pthread_mutex_unlock(&l->mu);
         leader_step(l);
+        if (l->cfg.on_step) {
+            pthread_mutex_lock(&l->mu);
+            bool leading = l->leading && !l->stopped;
+            pthread_mutex_unlock(&l->mu);
+            l->cfg.on_step(l->cfg.on_step_ud, leading);
+        }
         double wait = l->cfg.retry_period_s * jitter(l);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);

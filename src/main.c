@@ -12,6 +12,7 @@
 #include "extender.h"
 #include "inspect_cli.h"
 #include "leader.h"
+#include "leader_label.h"
 #include "lease_kube.h"
 #include "live.h"
 #include "log.h"
@@ -29,7 +30,7 @@ typedef struct serve_opts {
     double assume_ttl;
     int64_t aliyun_unit_mib;
     bool leader_elect;
-    const char *lease_ns, *lease_name, *identity;
+    const char *lease_ns, *lease_name, *identity, *leader_pod;
     double lease_duration, renew_deadline, retry_period, takeover_quiet;
 } serve_opts;
 
@@ -66,7 +67,10 @@ static void usage(FILE *f)
             "  --leader-elect-takeover-quiet D   no bind this long after taking over (default 1s)\n"
             "  --leader-elect-resource-namespace NS  (default gpupack-system)\n"
             "  --leader-elect-resource-name NAME     the Lease (default gpupack)\n"
-            "  --leader-elect-identity ID   (default HOSTNAME_RANDOM)\n",
+            "  --leader-elect-identity ID   (default HOSTNAME_RANDOM)\n"
+            "  --leader-elect-pod NS/NAME   this replica's Pod: the leader labels it gpupack.io/leader=true\n"
+            "                       (the Service selects it; standbys stay Ready). Without it a\n"
+            "                       standby reports not ready on /readyz instead\n",
             GP_MAX_BODY_DEFAULT);
 }
 
@@ -90,6 +94,7 @@ static const flag flags[] = {
     F("--leader-elect-resource-namespace", 0, lease_ns),
     F("--leader-elect-resource-name", 0, lease_name),
     F("--leader-elect-identity", 0, identity),
+    F("--leader-elect-pod", 0, leader_pod),
 };
 #undef F
 
@@ -217,7 +222,13 @@ typedef struct app {
     policy_store *policies;     /* NULL: the built-in default policy */
     gp_leader *leader;          /* NULL: no leader election, this replica binds */
     gp_lease_kube *lease;
+    gp_leader_label *label;     /* NULL: standbys say not ready instead */
 } app;
+
+static void label_hook(void *ud, bool leading)
+{
+    leader_label_sync(ud, leading);
+}
 
 /* Only a leader with a complete map binds (live.c asks before every bind). */
 static bool bind_gate(void *ud, double *budget_s)
@@ -237,7 +248,7 @@ static bool ready_hook(void *ud, char *detail, size_t len)
         snprintf(detail, len, "waiting for the first full list of nodes and pods");
         return false;
     }
-    if (a->leader) {
+    if (a->leader && !a->label) {
         /* standbys are not ready, so the Service sends every verb to the leader */
         gp_leader_status st;
         leader_status(a->leader, &st);
@@ -368,7 +379,18 @@ static int start_leader(const serve_opts *o, app *a, gp_err *err)
     /* each Lease call may take half the renew deadline (as kube-scheduler's client) */
     a->lease = lease_kube_new(live_kube(a->live), o->lease_ns, o->lease_name, renew / 2);
     gp_leader_config lc = {id, o->lease_duration, o->renew_deadline, o->retry_period,
-                           o->takeover_quiet};
+                           o->takeover_quiet, NULL, NULL};
+    if (o->leader_pod) {
+        const char *slash = strchr(o->leader_pod, '/');
+        if (!slash || slash == o->leader_pod || !slash[1] || strchr(slash + 1, '/') ||
+            slash - o->leader_pod >= GP_NAME_MAX || strlen(slash + 1) >= GP_NAME_MAX)
+            return gp_fail(err, "--leader-elect-pod: want NAMESPACE/NAME, got \"%.200s\"", o->leader_pod);
+        char ns[GP_NAME_MAX];
+        snprintf(ns, sizeof ns, "%.*s", (int)(slash - o->leader_pod), o->leader_pod);
+        a->label = leader_label_new(live_kube(a->live), ns, slash + 1, renew / 2);
+        lc.on_step = label_hook;
+        lc.on_step_ud = a->label;
+    }
     gp_lease_store st = lease_kube_store(a->lease);
     a->leader = leader_new(&lc, &st, NULL, err);
     if (!a->leader)
@@ -464,11 +486,14 @@ out:
     server_stop(s);       /* no request in flight after this */
     if (a.leader) {       /* then hand the Lease over: no bind can follow */
         leader_stop(a.leader);
+        if (a.label)      /* the Service stops routing here before the next leader labels itself */
+            leader_label_sync(a.label, false);
         if (leader_release(a.leader, &err))
             LOG_WARN("leader election: could not release the lease (it expires instead): %s", err.msg);
     }
     leader_free(a.leader);
     lease_kube_free(a.lease);
+    leader_label_free(a.label);
     live_free(a.live);    /* then the watchers */
     extender_free(e);
     policy_store_free(a.policies);

@@ -28,21 +28,61 @@
 #define POD_MIB "4096"
 #define KILL_PODS 500
 #define TERM_PODS 60
-#define READY_POLL_S 1.0      /* like a readiness probe with periodSeconds: 1 */
+#define READY_POLL_S 1.0      /* endpoints follow labels and readiness with some delay */
 
 /* ----------------------------------------------------------- the front --- */
 
-/* Accepts on 127.0.0.1:port and splices each connection to the replica that
- * answered /readyz 200 at the last poll: what a Service whose endpoints follow
- * readiness does for kube-scheduler. */
+/* Accepts on 127.0.0.1:port and splices each connection to the replica whose
+ * Pod carried gpupack.io/leader=true at the last poll: what the shipped
+ * Service (selector app + gpupack.io/leader) does for kube-scheduler. */
+static bool port_ready(int port);
+
 typedef struct front {
     int lfd, port;
-    _Atomic int backend[2];   /* replica ports (0 = none) */
-    _Atomic int ready;        /* the port of the ready replica, 0 = none */
+    gp_kube *api;
+    pthread_mutex_t mu;
+    char name[2][64];         /* replica Pod names and their ports */
+    int bport[2];
+    _Atomic int ready;        /* the port of the labelled replica, 0 = none */
     atomic_bool stop;
     pthread_t acceptor, checker;
 } front;
 
+static void front_backend(front *f, int slot, const char *pod, int port)
+{
+    pthread_mutex_lock(&f->mu);
+    gp_strlcpy(f->name[slot], pod, sizeof f->name[slot]);
+    f->bport[slot] = port;
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* The port of a replica whose Pod is labelled leader and that listens; 0 = none. */
+static int labelled_port(front *f)
+{
+    gp_kube_resp resp;
+    gp_err err;
+    int port = 0;
+    if (kube_request(f->api, "GET",
+                     "/api/v1/namespaces/gpupack-system/pods?labelSelector=gpupack.io%2Fleader%3Dtrue",
+                     NULL, NULL, 2, NULL, &resp, &err) == 0 && resp.status == 200) {
+        json_t *l = json_loadb(resp.body.data, resp.body.len, 0, NULL);
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(l, "items"), i, p) {
+            const char *n = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+            pthread_mutex_lock(&f->mu);
+            for (int k = 0; k < 2 && n && !port; k++)
+                if (strcmp(f->name[k], n) == 0 && port_ready(f->bport[k]))
+                    port = f->bport[k];
+            pthread_mutex_unlock(&f->mu);
+        }
+        json_decref(l);
+    }
+    kube_resp_free(&resp);
+    return port;
+}
+
+/* The replica answers /readyz 200 (a Ready endpoint). */
 static bool port_ready(int port)
 {
     if (port <= 0)
@@ -70,11 +110,7 @@ static void *checker(void *arg)
 {
     front *f = arg;
     while (!atomic_load(&f->stop)) {
-        int r = 0;
-        for (int i = 0; i < 2 && !r; i++)
-            if (port_ready(atomic_load(&f->backend[i])))
-                r = atomic_load(&f->backend[i]);
-        atomic_store(&f->ready, r);
+        atomic_store(&f->ready, labelled_port(f));
         e2e_sleep(READY_POLL_S);
     }
     return NULL;
@@ -136,9 +172,11 @@ static void *acceptor(void *arg)
     return NULL;
 }
 
-static front *front_start(void)
+static front *front_start(e2e_cp *cp)
 {
     front *f = xcalloc(1, sizeof *f);
+    f->api = cp->kube;
+    pthread_mutex_init(&f->mu, NULL);
     f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -171,9 +209,18 @@ static e2e_gp *replica_start(e2e_cp *cp, const char *id)
     e2e_gp *g = xcalloc(1, sizeof *g);
     g->cp = cp;
     snprintf(g->log, sizeof g->log, "%s/ha-%s-%d.log", e2e_env.run_dir, id, ++seq);
+    /* its Pod: an API object only (no kubelet), bound so no scheduler touches it */
+    json_t *pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s,s:[{s:s,s:s}]}}", "apiVersion", "v1",
+                            "kind", "Pod", "metadata", "name", id, "namespace", "gpupack-system",
+                            "labels", "app.kubernetes.io/name", "gpupack", "spec", "nodeName", "ha-00",
+                            "containers", "name", "gpupack", "image", "gpupack:latest");
+    json_decref(e2e_api_ok(cp, "POST", "/api/v1/namespaces/gpupack-system/pods", NULL, pod));
+    json_decref(pod);
+    char podarg[128];
+    snprintf(podarg, sizeof podarg, "gpupack-system/%s", id);
     const char *argv[] = {e2e_env.gpupack_bin, "serve", "--kubeconfig", cp->kubeconfig, "--listen",
                           "127.0.0.1:0", "--policies", e2e_env.policies, "--leader-elect",
-                          "--leader-elect-identity", id, NULL};
+                          "--leader-elect-identity", id, "--leader-elect-pod", podarg, NULL};
     pid_t pid = fork();
     ck_assert(pid >= 0);
     if (pid == 0) {
@@ -302,6 +349,23 @@ static const char *lease_holder(e2e_cp *cp, char *out, size_t len)
     return out;
 }
 
+/* Names of the Pods labelled leader, comma-separated. */
+static const char *labelled(e2e_cp *cp, char *out, size_t len)
+{
+    json_t *l = e2e_api_ok(cp, "GET",
+                           "/api/v1/namespaces/gpupack-system/pods?labelSelector=gpupack.io%2Fleader%3Dtrue",
+                           NULL, NULL);
+    size_t i, off = 0;
+    json_t *p;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(l, "items"), i, p) {
+        const char *n = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+        off += (size_t)snprintf(out + off, off < len ? len - off : 0, "%s%s", off ? "," : "", n ? n : "?");
+    }
+    json_decref(l);
+    return out;
+}
+
 /* ------------------------------------------------------------- the test --- */
 
 START_TEST(failover_kill_and_handover)
@@ -318,7 +382,7 @@ START_TEST(failover_kill_and_handover)
         snprintf(name, sizeof name, "ha-%02d", i);
         e2e_node_create(cp, e2e_node_gpupack(name, 4, GPU_MIB, "A10"));
     }
-    front *f = front_start();
+    front *f = front_start(cp);
     json_t *sched = e2e_sched_config(f->port);
     e2e_cp_scheduler(cp, sched);
     json_decref(sched);
@@ -329,13 +393,14 @@ START_TEST(failover_kill_and_handover)
     e2e_gp *b = replica_start(cp, "replica-b");
     wait_metric(b, "gpupack_cluster_ready", 1, 60);
     wait_metric(b, "gpupack_leader", 0, 5);
-    atomic_store(&f->backend[0], a->port);
-    atomic_store(&f->backend[1], b->port);
+    front_backend(f, 0, "replica-a", a->port);
+    front_backend(f, 1, "replica-b", b->port);
     long st = 0;
     free(e2e_gp_get(b, "/readyz", &st));
-    ck_assert_int_eq(st, 503);   /* the standby takes no traffic */
+    ck_assert_int_eq(st, 200);   /* a synced standby is Ready; the label routes */
     char holder[GP_LEADER_ID_MAX];
     ck_assert_str_eq(lease_holder(cp, holder, sizeof holder), "replica-a");
+    ck_assert_str_eq(labelled(cp, holder, sizeof holder), "replica-a");
 
     /* 500 pods arrive; the leader is killed after the first 150 are bound,
      * and the other 300 keep arriving (10/s) across the failover */
@@ -358,6 +423,7 @@ START_TEST(failover_kill_and_handover)
     double kill_to_bind = (double)(first - kill_ns) / 1e9;
     e2e_log("MEASURED kill -> new leader's first bind: %.2f s (goal < 20 s)", kill_to_bind);
     ck_assert_str_eq(lease_holder(cp, holder, sizeof holder), "replica-b");
+    ck_assert_str_eq(labelled(cp, holder, sizeof holder), "replica-b");   /* a's label removed */
 
     e2e_verdict v;
     e2e_assert_consistent(cp, b, 30, &v);
@@ -377,7 +443,7 @@ START_TEST(failover_kill_and_handover)
     a = replica_start(cp, "replica-a2");
     wait_metric(a, "gpupack_cluster_ready", 1, 60);
     wait_metric(a, "gpupack_leader", 0, 5);
-    atomic_store(&f->backend[0], a->port);
+    front_backend(f, 0, "replica-a2", a->port);
     int64_t term_ns = gp_now_ns();
     double term_mono = gp_mono_s();
     e2e_gp_kill(b, SIGTERM);
@@ -390,6 +456,7 @@ START_TEST(failover_kill_and_handover)
     double term_to_bind = (double)(first - term_ns) / 1e9;
     e2e_log("MEASURED SIGTERM -> new leader's first bind: %.2f s (goal < 3 s)", term_to_bind);
     ck_assert_int_gt(e2e_gp_log_count(b, "released the lease"), 0);
+    ck_assert_str_eq(labelled(cp, holder, sizeof holder), "replica-a2");
     e2e_assert_consistent(cp, a, 30, &v);
     ck_assert_int_eq(v.gpu_pods_bound, KILL_PODS + TERM_PODS);
     ck_assert_msg(kill_to_bind < 20, "kill -> first bind %.2f s", kill_to_bind);
