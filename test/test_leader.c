@@ -356,6 +356,10 @@ START_TEST(release_hands_over_at_once)
 }
 END_TEST
 
+#define CFG(id, lease, renew, retry, quiet) \
+    {.identity = id, .lease_duration_s = lease, .renew_deadline_s = renew, .retry_period_s = retry, \
+     .takeover_quiet_s = quiet}
+
 START_TEST(config_is_validated)
 {
     fake_lease f = {0};
@@ -365,15 +369,15 @@ START_TEST(config_is_validated)
         gp_leader_config cfg;
         bool ok;
     } cases[] = {
-        {{"x", 0, 0, 0, 0}, true},
-        {{"x", 15, 10, 2, 1}, true},
-        {{"x", 10, 10, 2, 1}, false},     /* lease must outlast renew deadline + margin */
-        {{"x", 10.5, 10, 2, 1}, false},
-        {{"x", 15, 2, 2, 1}, false},      /* renew deadline > 1.2 x retry */
-        {{"x", 15, 10, -1, 1}, false},
-        {{"", 15, 10, 2, 1}, false},
-        {{NULL, 15, 10, 2, 1}, false},
-        {{"x", 7200, 10, 2, 1}, false},
+        {CFG("x", 0, 0, 0, 0), true},
+        {CFG("x", 15, 10, 2, 1), true},
+        {CFG("x", 10, 10, 2, 1), false}, /* lease must outlast renew deadline + margin */
+        {CFG("x", 10.5, 10, 2, 1), false},
+        {CFG("x", 15, 2, 2, 1), false}, /* renew deadline > 1.2 x retry */
+        {CFG("x", 15, 10, -1, 1), false},
+        {CFG("", 15, 10, 2, 1), false},
+        {CFG(NULL, 15, 10, 2, 1), false},
+        {CFG("x", 7200, 10, 2, 1), false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gp_err err;
