@@ -1,7 +1,8 @@
-/* e2e_ha.c -- two gpupack replicas with --leader-elect behind a readiness-routed front (a
- * Service modelled by a TCP forwarder to the ready replica): SIGKILL of the leader while 500
- * pods arrive, then a SIGTERM hand-over; every pod bound once, no GPU over-committed, and the
- * time from the kill / the SIGTERM to the new leader's first bind is measured. */
+/* e2e_ha.c -- two gpupack replicas with --leader-elect behind a front that routes to the Pod
+ * labelled gpupack.io/leader (the shipped Service, modelled by a TCP forwarder): SIGKILL of the
+ * leader while 500 pods arrive, a SIGTERM hand-over, then a leader frozen (SIGSTOP) past its
+ * lease; every pod bound once, no GPU over-committed, the frozen leader never binds again, and
+ * the time from the kill / the SIGTERM to the new leader's first bind is measured. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -28,6 +29,7 @@
 #define POD_MIB "4096"
 #define KILL_PODS 500
 #define TERM_PODS 60
+#define FREEZE_PODS 16        /* the last free slots */
 #define READY_POLL_S 1.0      /* endpoints follow labels and readiness with some delay */
 
 /* ----------------------------------------------------------- the front --- */
@@ -461,6 +463,34 @@ START_TEST(failover_kill_and_handover)
     ck_assert_int_eq(v.gpu_pods_bound, KILL_PODS + TERM_PODS);
     ck_assert_msg(kill_to_bind < 20, "kill -> first bind %.2f s", kill_to_bind);
     ck_assert_msg(term_to_bind < 3, "SIGTERM -> first bind %.2f s", term_to_bind);
+
+    /* fencing for real: the leader freezes (SIGSTOP: a long GC pause, a stuck VM)
+     * while pods arrive; the standby takes over; when the old leader wakes up,
+     * its clock tells it that it may no longer bind, whatever it was doing */
+    free(b);
+    b = replica_start(cp, "replica-b2");
+    wait_metric(b, "gpupack_cluster_ready", 1, 60);
+    wait_metric(b, "gpupack_leader", 0, 5);
+    front_backend(f, 1, "replica-b2", b->port);
+    int64_t stop_ns = gp_now_ns();
+    kill(a->pid, SIGSTOP);
+    make_pods(cp, KILL_PODS + TERM_PODS, KILL_PODS + TERM_PODS + FREEZE_PODS, 1);
+    wait_metric(b, "gpupack_leader", 1, 30);
+    e2e_log("standby took over %.1f s after the leader froze", (double)(gp_now_ns() - stop_ns) / 1e9);
+    kill(a->pid, SIGCONT);
+    int total = KILL_PODS + TERM_PODS + FREEZE_PODS;
+    bound = e2e_wait_bound(cp, NS, total, 120);
+    ck_assert_int_eq(bound, total);
+    wait_metric(a, "gpupack_leader", 0, 10);
+    ck_assert_int_eq(first_bind_after(a, stop_ns), 0);   /* the frozen leader never bound again */
+    for (double end = gp_mono_s() + 15; !e2e_gp_log_count(a, "stopped leading") && gp_mono_s() < end;)
+        e2e_sleep(0.2);
+    ck_assert_int_gt(e2e_gp_log_count(a, "stopped leading"), 0);
+    ck_assert_str_eq(labelled(cp, holder, sizeof holder), "replica-b2");
+    e2e_assert_consistent(cp, b, 30, &v);
+    ck_assert_int_eq(v.gpu_pods_bound, total);
+    e2e_log("after the freeze: %d pods bound once, %d GPUs in use, old leader refused %g bind(s)",
+            v.gpu_pods_bound, v.gpus_used, e2e_gp_metric(a, "gpupack_binds_refused_total"));
 
     replica_free(a);
     replica_free(b);
