@@ -430,15 +430,20 @@ START_TEST(failover_kill_and_handover)
     e2e_verdict v;
     e2e_assert_consistent(cp, b, 30, &v);
     ck_assert_int_eq(v.gpu_pods_bound, KILL_PODS);
-    int dup = 0;
+    /* The API server accepts one Binding per pod; the logs show no pod was
+     * bound by both replicas (a bind the killed leader completed but had not
+     * logged yet shows up in neither) */
+    int twice = 0, unlogged = 0;
     for (int i = 0; i < KILL_PODS; i++) {
         char name[32];
         snprintf(name, sizeof name, "p%04d", i);
-        if (binds_logged(a, b, name) != 1)
-            dup++;
+        int n = binds_logged(a, b, name);
+        twice += n > 1;
+        unlogged += n == 0;
     }
-    e2e_log("pods whose bind was logged other than once: %d", dup);
-    ck_assert_int_eq(dup, 0);
+    e2e_log("pods whose bind both replicas logged: %d; bound but unlogged (leader killed "
+            "between Binding and log line): %d", twice, unlogged);
+    ck_assert_int_eq(twice, 0);
 
     /* a comes back as a standby; SIGTERM to b hands the lease over */
     free(a);
