@@ -125,7 +125,12 @@ void leader_metrics(gp_leader *l, gp_buf *out);
 /* {"identity","holder","leading","mayBind","sinceRenewSeconds",...} (owned). */
 json_t *leader_inspect(gp_leader *l);
 
-/* Runs leader_step every retry_period (x 1.0-1.2 jitter) on a thread. */
+/* How long the election thread waits before its next attempt: retry_period
+ * x 1.0-1.2 (jitter), or less for a standby whose holder's lease expires
+ * sooner on its clock (it then tries right at expiry). Election thread only. */
+double leader_next_wait(gp_leader *l);
+
+/* Runs leader_step every leader_next_wait() seconds on a thread. */
 int leader_start(gp_leader *l, gp_err *err) GP_WUR;
 /* Stops binding, interrupts the store and joins the thread; idempotent. */
 void leader_stop(gp_leader *l);

@@ -364,6 +364,21 @@ static double jitter(gp_leader *l)
     return 1.0 + (JITTER - 1.0) * (double)(l->rng >> 11) / (double)(UINT64_C(1) << 53);
 }
 
+double leader_next_wait(gp_leader *l)
+{
+    double wait = l->cfg.retry_period_s * jitter(l);
+    pthread_mutex_lock(&l->mu);
+    bool leading = l->leading;
+    pthread_mutex_unlock(&l->mu);
+    if (!leading && l->have_observed && l->observed.holder[0] && strcmp(l->observed.holder, l->id)) {
+        /* a standby tries again right when the holder's lease expires on its clock */
+        double until = l->observed_at + l->cfg.lease_duration_s - mono(l);
+        if (until < wait)
+            wait = until > 0 ? until + 0.001 : 0.001;
+    }
+    return wait;
+}
+
 static void *run(void *arg)
 {
     gp_leader *l = arg;
@@ -371,13 +386,13 @@ static void *run(void *arg)
     while (!l->quit) {
         pthread_mutex_unlock(&l->mu);
         leader_step(l);
+        double wait = leader_next_wait(l);
         if (l->cfg.on_step) {
             pthread_mutex_lock(&l->mu);
             bool leading = l->leading && !l->stopped;
             pthread_mutex_unlock(&l->mu);
             l->cfg.on_step(l->cfg.on_step_ud, leading);
         }
-        double wait = l->cfg.retry_period_s * jitter(l);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + wait;

@@ -210,6 +210,27 @@ START_TEST(dead_holder_expires_after_lease_duration_then_quiet)
 }
 END_TEST
 
+START_TEST(standby_retries_right_at_expiry)
+{
+    fake_lease f = {0};
+    dead_holder(&f);
+    replica b;
+    replica_init(&b, &f, "b");
+    b.now = 100;
+    ck_assert(!leader_step(b.l));
+    double w = leader_next_wait(b.l);
+    ck_assert(w >= 2.0 && w < 2.4);   /* expiry is far: the jittered retry period */
+    b.now = 114;
+    w = leader_next_wait(b.l);
+    ck_assert_double_eq_tol(w, 1.001, 1e-9);   /* the holder's lease ends at 115 */
+    b.now += w;
+    ck_assert(leader_step(b.l));
+    w = leader_next_wait(b.l);
+    ck_assert(w >= 2.0 && w < 2.4);   /* leading: renew on the retry period */
+    leader_free(b.l);
+}
+END_TEST
+
 START_TEST(lose_the_race_on_conflict)
 {
     fake_lease f = {0};
@@ -504,6 +525,7 @@ Suite *suite_leader(void)
     tcase_add_test(tc, renew_keeps_acquire_time_and_moves_the_fence);
     tcase_add_test(tc, standby_never_takes_a_renewed_lease);
     tcase_add_test(tc, dead_holder_expires_after_lease_duration_then_quiet);
+    tcase_add_test(tc, standby_retries_right_at_expiry);
     tcase_add_test(tc, lose_the_race_on_conflict);
     tcase_add_test(tc, two_candidates_one_leader);
     tcase_add_test(tc, fencing_before_expiry);

@@ -351,6 +351,16 @@ static const char *lease_holder(e2e_cp *cp, char *out, size_t len)
     return out;
 }
 
+/* Starts replica `id` as a standby with a warm map, reachable through front slot `slot`. */
+static e2e_gp *standby_join(e2e_cp *cp, front *f, int slot, const char *id)
+{
+    e2e_gp *g = replica_start(cp, id);
+    wait_metric(g, "gpupack_cluster_ready", 1, 60);
+    wait_metric(g, "gpupack_leader", 0, 5);
+    front_backend(f, slot, id, g->port);
+    return g;
+}
+
 /* Names of the Pods labelled leader, comma-separated. */
 static const char *labelled(e2e_cp *cp, char *out, size_t len)
 {
@@ -392,11 +402,8 @@ START_TEST(failover_kill_and_handover)
     /* a leads (started first), b stands by with a warm map */
     e2e_gp *a = replica_start(cp, "replica-a");
     wait_metric(a, "gpupack_leader", 1, 60);
-    e2e_gp *b = replica_start(cp, "replica-b");
-    wait_metric(b, "gpupack_cluster_ready", 1, 60);
-    wait_metric(b, "gpupack_leader", 0, 5);
     front_backend(f, 0, "replica-a", a->port);
-    front_backend(f, 1, "replica-b", b->port);
+    e2e_gp *b = standby_join(cp, f, 1, "replica-b");
     long st = 0;
     free(e2e_gp_get(b, "/readyz", &st));
     ck_assert_int_eq(st, 200);   /* a synced standby is Ready; the label routes */
@@ -447,10 +454,7 @@ START_TEST(failover_kill_and_handover)
 
     /* a comes back as a standby; SIGTERM to b hands the lease over */
     free(a);
-    a = replica_start(cp, "replica-a2");
-    wait_metric(a, "gpupack_cluster_ready", 1, 60);
-    wait_metric(a, "gpupack_leader", 0, 5);
-    front_backend(f, 0, "replica-a2", a->port);
+    a = standby_join(cp, f, 0, "replica-a2");
     int64_t term_ns = gp_now_ns();
     double term_mono = gp_mono_s();
     e2e_gp_kill(b, SIGTERM);
@@ -473,10 +477,7 @@ START_TEST(failover_kill_and_handover)
      * while pods arrive; the standby takes over; when the old leader wakes up,
      * its clock tells it that it may no longer bind, whatever it was doing */
     free(b);
-    b = replica_start(cp, "replica-b2");
-    wait_metric(b, "gpupack_cluster_ready", 1, 60);
-    wait_metric(b, "gpupack_leader", 0, 5);
-    front_backend(f, 1, "replica-b2", b->port);
+    b = standby_join(cp, f, 1, "replica-b2");
     int64_t stop_ns = gp_now_ns();
     kill(a->pid, SIGSTOP);
     make_pods(cp, KILL_PODS + TERM_PODS, KILL_PODS + TERM_PODS + FREEZE_PODS, 1);
