@@ -3,8 +3,6 @@
  * leader while 500 pods arrive, a SIGTERM hand-over, then a leader frozen (SIGSTOP) past its
  * lease; every pod bound once, no GPU over-committed, the frozen leader never binds again, and
  * the time from the kill / the SIGTERM to the new leader's first bind is measured. */
-#include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -13,10 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -203,15 +198,11 @@ static void front_stop(front *f)
 
 /* ------------------------------------------------------------ replicas --- */
 
-/* A replica is not ready while it stands by, so the harness's start (which
- * waits for /readyz) does not fit: spawn it here, wait until it listens. */
+/* Replica `id`: its Pod (an API object only, no kubelet; bound, so no scheduler
+ * touches it), then gpupack with leader election for that Pod. A synced
+ * standby is Ready, so the harness's start (which waits for /readyz) fits. */
 static e2e_gp *replica_start(e2e_cp *cp, const char *id)
 {
-    static int seq;
-    e2e_gp *g = xcalloc(1, sizeof *g);
-    g->cp = cp;
-    snprintf(g->log, sizeof g->log, "%s/ha-%s-%d.log", e2e_env.run_dir, id, ++seq);
-    /* its Pod: an API object only (no kubelet), bound so no scheduler touches it */
     json_t *pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s,s:[{s:s,s:s}]}}", "apiVersion", "v1",
                             "kind", "Pod", "metadata", "name", id, "namespace", "gpupack-system",
                             "labels", "app.kubernetes.io/name", "gpupack", "spec", "nodeName", "ha-00",
@@ -220,46 +211,11 @@ static e2e_gp *replica_start(e2e_cp *cp, const char *id)
     json_decref(pod);
     char podarg[128];
     snprintf(podarg, sizeof podarg, "gpupack-system/%s", id);
-    const char *argv[] = {e2e_env.gpupack_bin, "serve", "--kubeconfig", cp->kubeconfig, "--listen",
-                          "127.0.0.1:0", "--policies", e2e_env.policies, "--leader-elect",
-                          "--leader-elect-identity", id, "--leader-elect-pod", podarg, NULL};
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int fd = open(g->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    g->pid = pid;
-    double end = gp_mono_s() + 60;
-    while (!g->port && gp_mono_s() < end) {
-        size_t len;
-        gp_err err;
-        char *text = gp_read_file(g->log, 1u << 24, &len, &err);
-        const char *p = text ? strstr(text, "(port ") : NULL;
-        if (p)
-            g->port = atoi(p + 6);
-        free(text);
-        if (!g->port)
-            e2e_sleep(0.05);
-    }
-    ck_assert_msg(g->port > 0, "replica %s did not start", id);
-    snprintf(g->url, sizeof g->url, "http://127.0.0.1:%d", g->port);
-    e2e_log("replica %s: pid %d on %s, log %s", id, (int)pid, g->url, g->log);
+    const char *extra[] = {"--leader-elect", "--leader-elect-identity", id, "--leader-elect-pod",
+                           podarg, NULL};
+    e2e_gp *g = e2e_gp_start(cp, extra);
+    e2e_log("replica %s: pid %d on %s", id, (int)g->pid, g->url);
     return g;
-}
-
-static void replica_free(e2e_gp *g)
-{
-    if (g && g->pid > 0)
-        e2e_gp_kill(g, SIGKILL);
-    free(g);
 }
 
 /* Waits until the replica's metric `series` equals want. */
@@ -453,7 +409,7 @@ START_TEST(failover_kill_and_handover)
     ck_assert_int_eq(twice, 0);
 
     /* a comes back as a standby; SIGTERM to b hands the lease over */
-    free(a);
+    e2e_gp_stop(a);   /* already killed: frees it */
     a = standby_join(cp, f, 0, "replica-a2");
     int64_t term_ns = gp_now_ns();
     double term_mono = gp_mono_s();
@@ -476,7 +432,7 @@ START_TEST(failover_kill_and_handover)
     /* fencing for real: the leader freezes (SIGSTOP: a long GC pause, a stuck VM)
      * while pods arrive; the standby takes over; when the old leader wakes up,
      * its clock tells it that it may no longer bind, whatever it was doing */
-    free(b);
+    e2e_gp_stop(b);   /* already stopped: frees it */
     b = standby_join(cp, f, 1, "replica-b2");
     int64_t stop_ns = gp_now_ns();
     kill(a->pid, SIGSTOP);
@@ -498,8 +454,8 @@ START_TEST(failover_kill_and_handover)
     e2e_log("after the freeze: %d pods bound once, %d GPUs in use, old leader refused %g bind(s)",
             v.gpu_pods_bound, v.gpus_used, e2e_gp_metric(a, "gpupack_binds_refused_total"));
 
-    replica_free(a);
-    replica_free(b);
+    e2e_gp_stop(a);
+    e2e_gp_stop(b);
     front_stop(f);
     e2e_cp_down(cp);
 }
