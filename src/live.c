@@ -27,6 +27,8 @@ struct gp_live {
     pthread_t hk;
     bool hk_started;
     atomic_ulong binds, bind_errors, expired;
+    gp_live_gate gate;              /* NULL fn: every bind may go ahead */
+    atomic_ulong binds_refused;
 };
 
 /* ------------------------------------------------------------- nodes --- */
@@ -110,8 +112,20 @@ static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_o
 static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
 {
     gp_live *l = ud;
+    double timeout = GP_BINDER_TIMEOUT_S, budget = 0;
+    if (l->gate.fn) {
+        /* leader election: only the leader binds, and within its fencing budget
+         * (a bind makes up to three API calls) */
+        if (!l->gate.fn(l->gate.ud, &budget)) {
+            atomic_fetch_add(&l->binds_refused, 1);
+            return gp_fail(err, "this gpupack replica does not lead (standby or fenced); "
+                                "kube-scheduler retries the pod");
+        }
+        if (budget / 3 < timeout)
+            timeout = budget / 3;
+    }
     atomic_fetch_add(&l->binds, 1);
-    int rc = binder_bind(l->kube, call, GP_BINDER_TIMEOUT_S, err);
+    int rc = binder_bind(l->kube, call, timeout, err);
     if (rc < 0) {
         atomic_fetch_add(&l->bind_errors, 1);
         LOG_DEBUG("bind %s/%s -> %s failed: %s", call->ns, call->name, call->node, err->msg);
@@ -122,6 +136,16 @@ static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
 gp_binder_fn live_binder(void)
 {
     return live_bind;
+}
+
+void live_set_bind_gate(gp_live *l, gp_live_gate gate)
+{
+    l->gate = gate;
+}
+
+gp_kube *live_kube(gp_live *l)
+{
+    return l->kube;
 }
 
 /* ------------------------------------------------------ housekeeping --- */
@@ -222,6 +246,7 @@ void live_stats(gp_live *l, gp_live_stats *out)
     out->binds = atomic_load(&l->binds);
     out->bind_errors = atomic_load(&l->bind_errors);
     out->assumed_expired = atomic_load(&l->expired);
+    out->binds_refused = atomic_load(&l->binds_refused);
 }
 
 void live_free(gp_live *l)
