@@ -49,22 +49,55 @@ typedef enum {
     GP_POD_BOUND = 2      /* seen bound with its assignment (or bound in embedded mode) */
 } gp_pod_state;
 
-/* Atomically: place req on node `node` under the write lock and record the
- * result as `state` (ASSUMED for live bind, BOUND in embedded mode).
- * If the pod (by uid) already holds GPUs on that node, returns 0 with its
- * existing assignment (idempotent bind); on another node, -1.
- * Returns 0 and fills *out, or -1 with a reason in err (no state changed). */
+/* What became of one Binding (see binder.h for how it is told). */
+typedef enum {
+    GP_BIND_BOUND = 0,     /* the API server applied it */
+    GP_BIND_REFUSED = 1,   /* definitely not applied */
+    GP_BIND_UNKNOWN = 2    /* may have been applied (timeout, 5xx, transport error) */
+} gp_bind_outcome;
+
+/* Where an ASSUMED pod's Binding stands. */
+typedef enum {
+    GP_PHASE_IN_FLIGHT = 0,  /* bind chose GPUs; its Binding has no answer yet */
+    GP_PHASE_ACCEPTED = 1,   /* the API server applied it; the watch has not shown it yet */
+    GP_PHASE_UNKNOWN = 2     /* the answer was lost: a GET (cluster_unsettled) or the watch decides */
+} gp_bind_phase;
+
+/* Atomically: place req on node `node` under the write lock, check the
+ * namespace's share of the node (ns_share_cap, 0 = none, as filter does),
+ * and record the result as `state` (ASSUMED for live bind, BOUND in
+ * embedded mode). If the pod (by uid) already holds GPUs on that node,
+ * returns 0 with its existing assignment (idempotent bind); on another
+ * node, -1. Returns 0 and fills *out, or -1 with a reason in err (no state
+ * changed). */
 int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
-                             const gp_place_opts *opts, const char *policy,
+                             const gp_place_opts *opts, double ns_share_cap, const char *policy,
                              gp_pod_state state, gp_assignment *out, gp_err *err) GP_WUR;
 
-/* Bind's API calls succeeded: ASSUMED -> stays ASSUMED until the watch
- * confirms it (cluster_pod_observed), but is no longer subject to rollback. */
-void cluster_bind_done(gp_cluster *c, const char *uid);
+/* The maxNamespaceShare rule: 0 when pod assignment a on node keeps namespace
+ * ns within cap_share of the node's GPUs (or cap_share <= 0), else -1 with a
+ * reason in why. Call under cluster_rdlock. */
+int cluster_rd_ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                              const gp_assignment *a, double cap_share, char *why, size_t whylen);
 
-/* Undoes an ASSUMED pod (failed PATCH or Binding). No-op for BOUND pods and
- * for ASSUMED pods whose bind already succeeded once (cluster_bind_done). */
+/* Records a Binding's outcome for an ASSUMED pod: BOUND -> ACCEPTED (never
+ * expires; the watch turns it BOUND); UNKNOWN -> UNKNOWN (kept, settled
+ * later); REFUSED -> released. An ACCEPTED pod is never released or made
+ * UNKNOWN by the outcome of a later retry. No-op for BOUND pods. */
+void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome);
+
+/* Same as cluster_bind_outcome(c, uid, GP_BIND_REFUSED). */
 void cluster_forget(gp_cluster *c, const char *uid);
+
+/* ASSUMED pods in phase UNKNOWN for at least min_age_s: copies of up to max
+ * of them into out (caller's array); returns how many. The caller settles
+ * each with a GET and reports through cluster_bind_outcome (BOUND ->
+ * ACCEPTED, REFUSED -> released, UNKNOWN -> asked again later). */
+typedef struct gp_unsettled {
+    char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX];
+    gp_assignment a;
+} gp_unsettled;
+size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max);
 
 /* What the watch (or the cluster file) knows of a pod. */
 typedef struct gp_pod_obs {
@@ -77,18 +110,23 @@ typedef struct gp_pod_obs {
 
 /* Applies an observation: terminal -> release; bound with an assignment whose
  * node matches -> record/confirm as BOUND (the annotations are the truth, even
- * if they differ from what was assumed); anything else leaves ASSUMED state
- * alone. Holds may over-commit a GPU here (the cluster says so); placement then
+ * if they differ from what was assumed); bound without such an assignment ->
+ * releases a BOUND record, and an ASSUMED one whose Binding is ACCEPTED or
+ * UNKNOWN (ours carries the annotations, so it did not land); unbound leaves
+ * ASSUMED state alone. Holds may over-commit a GPU here (the cluster says so); placement then
  * sees no free capacity there. */
 void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs);
 
-/* Relist of pods: pods not observed between begin and end are released,
- * except ASSUMED ones (TTL handles those). */
+/* Relist of pods: BOUND pods not observed between begin and end are
+ * released; ACCEPTED ones not observed become UNKNOWN (a GET settles them);
+ * other ASSUMED ones are left to their bind. */
 void cluster_pods_resync_begin(gp_cluster *c);
 void cluster_pods_resync_end(gp_cluster *c);
 
-/* Releases ASSUMED pods older than ttl_s seconds (monotonic clock). Returns
- * how many expired. */
+/* Releases ASSUMED pods still IN_FLIGHT after ttl_s seconds (monotonic
+ * clock): a safety net for a bind that never reported. Never touches
+ * ACCEPTED or UNKNOWN ones. Call only while the pod watch is healthy.
+ * Returns how many expired. */
 int cluster_expire_assumed(gp_cluster *c, double ttl_s);
 
 /* GPUs of `node` that pods of namespace `ns` hold (distinct devices). Call

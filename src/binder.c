@@ -1,10 +1,11 @@
-/* binder.c -- bind in live mode: PATCH the pod's annotations, then POST its Binding. */
+/* binder.c -- bind in live mode: one POST of a Binding that carries the pod's annotations. */
 #include "binder.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "annotations.h"
 #include "log.h"
 
 static char *pod_path(const gp_bind_call *call, const char *suffix)
@@ -16,86 +17,133 @@ static char *pod_path(const gp_bind_call *call, const char *suffix)
     return p;
 }
 
-/* Is the pod bound to `node` right now? (for a 409 on the Binding) */
-static bool bound_to(gp_kube *k, const gp_bind_call *call, double timeout_s)
+/* Does the pod carry call->assign (any assignment is fine for a plain Binding)? */
+static bool carries_ours(const json_t *annotations, const gp_bind_call *call)
 {
+    if (!call->assign)
+        return true;
+    gp_assignment *a = xmalloc(sizeof *a);   /* ~7 KiB: bind threads have small stacks */
+    gp_err err;
+    /* the unit only matters for aliyun-only annotations, which gpupack never writes alone */
+    bool same = annotations_decode(annotations, call->node, 1024, a, &err) == 1 &&
+                gp_assignment_equal(a, call->assign);
+    free(a);
+    return same;
+}
+
+/* What a pod object says about our Binding. */
+static gp_bind_outcome judge_pod(const json_t *pod, const gp_bind_call *call, gp_err *err)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const char *uid = json_string_value(json_object_get(md, "uid"));
+    const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+    if (call->uid && *call->uid && (!uid || strcmp(uid, call->uid) != 0)) {
+        gp_fail(err, "pod %s/%s now has uid %s, not %s", call->ns, call->name, uid ? uid : "(none)",
+                call->uid);
+        return GP_BIND_REFUSED;
+    }
+    if (!node || !*node) {
+        gp_fail(err, "pod %s/%s is not bound", call->ns, call->name);
+        return GP_BIND_REFUSED;
+    }
+    if (strcmp(node, call->node) != 0) {
+        gp_fail(err, "pod %s/%s is bound to node %s", call->ns, call->name, node);
+        return GP_BIND_REFUSED;
+    }
+    if (!carries_ours(json_object_get(md, "annotations"), call)) {
+        gp_fail(err, "pod %s/%s is bound to node %s with another GPU assignment", call->ns,
+                call->name, node);
+        return GP_BIND_REFUSED;
+    }
+    return GP_BIND_BOUND;
+}
+
+gp_bind_outcome binder_check(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *err)
+{
+    gp_bind_outcome out = GP_BIND_UNKNOWN;
     char *path = pod_path(call, "");
     gp_kube_resp resp;
-    gp_err err;
-    bool yes = false;
-    if (kube_request(k, "GET", path, NULL, NULL, timeout_s, NULL, &resp, &err) == 0 &&
-        resp.status == 200) {
+    gp_err e;
+    char msg[300];
+    if (kube_request(k, "GET", path, NULL, NULL, timeout_s, NULL, &resp, &e) < 0) {
+        gp_fail(err, "GET pod %s/%s: %s", call->ns, call->name, e.msg);
+    } else if (resp.status == 404) {
+        gp_fail(err, "pod %s/%s is gone", call->ns, call->name);
+        out = GP_BIND_REFUSED;
+    } else if (resp.status != 200) {
+        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
+        gp_fail(err, "GET pod %s/%s: HTTP %ld: %s", call->ns, call->name, resp.status, msg);
+    } else {
         json_t *pod = json_loadb(resp.body.data, resp.body.len, 0, NULL);
-        const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
-        const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
-        yes = node && strcmp(node, call->node) == 0 &&
-              (!call->uid || !*call->uid || (uid && strcmp(uid, call->uid) == 0));
+        if (json_is_object(pod))
+            out = judge_pod(pod, call, err);
+        else
+            gp_fail(err, "GET pod %s/%s: the answer is not a JSON object", call->ns, call->name);
         json_decref(pod);
     }
     kube_resp_free(&resp);
     free(path);
-    return yes;
+    return out;
 }
 
-int binder_bind(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *err)
+static char *binding_body(const gp_bind_call *call)
 {
-    int rc = -1;
-    char *patch_path = pod_path(call, "");
-    char *bind_path = pod_path(call, "/binding");
-    json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", call->annotations);
-    json_t *binding = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
-                                "Binding", "metadata", "name", call->name, "namespace", call->ns,
-                                "target", "apiVersion", "v1", "kind", "Node", "name", call->node);
-    char *patch_body = NULL, *bind_body = NULL;
-    gp_kube_resp resp = {0};
+    json_t *b = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
+                          "Binding", "metadata", "name", call->name, "namespace", call->ns, "target",
+                          "apiVersion", "v1", "kind", "Node", "name", call->node);
+    if (!b)
+        abort();   /* only strings the extender validated */
+    json_t *md = json_object_get(b, "metadata");
+    if (call->uid && *call->uid)
+        json_object_set_new(md, "uid", json_string(call->uid));
+    if (call->annotations)
+        json_object_set(md, "annotations", (json_t *)call->annotations);
+    char *s = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    if (!s)
+        abort();
+    return s;
+}
+
+gp_bind_outcome binder_bind(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *err)
+{
+    gp_bind_outcome out;
+    char *path = pod_path(call, "/binding");
+    char *body = binding_body(call);
+    gp_kube_resp resp;
     char msg[300];
     gp_err e;
-    if (!patch || !binding) {
-        gp_fail(err, "bind %s/%s: cannot build the request bodies", call->ns, call->name);
-        goto out;
-    }
-    if (call->uid && *call->uid)
-        json_object_set_new(json_object_get(binding, "metadata"), "uid", json_string(call->uid));
-    patch_body = json_dumps(patch, JSON_COMPACT);
-    bind_body = json_dumps(binding, JSON_COMPACT);
-
-    /* step 1: the annotations */
-    if (kube_request(k, "PATCH", patch_path, "application/merge-patch+json", patch_body, timeout_s,
-                     NULL, &resp, &e) < 0) {
-        gp_fail(err, "PATCH annotations of pod %s/%s: %s", call->ns, call->name, e.msg);
-        goto out;
-    }
-    if (resp.status != 200) {
-        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-        gp_fail(err, "PATCH annotations of pod %s/%s: HTTP %ld: %s", call->ns, call->name,
-                resp.status, msg);
-        goto out;
-    }
-    kube_resp_free(&resp);
-
-    /* step 2: the Binding */
-    if (kube_request(k, "POST", bind_path, "application/json", bind_body, timeout_s, NULL, &resp,
-                     &e) < 0) {
+    if (kube_request(k, "POST", path, "application/json", body, timeout_s, NULL, &resp, &e) < 0) {
         gp_fail(err, "POST binding of pod %s/%s to node %s: %s", call->ns, call->name, call->node,
                 e.msg);
-        goto out;
+        out = GP_BIND_UNKNOWN;
+        goto done;
     }
-    if (resp.status == 409 && bound_to(k, call, timeout_s)) {
-        LOG_INFO("bind %s/%s: already bound to %s (a retried bind)", call->ns, call->name, call->node);
-    } else if (resp.status != 201 && resp.status != 200) {
-        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-        gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP %ld: %s", call->ns, call->name,
-                call->node, resp.status, msg);
-        goto out;
+    if (resp.status == 201 || resp.status == 200) {
+        out = GP_BIND_BOUND;
+        goto done;
     }
-    rc = 0;
-out:
+    kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
+    gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP %ld: %s", call->ns, call->name,
+            call->node, resp.status, msg);
+    if (resp.status >= 500) {
+        out = GP_BIND_UNKNOWN;
+    } else if (resp.status == 409) {
+        /* refused this time; an earlier attempt of ours may have landed */
+        gp_err why;
+        out = binder_check(k, call, timeout_s, &why);
+        if (out == GP_BIND_BOUND)
+            LOG_INFO("bind %s/%s: already bound to %s with these GPUs (a retried bind)", call->ns,
+                     call->name, call->node);
+        else if (out == GP_BIND_UNKNOWN)
+            gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP 409: %s; then %s", call->ns,
+                    call->name, call->node, msg, why.msg);
+    } else {
+        out = GP_BIND_REFUSED;
+    }
+done:
     kube_resp_free(&resp);
-    free(patch_body);
-    free(bind_body);
-    json_decref(patch);
-    json_decref(binding);
-    free(patch_path);
-    free(bind_path);
-    return rc;
+    free(body);
+    free(path);
+    return out;
 }

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,8 +16,9 @@ typedef struct pod_rec {
     char name[GP_NAME_MAX];
     char policy[GP_NAME_MAX];
     gp_pod_state state;
-    bool bind_done;
+    gp_bind_phase phase;        /* ASSUMED only: where its Binding stands */
     double assumed_at;          /* monotonic seconds */
+    double phase_at;            /* when phase last changed */
     unsigned gen;               /* last resync generation it was observed in */
     gp_assignment *a;           /* allocated to a->nctrs containers */
 } pod_rec;
@@ -182,7 +184,8 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
     gp_strlcpy(r->name, name ? name : "", sizeof r->name);
     gp_strlcpy(r->policy, policy ? policy : "", sizeof r->policy);
     r->state = state;
-    r->assumed_at = gp_mono_s();
+    r->phase = GP_PHASE_IN_FLIGHT;
+    r->assumed_at = r->phase_at = gp_mono_s();
     r->gen = c->pod_gen;
     r->a = assign_dup(a);
     strmap_put(c->pods, r->uid, r);
@@ -287,9 +290,34 @@ void cluster_nodes_resync_end(gp_cluster *c)
 
 /* --------------------------------------------------------------- pods -- */
 
+/* The maxNamespaceShare rule, shared by filter and bind. GPUs the pod adds
+ * that the namespace already holds are not told apart: the pod's GPUs all
+ * count as new (conservative). */
+static int ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                          const gp_assignment *a, double cap_share, char *why, size_t whylen)
+{
+    if (cap_share <= 0 || node->ngpus <= 0)
+        return 0;
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(a, holds);
+    int held = cluster_rd_ns_gpus(c, node->name, ns);
+    int cap = (int)(cap_share * node->ngpus + 1e-9);
+    if (held + nh <= cap)
+        return 0;
+    snprintf(why, whylen, "namespace %.60s would hold %d of %d GPUs, the policy allows %d", ns,
+             held + nh, node->ngpus, cap);
+    return -1;
+}
+
+int cluster_rd_ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                              const gp_assignment *a, double cap_share, char *why, size_t whylen)
+{
+    return ns_share_check(c, node, ns, a, cap_share, why, whylen);
+}
+
 int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
-                             const gp_place_opts *opts, const char *policy, gp_pod_state state,
-                             gp_assignment *out, gp_err *err)
+                             const gp_place_opts *opts, double ns_share_cap, const char *policy,
+                             gp_pod_state state, gp_assignment *out, gp_err *err)
 {
     int rc = -1;
     wrlock(c);
@@ -315,6 +343,11 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
         goto out;
     }
+    char nswhy[200];
+    if (ns_share_check(c, &e->node, req->ns, out, ns_share_cap, nswhy, sizeof nswhy)) {
+        gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, nswhy);
+        goto out;
+    }
     pod_add(c, req->uid, req->ns, req->name, policy, out, state);
     rc = 0;
 out:
@@ -322,23 +355,60 @@ out:
     return rc;
 }
 
-void cluster_bind_done(gp_cluster *c, const char *uid)
+static void set_phase(pod_rec *r, gp_bind_phase phase)
+{
+    r->phase = phase;
+    r->phase_at = gp_mono_s();
+}
+
+void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome)
 {
     wrlock(c);
     pod_rec *r = strmap_get(c->pods, uid);
-    if (r)
-        r->bind_done = true;
+    if (!r || r->state != GP_POD_ASSUMED)
+        goto out;
+    switch (outcome) {
+    case GP_BIND_BOUND:
+        set_phase(r, GP_PHASE_ACCEPTED);
+        break;
+    case GP_BIND_UNKNOWN:
+        /* an accepted Binding stays accepted whatever a retry meets */
+        if (r->phase != GP_PHASE_ACCEPTED)
+            set_phase(r, GP_PHASE_UNKNOWN);
+        break;
+    case GP_BIND_REFUSED:
+        /* a retried bind that is refused must not undo an earlier one that landed */
+        if (r->phase != GP_PHASE_ACCEPTED)
+            pod_remove(c, r);
+        break;
+    }
+out:
     cluster_unlock(c);
 }
 
 void cluster_forget(gp_cluster *c, const char *uid)
 {
-    wrlock(c);
-    pod_rec *r = strmap_get(c->pods, uid);
-    /* a retried bind that fails must not undo an earlier one that succeeded */
-    if (r && r->state == GP_POD_ASSUMED && !r->bind_done)
-        pod_remove(c, r);
+    cluster_bind_outcome(c, uid, GP_BIND_REFUSED);
+}
+
+size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max)
+{
+    size_t n = 0, it = 0;
+    double cutoff = gp_mono_s() - min_age_s;
+    pod_rec *r;
+    cluster_rdlock(c);
+    while (n < max && (r = strmap_next(c->pods, &it, NULL))) {
+        if (r->state != GP_POD_ASSUMED || r->phase != GP_PHASE_UNKNOWN || r->phase_at > cutoff)
+            continue;
+        gp_unsettled *u = &out[n++];
+        gp_strlcpy(u->uid, r->uid, sizeof u->uid);
+        gp_strlcpy(u->ns, r->ns, sizeof u->ns);
+        gp_strlcpy(u->name, r->name, sizeof u->name);
+        memset(&u->a, 0, sizeof u->a);
+        memcpy(&u->a, r->a, assign_size(r->a->nctrs));
+    }
     cluster_unlock(c);
+    return n;
 }
 
 void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
@@ -372,8 +442,13 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
     }
     if (r) {
         r->gen = c->pod_gen;
-        /* a recorded binding whose pod no longer carries it: the cluster is the truth */
-        if (r->state == GP_POD_BOUND)
+        bool elsewhere = obs->node_name && *obs->node_name;
+        /* a recorded binding whose pod no longer carries it: the cluster is the
+         * truth. An assumed pod whose Binding landed or may have landed, seen
+         * bound without our assignment: ours did not land (a Binding carries
+         * the annotations in the same write). An assumed pod still in flight
+         * waits for its own answer. */
+        if (r->state == GP_POD_BOUND || (elsewhere && r->phase != GP_PHASE_IN_FLIGHT))
             pod_remove(c, r);
     }
 out:
@@ -414,7 +489,8 @@ static bool unseen_bound(const gp_cluster *c, const pod_rec *r, double unused)
 
 static bool assumed_before(const gp_cluster *c, const pod_rec *r, double cutoff)
 {
-    return r->state == GP_POD_ASSUMED && r->assumed_at < cutoff;
+    /* never a Binding that landed or may have landed */
+    return r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_IN_FLIGHT && r->assumed_at < cutoff;
 }
 
 void cluster_pods_resync_end(gp_cluster *c)
@@ -423,6 +499,13 @@ void cluster_pods_resync_end(gp_cluster *c)
     int n = sweep_pods(c, unseen_bound, 0);
     if (n)
         LOG_INFO("%d pods released: gone after relist", n);
+    /* an accepted Binding whose pod the relist lacks: deleted meanwhile, or
+     * listed just before the Binding; a GET will tell (cluster_unsettled) */
+    size_t it = 0;
+    pod_rec *r;
+    while ((r = strmap_next(c->pods, &it, NULL)))
+        if (r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_ACCEPTED && r->gen != c->pod_gen)
+            set_phase(r, GP_PHASE_UNKNOWN);
     cluster_unlock(c);
 }
 
@@ -551,6 +634,11 @@ static json_t *inspect_node(const node_ent *e)
                 json_object_set_new(po, "uid", json_string(r->uid));
                 json_object_set_new(po, "state",
                                     json_string(r->state == GP_POD_BOUND ? "bound" : "assumed"));
+                static const char *const phases[] = {[GP_PHASE_IN_FLIGHT] = "in-flight",
+                                                     [GP_PHASE_ACCEPTED] = "accepted",
+                                                     [GP_PHASE_UNKNOWN] = "unknown"};
+                if (r->state == GP_POD_ASSUMED)
+                    json_object_set_new(po, "binding", json_string(phases[r->phase]));
                 json_object_set_new(po, "policy", json_string(r->policy));
                 json_object_set_new(po, "memMiB", json_integer(holds[h].mem_mib));
                 json_object_set_new(po, "corePercent", percent(holds[h].core));

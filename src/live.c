@@ -1,4 +1,5 @@
-/* live.c -- live mode: reflectors feed the store from the API server; bind goes through it. */
+/* live.c -- live mode: reflectors feed the store from the API server; bind goes through it;
+ * housekeeping settles lost bind outcomes and expires binds that never reported. */
 #include "live.h"
 
 #include <pthread.h>
@@ -15,6 +16,8 @@
 #include "reflector.h"
 
 #define LIVE_DEFAULT_TTL_S 120.0
+#define LIVE_DEFAULT_STALL_S 90.0
+#define LIVE_SETTLE_BATCH 64        /* UNKNOWN binds checked per housekeeping round */
 #define LIVE_DEFAULT_ALIYUN_UNIT 1024
 
 struct gp_live {
@@ -26,7 +29,7 @@ struct gp_live {
     gp_kube_cancel *stop;           /* the housekeeping thread's */
     pthread_t hk;
     bool hk_started;
-    atomic_ulong binds, bind_errors, expired;
+    atomic_ulong binds, bound, refused, unknown, settled_bound, settled_released, expired;
 };
 
 /* ------------------------------------------------------------- nodes --- */
@@ -107,16 +110,18 @@ static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_o
 
 /* ------------------------------------------------------------ binder --- */
 
-static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
+static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err)
 {
     gp_live *l = ud;
     atomic_fetch_add(&l->binds, 1);
-    int rc = binder_bind(l->kube, call, GP_BINDER_TIMEOUT_S, err);
-    if (rc < 0) {
-        atomic_fetch_add(&l->bind_errors, 1);
-        LOG_DEBUG("bind %s/%s -> %s failed: %s", call->ns, call->name, call->node, err->msg);
-    }
-    return rc;
+    gp_bind_outcome o = binder_bind(l->kube, call, GP_BINDER_TIMEOUT_S, err);
+    atomic_ulong *by[] = {[GP_BIND_BOUND] = &l->bound, [GP_BIND_REFUSED] = &l->refused,
+                          [GP_BIND_UNKNOWN] = &l->unknown};
+    atomic_fetch_add(by[o], 1);
+    if (o == GP_BIND_UNKNOWN)
+        LOG_WARN("bind %s/%s -> %s: outcome unknown, GPUs stay assumed until a GET or the watch "
+                 "settles it: %s", call->ns, call->name, call->node, err->msg);
+    return o;
 }
 
 gp_binder_fn live_binder(void)
@@ -126,19 +131,50 @@ gp_binder_fn live_binder(void)
 
 /* ------------------------------------------------------ housekeeping --- */
 
+/* Asks the API server about binds whose outcome was lost. */
+static void settle_unknown(gp_live *l)
+{
+    gp_unsettled *u = xmalloc(LIVE_SETTLE_BATCH * sizeof *u);
+    /* give a Binding the API server is still working on time to land first */
+    size_t n = cluster_unsettled(l->c, GP_BINDER_TIMEOUT_S, u, LIVE_SETTLE_BATCH);
+    for (size_t i = 0; i < n && !kube_cancel_fired(l->stop); i++) {
+        gp_bind_call call = {u[i].ns, u[i].name, u[i].uid, u[i].a.node, NULL, &u[i].a, NULL};
+        gp_err err;
+        gp_bind_outcome o = binder_check(l->kube, &call, GP_BINDER_TIMEOUT_S, &err);
+        if (o == GP_BIND_BOUND) {
+            atomic_fetch_add(&l->settled_bound, 1);
+            LOG_INFO("bind %s/%s -> %s: settled, the Binding had landed", u[i].ns, u[i].name,
+                     u[i].a.node);
+        } else if (o == GP_BIND_REFUSED) {
+            atomic_fetch_add(&l->settled_released, 1);
+            LOG_WARN("bind %s/%s -> %s: settled, the Binding had not landed (%s); GPUs released",
+                     u[i].ns, u[i].name, u[i].a.node, err.msg);
+        } else {
+            LOG_WARN("bind %s/%s -> %s: still unsettled: %s", u[i].ns, u[i].name, u[i].a.node,
+                     err.msg);
+        }
+        cluster_bind_outcome(l->c, u[i].uid, o);
+    }
+    free(u);
+}
+
 static void *housekeeping(void *arg)
 {
     gp_live *l = arg;
     double period = l->cfg.assume_ttl_s / 4;
-    if (period > 5)
-        period = 5;
+    if (period > 1)
+        period = 1;
     if (period < 0.05)
         period = 0.05;
     while (!kube_cancel_sleep(l->stop, period)) {
+        settle_unknown(l);
+        /* a silent watch may be hiding the event that would confirm a pod */
+        if (!reflector_synced(l->pods) || !reflector_healthy(l->pods, NULL, 0))
+            continue;
         int n = cluster_expire_assumed(l->c, l->cfg.assume_ttl_s);
         if (n > 0) {
             atomic_fetch_add(&l->expired, (unsigned long)n);
-            LOG_WARN("released %d assumed pod(s) the API server never showed bound within %.0f s", n,
+            LOG_WARN("released %d assumed pod(s) whose bind never reported within %.0f s", n,
                      l->cfg.assume_ttl_s);
         }
     }
@@ -168,12 +204,17 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
         l->cfg.assume_ttl_s = LIVE_DEFAULT_TTL_S;
     if (l->cfg.aliyun_unit_mib <= 0)
         l->cfg.aliyun_unit_mib = LIVE_DEFAULT_ALIYUN_UNIT;
+    if (l->cfg.watch_stall_s <= 0)
+        l->cfg.watch_stall_s = LIVE_DEFAULT_STALL_S;
     l->c = c;
     l->kube = k;
     atomic_init(&l->ext, NULL);
     l->stop = kube_cancel_new();
-    gp_reflector_config ncfg = {.resource = "nodes", .path = "/api/v1/nodes"};
-    gp_reflector_config pcfg = {.resource = "pods", .path = "/api/v1/pods"};
+    /* bookmarks keep a healthy watch talking about once a minute: a silent one is half-open */
+    gp_reflector_config ncfg = {.resource = "nodes", .path = "/api/v1/nodes",
+                                .stall_s = l->cfg.watch_stall_s};
+    gp_reflector_config pcfg = {.resource = "pods", .path = "/api/v1/pods",
+                                .stall_s = l->cfg.watch_stall_s};
     l->nodes = reflector_new(k, &ncfg, &node_ops, l);
     l->pods = reflector_new(k, &pcfg, &pod_ops, l);
     /* pods name nodes: list nodes first so that every hold lands on a known node */
@@ -220,7 +261,11 @@ void live_stats(gp_live *l, gp_live_stats *out)
     reflector_stats(l->nodes, &out->nodes);
     reflector_stats(l->pods, &out->pods);
     out->binds = atomic_load(&l->binds);
-    out->bind_errors = atomic_load(&l->bind_errors);
+    out->bound = atomic_load(&l->bound);
+    out->refused = atomic_load(&l->refused);
+    out->unknown = atomic_load(&l->unknown);
+    out->settled_bound = atomic_load(&l->settled_bound);
+    out->settled_released = atomic_load(&l->settled_released);
     out->assumed_expired = atomic_load(&l->expired);
 }
 

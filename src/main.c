@@ -24,7 +24,8 @@ typedef struct serve_opts {
     const char *tls_cert, *tls_key;
     size_t max_body;
     unsigned threads;
-    double assume_ttl;
+    double assume_ttl, watch_stall;
+    unsigned bind_threads;
     int64_t aliyun_unit_mib;
 } serve_opts;
 
@@ -51,7 +52,9 @@ static void usage(FILE *f)
             "  --tls-cert FILE --tls-key FILE   serve HTTPS\n"
             "  --max-body BYTES     largest request body accepted (default %u)\n"
             "  --threads N          HTTP worker threads (default 2)\n"
-            "  --assume-ttl SEC     live mode: forget assumed pods never seen bound (default 120)\n"
+            "  --assume-ttl SEC     live mode: release GPUs of a bind that never reported (default 120)\n"
+            "  --watch-stall SEC    live mode: restart a watch silent this long (default 90)\n"
+            "  --bind-threads N     live mode: Bindings posted at once, off the HTTP threads (default 16)\n"
             "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
             "  --log-level L        debug, info, warn, error (default info)\n",
             GP_MAX_BODY_DEFAULT);
@@ -70,6 +73,7 @@ static const flag flags[] = {
     F("--policies", 0, policies_dir),  F("--tls-cert", 0, tls_cert),
     F("--tls-key", 0, tls_key),        F("--max-body", 1, max_body),
     F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
+    F("--watch-stall", 3, watch_stall), F("--bind-threads", 2, bind_threads),
 };
 #undef F
 
@@ -78,6 +82,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     memset(o, 0, sizeof *o);
     o->listen = "127.0.0.1:8765";
     o->assume_ttl = 120;
+    o->watch_stall = 90;
     o->aliyun_unit_mib = 1024;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -240,14 +245,20 @@ static void metrics_hook(void *ud, gp_buf *out)
                                  rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
                                  rs[i].res, rs[i].st->expired);
         (void)!gp_buf_printf(out,
-                             "# HELP gpupack_api_binds_total PATCH+Binding calls to the API server, by outcome.\n"
+                             "# HELP gpupack_api_binds_total Bindings posted to the API server, by outcome.\n"
                              "# TYPE gpupack_api_binds_total counter\n"
-                             "gpupack_api_binds_total{result=\"ok\"} %lu\n"
-                             "gpupack_api_binds_total{result=\"failed\"} %lu\n"
-                             "# HELP gpupack_assumed_expired_total Assumed pods released because the watch never showed them bound.\n"
+                             "gpupack_api_binds_total{result=\"bound\"} %lu\n"
+                             "gpupack_api_binds_total{result=\"refused\"} %lu\n"
+                             "gpupack_api_binds_total{result=\"unknown\"} %lu\n"
+                             "# HELP gpupack_binds_settled_total Unknown bind outcomes settled by a GET, by what the GET showed.\n"
+                             "# TYPE gpupack_binds_settled_total counter\n"
+                             "gpupack_binds_settled_total{result=\"bound\"} %lu\n"
+                             "gpupack_binds_settled_total{result=\"released\"} %lu\n"
+                             "# HELP gpupack_assumed_expired_total Assumed pods released because their bind never reported.\n"
                              "# TYPE gpupack_assumed_expired_total counter\n"
                              "gpupack_assumed_expired_total %lu\n",
-                             ls.binds - ls.bind_errors, ls.bind_errors, ls.assumed_expired);
+                             ls.bound, ls.refused, ls.unknown, ls.settled_bound,
+                             ls.settled_released, ls.assumed_expired);
     }
     if (a->policies)
         (void)!policy_store_metrics(a->policies, out);
@@ -313,7 +324,8 @@ static int cmd_serve(int argc, char **argv)
                  st.nodes, st.gpus, st.pods);
         malloc_trim(0);   /* give the parsed file's memory back before serving */
     } else {
-        gp_live_config lc = {o.kubeconfig, o.assume_ttl, o.aliyun_unit_mib};
+        gp_live_config lc = {.kubeconfig = o.kubeconfig, .assume_ttl_s = o.assume_ttl,
+                             .watch_stall_s = o.watch_stall, .aliyun_unit_mib = o.aliyun_unit_mib};
         a.live = live_new(&lc, c, &err);
         if (!a.live) {
             LOG_ERROR("%s", err.msg);
@@ -321,6 +333,7 @@ static int cmd_serve(int argc, char **argv)
         }
         ecfg.binder = live_binder();
         ecfg.binder_ud = a.live;
+        ecfg.bind_threads = (int)o.bind_threads;
     }
     if (o.policies_dir) {
         if (policy_store_open(o.policies_dir, &a.policies, &err) ||

@@ -41,21 +41,21 @@ START_TEST(assume_forget_and_idempotence)
     placement_default_opts(&o);
     gp_assignment a, again;
     gp_err err;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "default", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "default", GP_POD_ASSUMED, &a, &err), 0);
     ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
     /* same pod, same node: the same answer, nothing added */
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "default", GP_POD_ASSUMED, &again, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "default", GP_POD_ASSUMED, &again, &err), 0);
     ck_assert_int_eq(again.ctrs[0].gpus[0].index, a.ctrs[0].gpus[0].index);
     ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
     /* another node for the same pod is refused */
-    ck_assert_int_eq(cluster_place_and_assume(c, "n9", &r, &o, "default", GP_POD_ASSUMED, &again, &err), -1);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n9", &r, &o, 0, "default", GP_POD_ASSUMED, &again, &err), -1);
     ck_assert_msg(strstr(err.msg, "already holds GPUs on node n0"), "%s", err.msg);
     cluster_forget(c, "u1");
     ck_assert_int_eq(node_mem_used(c, "n0"), 0);
     gp_pod_state st;
     ck_assert_int_eq(cluster_pod_get(c, "u1", &a, &st), -1);
     /* unknown node */
-    ck_assert_int_eq(cluster_place_and_assume(c, "nope", &r, &o, "default", GP_POD_ASSUMED, &a, &err), -1);
+    ck_assert_int_eq(cluster_place_and_assume(c, "nope", &r, &o, 0, "default", GP_POD_ASSUMED, &a, &err), -1);
     ck_assert_msg(strstr(err.msg, "not known"), "%s", err.msg);
     cluster_free(c);
 }
@@ -70,8 +70,8 @@ START_TEST(forget_spares_a_completed_bind)
     placement_default_opts(&o);
     gp_assignment a;
     gp_err err;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
-    cluster_bind_done(c, "u1");
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    cluster_bind_outcome(c, "u1", GP_BIND_BOUND);
     cluster_forget(c, "u1");   /* a failed retry must not undo the first bind */
     ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
     cluster_free(c);
@@ -87,7 +87,7 @@ START_TEST(observe_confirms_and_releases)
     placement_default_opts(&o);
     gp_assignment a;
     gp_err err;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
     /* watch: annotated but not bound yet -> stays assumed */
     gp_pod_obs obs = {.uid = "u1", .ns = "default", .name = "pod-u1", .node_name = "", .assign = &a};
     cluster_pod_observed(c, &obs);
@@ -148,9 +148,9 @@ START_TEST(resync_removes_unseen)
     gp_assignment a1, a2;
     gp_err err;
     tu_req(&r, "bound", 1, 1000, 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a1, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_BOUND, &a1, &err), 0);
     tu_req(&r, "assumed", 1, 1000, 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a2, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a2, &err), 0);
     gp_inventory inv;
     tu_inventory(&inv, 1, 16384, "A100");
     cluster_nodes_resync_begin(c);
@@ -187,9 +187,9 @@ START_TEST(ns_gpus_and_inspect)
     gp_err err;
     tu_req(&r, "a", 2, 1000, 0);
     gp_strlcpy(r.ns, "team", sizeof r.ns);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
     tu_req(&r, "b", 1, 1000, 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
     cluster_rdlock(c);
     ck_assert_int_eq(cluster_rd_ns_gpus(c, "n0", "team"), 2);
     ck_assert_int_eq(cluster_rd_ns_gpus(c, "n0", "default"), 1);
@@ -232,7 +232,7 @@ static void *binder_thread(void *arg)
         tu_req(&req, uid, 1 + (i % 2), 3000 + (i % 7) * 500, (i % 3) * 100);
         gp_assignment a;
         gp_err err;
-        if (cluster_place_and_assume(r->c, node, &req, &o, "p", GP_POD_ASSUMED, &a, &err) == 0) {
+        if (cluster_place_and_assume(r->c, node, &req, &o, 0, "p", GP_POD_ASSUMED, &a, &err) == 0) {
             r->placed++;
             if (i % 3 == 0) {
                 cluster_forget(r->c, uid);      /* a failed API call */

@@ -299,7 +299,7 @@ START_TEST(schedule_bind_restart_same_map)
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
 
-    /* exactly one merge PATCH of the annotations, then the Binding */
+    /* exactly one call: the Binding, carrying the annotations and the uid */
     size_t n = fakeapi_request_count(x.f);
     int patches = 0, bindings = 0;
     for (size_t i = before; i < n; i++) {
@@ -307,31 +307,32 @@ START_TEST(schedule_bind_restart_same_map)
         ck_assert(fakeapi_request(x.f, i, &r) == 0);
         if (strcmp(r.method, "PATCH") == 0) {
             patches++;
-            ck_assert_int_eq(bindings, 0);
-            ck_assert_str_eq(r.url, "/api/v1/namespaces/default/pods/p1");
-            ck_assert_str_eq(r.content_type, "application/merge-patch+json");
-            ck_assert_str_eq(r.auth, "Bearer " TOKEN);
-            json_t *b = json_loads(r.body, 0, NULL);
-            ck_assert_int_eq(json_object_size(b), 1);
-            json_t *ann = json_object_get(json_object_get(b, "metadata"), "annotations");
-            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));
-            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/visible-devices"));
-            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assume-time"));
-            json_decref(b);
         } else if (strcmp(r.method, "POST") == 0) {
             bindings++;
             ck_assert_str_eq(r.url, "/api/v1/namespaces/default/pods/p1/binding");
+            ck_assert_str_eq(r.content_type, "application/json");
+            ck_assert_str_eq(r.auth, "Bearer " TOKEN);
             json_t *b = json_loads(r.body, 0, NULL);
             ck_assert_str_eq(json_string_value(json_object_get(b, "kind")), "Binding");
             ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "target"), "name")), "node-a");
-            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "metadata"), "uid")), uid_of(pod));
+            json_t *md = json_object_get(b, "metadata");
+            ck_assert_str_eq(json_string_value(json_object_get(md, "uid")), uid_of(pod));
+            json_t *ann = json_object_get(md, "annotations");
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/visible-devices"));
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assume-time"));
             json_decref(b);
             ck_assert_int_eq(r.status, 201);
         }
         fakeapi_req_clear(&r);
     }
-    ck_assert_int_eq(patches, 1);
+    ck_assert_int_eq(patches, 0);
     ck_assert_int_eq(bindings, 1);
+    /* the annotations landed on the pod with the Binding */
+    json_t *bound = fakeapi_get_pod(x.f, "default", "p1");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(json_object_get(bound, "metadata"), "annotations"),
+                                          "gpupack.io/assignment"));
+    json_decref(bound);
     json_decref(pod);
 
     /* bind without a preceding filter: the watch noted the pending pod */
@@ -366,14 +367,14 @@ START_TEST(bind_errors_roll_back)
     gp_start(&x);
     json_t *pod = sched_pod(&x, "q1");
     json_t *out;
-    /* the PATCH fails: an error naming the step, nothing held */
-    fakeapi_fail(x.f, "PATCH", "/pods/q1", 500, 1);
+    /* the Binding is refused (403): an error naming the call, nothing held */
+    fakeapi_fail(x.f, "POST", "/pods/q1/binding", 403, 1);
     ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
     const char *e = json_string_value(json_object_get(out, "Error"));
-    ck_assert_msg(e && strstr(e, "PATCH annotations of pod default/q1: HTTP 500"), "%s", e ? e : "(null)");
+    ck_assert_msg(e && strstr(e, "POST binding of pod default/q1 to node node-b: HTTP 403"), "%s", e ? e : "(null)");
     json_decref(out);
     ck_assert(wait_pods(&x, NULL, 0, 5));
-    /* the Binding conflicts (bound elsewhere meanwhile): an error, rolled back */
+    /* the Binding conflicts and the pod is not bound there: refused, rolled back */
     fakeapi_fail(x.f, "POST", "/pods/q1/binding", 409, 1);
     ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
     e = json_string_value(json_object_get(out, "Error"));
