@@ -59,6 +59,7 @@ struct gp_fakeapi {
     bool cut_mid;
     bool stopping;
     int open_pods, open_nodes;
+    int delaying;         /* requests held by a delay rule right now */
     gp_fake_req *reqs;
     size_t nreqs, capreqs;
     long uid_seq;
@@ -253,6 +254,14 @@ void fakeapi_fail(gp_fakeapi *f, const char *method, const char *match, int stat
 void fakeapi_fail_after(gp_fakeapi *f, const char *method, const char *match, int status, int count)
 {
     add_rule(f, method, match, status, 0, count, true);
+}
+
+int fakeapi_delaying(gp_fakeapi *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->delaying;
+    pthread_mutex_unlock(&f->mu);
+    return n;
 }
 
 void fakeapi_stall_watches(gp_fakeapi *f)
@@ -980,9 +989,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
         const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         auth_ok = a && strncmp(a, "Bearer ", 7) == 0 && strcmp(a + 7, f->token) == 0;
     }
-    pthread_mutex_unlock(&f->mu);
     if (delay > 0)
+        f->delaying++;
+    pthread_mutex_unlock(&f->mu);
+    if (delay > 0) {
         usleep((useconds_t)delay * 1000);
+        pthread_mutex_lock(&f->mu);
+        f->delaying--;
+        pthread_mutex_unlock(&f->mu);
+    }
     answer_override = fail_after;
 
     enum MHD_Result ret;

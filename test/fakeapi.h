@@ -54,6 +54,8 @@ void fakeapi_fail_after(gp_fakeapi *f, const char *method, const char *match, in
 void fakeapi_stall_watches(gp_fakeapi *f);
 /* The next `count` matching requests are answered normally after delay_ms. */
 void fakeapi_delay(gp_fakeapi *f, const char *method, const char *match, int delay_ms, int count);
+/* Requests arrived and held by a delay rule right now. */
+int fakeapi_delaying(gp_fakeapi *f);
 /* Every open watch ends without the terminating chunk (a dropped
  * connection); mid_event: after sending the first half of one more event. */
 void fakeapi_cut_watches(gp_fakeapi *f, bool mid_event);
