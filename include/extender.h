@@ -18,6 +18,7 @@ typedef struct gp_extender gp_extender;
 /* What bind asks the binder to do for one pod. */
 typedef struct gp_bind_call {
     const char *ns, *name, *uid, *node;
+    const char *rv;               /* the pod's resourceVersion bind decided on; NULL = none */
     const json_t *annotations;    /* metadata.annotations of the Binding; NULL = none */
     const gp_assignment *assign;  /* what they say; NULL for a plain Binding */
     const char *policy;

@@ -134,7 +134,7 @@ static json_t *trim_pod(const json_t *pod)
 {
     const json_t *md = json_object_get(pod, "metadata");
     json_t *tmd = json_object();
-    static const char *const mkeys[] = {"name", "namespace", "uid", "labels"};
+    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels"};
     for (size_t i = 0; i < GP_ARRAY_LEN(mkeys); i++) {
         json_t *v = json_object_get(md, mkeys[i]);
         if (v)
@@ -754,6 +754,7 @@ typedef struct bind_job {
     gp_extender *e;
     char ns[GP_NAME_MAX], name[GP_NAME_MAX], uid[GP_UID_MAX], node[GP_NAME_MAX];
     char policy[GP_NAME_MAX];
+    char rv[64];            /* "" = unknown */
     json_t *ann;
     gp_bind_done_fn done;
     void *ud;
@@ -787,7 +788,8 @@ static void bind_run(void *arg)
 {
     bind_job *j = arg;
     gp_extender *e = j->e;
-    gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->ann, &j->a, j->policy};
+    gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->rv[0] ? j->rv : NULL, j->ann, &j->a,
+                         j->policy};
     gp_err err;
     gp_bind_outcome o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
     cluster_bind_outcome(e->c, j->uid, o);
@@ -861,7 +863,6 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         }
     }
     policy_set_unref(set);
-    json_decref(pod);
     if (msg[0]) {
         *out = bind_failed(e, ns, name, node, msg);
         free(j);
@@ -876,11 +877,15 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         gp_strlcpy(j->uid, uid, sizeof j->uid);
         gp_strlcpy(j->node, node, sizeof j->node);
         gp_strlcpy(j->policy, view.name, sizeof j->policy);
+        const char *rv = json_string_value(
+            json_object_get(json_object_get(pod, "metadata"), "resourceVersion"));
+        gp_strlcpy(j->rv, rv && strlen(rv) < sizeof j->rv ? rv : "", sizeof j->rv);
         j->done = done;
         j->ud = ud;
         workq_push(e->binds, bind_run, j);
         status = 0;
     }
+    json_decref(pod);
 done:
     json_decref(args);
     return status;

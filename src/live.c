@@ -138,7 +138,7 @@ static void settle_unknown(gp_live *l)
     /* give a Binding the API server is still working on time to land first */
     size_t n = cluster_unsettled(l->c, GP_BINDER_TIMEOUT_S, u, LIVE_SETTLE_BATCH);
     for (size_t i = 0; i < n && !kube_cancel_fired(l->stop); i++) {
-        gp_bind_call call = {u[i].ns, u[i].name, u[i].uid, u[i].a.node, NULL, &u[i].a, NULL};
+        gp_bind_call call = {u[i].ns, u[i].name, u[i].uid, u[i].a.node, NULL, NULL, &u[i].a, NULL};
         gp_err err;
         gp_bind_outcome o = binder_check(l->kube, &call, GP_BINDER_TIMEOUT_S, &err);
         if (o == GP_BIND_BOUND) {

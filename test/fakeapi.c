@@ -854,13 +854,15 @@ static enum MHD_Result do_binding(gp_fakeapi *f, struct MHD_Connection *c, const
     } else {
         json_t *spec = json_object_get(p, "spec");
         const char *cur = json_string_value(json_object_get(spec, "nodeName"));
-        const char *want_uid = md_str(b, "uid");
-        const char *have_uid = md_str(p, "uid");
+        /* as kube-apiserver: metadata.uid of a created object is wiped, so only
+         * metadata.resourceVersion is a precondition */
+        const char *want_rv = md_str(b, "resourceVersion");
+        const char *have_rv = md_str(p, "resourceVersion");
         json_t *ann = json_object_get(json_object_get(b, "metadata"), "annotations");
-        if (want_uid && *want_uid && (!have_uid || strcmp(want_uid, have_uid) != 0)) {
-            snprintf(msg, sizeof msg, "Operation cannot be fulfilled on pods/binding \"%s\": "
-                                      "Precondition failed: UID in precondition: %s, UID in object "
-                                      "meta: %s", name, want_uid, have_uid ? have_uid : "");
+        if (want_rv && *want_rv && (!have_rv || strcmp(want_rv, have_rv) != 0)) {
+            snprintf(msg, sizeof msg, "Operation cannot be fulfilled on pods \"%s\": the object has "
+                                      "been modified; please apply your changes to the latest "
+                                      "version and try again", name);
             pthread_mutex_unlock(&f->mu);
             ret = send_status(c, 409, msg);
         } else if (cur && *cur) {

@@ -4,8 +4,9 @@
  * "\n", lists with metadata.resourceVersion and limit/continue paging, watch
  * streams as chunked newline-delimited events (one chunk per event) with
  * bookmarks and the ERROR 410 event for expired resourceVersions, merge PATCH
- * of pods, pods/NAME/binding (copying the Binding's annotations onto the pod,
- * checking metadata.uid), API Status error bodies. Faults can be
+ * of pods, pods/NAME/binding (copying the Binding's annotations onto the pod;
+ * metadata.resourceVersion is a precondition, metadata.uid is ignored as the
+ * real apiserver wipes it), API Status error bodies. Faults can be
  * injected and every request is recorded. Thread-safe. */
 #ifndef GP_FAKEAPI_H
 #define GP_FAKEAPI_H

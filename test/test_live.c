@@ -734,6 +734,32 @@ START_TEST(wrong_uid_writes_nothing)
 }
 END_TEST
 
+/* The pod changed after gpupack last saw it (a label, with the watch
+ * silent): the Binding's resourceVersion precondition fails, gpupack checks
+ * that it is the same pod, still unbound, and binds it as it is now. */
+START_TEST(changed_pod_binds_on_second_try)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("c1", 4096));
+    gp_start(&x);
+    fakeapi_stall_watches(x.f);
+    json_t *p = fakeapi_get_pod(x.f, "default", "c1");
+    json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), "touched",
+                        json_string("yes"));
+    fakeapi_put_pod(x.f, p);   /* same uid, new resourceVersion */
+    char *e = bind_error(&x, "c1", "node-a");
+    ck_assert_str_eq(e, "");
+    free(e);
+    ck_assert_int_eq(fakeapi_count(x.f, "POST", "/pods/c1/binding"), 2);
+    json_t *now = fakeapi_get_pod(x.f, "default", "c1");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(json_object_get(now, "metadata"), "annotations"),
+                                          "gpupack.io/assignment"));
+    json_decref(now);
+    env_teardown(&x);
+}
+END_TEST
+
 typedef struct slow_bind {
     live_env *x;
     const char *name;
@@ -817,6 +843,7 @@ Suite *suite_live(void)
     tcase_add_test(tb, accepted_bind_never_expires);
     tcase_add_test(tb, stalled_watch_is_restarted);
     tcase_add_test(tb, wrong_uid_writes_nothing);
+    tcase_add_test(tb, changed_pod_binds_on_second_try);
     tcase_add_test(tb, slow_binds_leave_verbs_free);
     suite_add_tcase(s, tb);
     return s;
