@@ -31,9 +31,12 @@ size_t gp_node_size(int ngpus);
 
 /* --- nodes ------------------------------------------------------------ */
 
-/* Adds or replaces a node's inventory. Allocations of pods on GPUs that still
- * exist (same device index) are kept; holds on vanished GPUs are kept in the
- * pod records and reapplied if the GPU returns. */
+/* Adds or replaces a node's inventory. A pod's hold on a GPU follows the
+ * GPU's UUID when the assignment recorded one and the node reports UUIDs
+ * (a GPU replaced or re-indexed after a reboot), else the device index.
+ * Holds on GPUs that are gone are kept in the pod records, reported
+ * (log, /inspect "missingGPUs", cluster_stats) and reapplied if the GPU
+ * returns. */
 void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *inv);
 void cluster_remove_node(gp_cluster *c, const char *name);
 
@@ -105,6 +108,8 @@ typedef struct gp_pod_obs {
     const char *node_name;         /* spec.nodeName; NULL or "" = not bound */
     bool terminal;                 /* deleted, or phase Succeeded/Failed */
     const gp_assignment *assign;   /* decoded from annotations; NULL = none */
+    const gp_gpu_ref *refs;        /* the assignment's GPUs with UUIDs (may be NULL) */
+    int nrefs;
     const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
 } gp_pod_obs;
 
@@ -147,6 +152,7 @@ int cluster_pod_get(gp_cluster *c, const char *uid, gp_assignment *out, gp_pod_s
 
 typedef struct gp_cluster_stats {
     size_t nodes, gpus, pods_bound, pods_assumed;
+    size_t pods_gpu_missing;        /* pods naming a GPU their node no longer has */
     int64_t mem_total, mem_used;    /* MiB over healthy GPUs */
     int64_t core_total, core_used;  /* per-mille */
 } gp_cluster_stats;

@@ -20,6 +20,9 @@ typedef struct pod_rec {
     double assumed_at;          /* monotonic seconds */
     double phase_at;            /* when phase last changed */
     unsigned gen;               /* last resync generation it was observed in */
+    int nrefs;                  /* GPUs named with their UUIDs (holds follow the UUID) */
+    gp_gpu_ref *refs;
+    int missing;                /* held GPUs its node no longer has (while attached) */
     gp_assignment *a;           /* allocated to a->nctrs containers */
 } pod_rec;
 
@@ -72,6 +75,7 @@ gp_cluster *cluster_new(void)
 static void rec_free(pod_rec *r)
 {
     if (r) {
+        free(r->refs);
         free(r->a);
         free(r);
     }
@@ -120,21 +124,55 @@ void cluster_unlock(gp_cluster *c)
 
 /* --------------------------------------------------------- accounting -- */
 
+static bool node_has_uuids(const gp_node *n)
+{
+    for (int g = 0; g < n->ngpus; g++)
+        if (n->gpus[g].info.uuid[0])
+            return true;
+    return false;
+}
+
+/* Where a pod's hold on device `index` sits on node n: by the UUID the
+ * assignment recorded when the node reports UUIDs, else by index; -1 when
+ * that GPU is not on the node. */
+static int hold_pos(const gp_node *n, const pod_rec *r, int index)
+{
+    for (int i = 0; i < r->nrefs; i++) {
+        if (r->refs[i].index != index || !r->refs[i].uuid[0])
+            continue;
+        if (!node_has_uuids(n))
+            break;
+        for (int g = 0; g < n->ngpus; g++)
+            if (strcmp(n->gpus[g].info.uuid, r->refs[i].uuid) == 0)
+                return g;
+        return -1;
+    }
+    return gp_node_gpu_pos(n, index);
+}
+
 /* Adds (sign 1) or removes (-1) a pod's holds on the GPUs of e that exist. */
-static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
+static void apply_holds(node_ent *e, pod_rec *r, int sign)
 {
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
-    int nh = gp_assignment_holds(a, holds);
+    int nh = gp_assignment_holds(r->a, holds);
+    int missing = 0;
     for (int h = 0; h < nh; h++) {
-        int pos = gp_node_gpu_pos(&e->node, holds[h].index);
-        if (pos < 0)
+        int pos = hold_pos(&e->node, r, holds[h].index);
+        if (pos < 0) {
+            missing++;
             continue;
+        }
         gp_gpu *g = &e->node.gpus[pos];
         g->mem_used += sign * holds[h].mem_mib;
         g->core_used += sign * holds[h].core;
         g->pods += sign;
     }
     e->node.state_hash = placement_state_hash(&e->node);
+    if (sign > 0 && missing && !r->missing)
+        LOG_WARN("pod %s/%s: %d of the GPUs its assignment names are not on node %s (replaced "
+                 "or removed?); /inspect lists them under missingGPUs", r->ns, r->name, missing,
+                 e->node.name);
+    r->missing = sign > 0 ? missing : 0;
 }
 
 static void attach(gp_cluster *c, pod_rec *r)
@@ -149,7 +187,7 @@ static void attach(gp_cluster *c, pod_rec *r)
         e->pods = xrealloc(e->pods, e->cappods * sizeof *e->pods);
     }
     e->pods[e->npods++] = r;
-    apply_holds(e, r->a, 1);
+    apply_holds(e, r, 1);
 }
 
 static void detach(gp_cluster *c, pod_rec *r)
@@ -162,7 +200,7 @@ static void detach(gp_cluster *c, pod_rec *r)
     for (size_t i = 0; i < e->npods; i++) {
         if (e->pods[i] == r) {
             e->pods[i] = e->pods[--e->npods];
-            apply_holds(e, r->a, -1);
+            apply_holds(e, r, -1);
             return;
         }
     }
@@ -175,8 +213,21 @@ static void pod_remove(gp_cluster *c, pod_rec *r)
     rec_free(r);
 }
 
+static void set_refs(pod_rec *r, const gp_gpu_ref *refs, int nrefs)
+{
+    free(r->refs);
+    r->refs = NULL;
+    r->nrefs = 0;
+    if (refs && nrefs > 0) {
+        r->refs = xmalloc((size_t)nrefs * sizeof *refs);
+        memcpy(r->refs, refs, (size_t)nrefs * sizeof *refs);
+        r->nrefs = nrefs;
+    }
+}
+
 static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const char *name,
-                        const char *policy, const gp_assignment *a, gp_pod_state state)
+                        const char *policy, const gp_assignment *a, gp_pod_state state,
+                        const gp_gpu_ref *refs, int nrefs)
 {
     pod_rec *r = xcalloc(1, sizeof *r);
     gp_strlcpy(r->uid, uid, sizeof r->uid);
@@ -188,6 +239,7 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
     r->assumed_at = r->phase_at = gp_mono_s();
     r->gen = c->pod_gen;
     r->a = assign_dup(a);
+    set_refs(r, refs, nrefs);
     strmap_put(c->pods, r->uid, r);
     attach(c, r);
     return r;
@@ -348,7 +400,15 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, nswhy);
         goto out;
     }
-    pod_add(c, req->uid, req->ns, req->name, policy, out, state);
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(out, holds);
+    for (int h = 0; h < nh; h++) {
+        int pos = gp_node_gpu_pos(&e->node, holds[h].index);
+        refs[h].index = holds[h].index;
+        gp_strlcpy(refs[h].uuid, pos >= 0 ? e->node.gpus[pos].info.uuid : "", sizeof refs[h].uuid);
+    }
+    pod_add(c, req->uid, req->ns, req->name, policy, out, state, refs, nh);
     rc = 0;
 out:
     cluster_unlock(c);
@@ -437,7 +497,8 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
                      "annotations", obs->ns, obs->name);
             pod_remove(c, r);
         }
-        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND, obs->refs,
+                obs->nrefs);
         goto out;
     }
     if (r) {
@@ -551,7 +612,7 @@ int cluster_rd_ns_gpus(const gp_cluster *c, const char *node, const char *ns)
         gp_hold holds[GP_MAX_GPUS_PER_NODE];
         int nh = gp_assignment_holds(e->pods[i]->a, holds);
         for (int h = 0; h < nh; h++) {
-            int pos = gp_node_gpu_pos(&e->node, holds[h].index);
+            int pos = hold_pos(&e->node, e->pods[i], holds[h].index);
             if (pos >= 0 && !held[pos]) {
                 held[pos] = true;
                 n++;
@@ -603,6 +664,8 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
             s->pods_bound++;
         else
             s->pods_assumed++;
+        if (r->missing)
+            s->pods_gpu_missing++;
     }
     cluster_unlock(c);
 }
@@ -626,7 +689,7 @@ static json_t *inspect_node(const node_ent *e)
             gp_hold holds[GP_MAX_GPUS_PER_NODE];
             int nh = gp_assignment_holds(r->a, holds);
             for (int h = 0; h < nh; h++) {
-                if (holds[h].index != g->info.index)
+                if (hold_pos(n, r, holds[h].index) != i)
                     continue;
                 json_t *po = json_object();
                 json_object_set_new(po, "namespace", json_string(r->ns));
@@ -663,6 +726,31 @@ static json_t *inspect_node(const node_ent *e)
     json_object_set_new(o, "name", json_string(n->name));
     json_object_set_new(o, "source", json_string(n->source));
     json_object_set_new(o, "gpus", gpus);
+    /* holds whose GPU is gone: counted nowhere, shown here */
+    json_t *missing = NULL;
+    for (size_t p = 0; p < e->npods; p++) {
+        const pod_rec *r = e->pods[p];
+        if (!r->missing)
+            continue;
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int nh = gp_assignment_holds(r->a, holds);
+        for (int h = 0; h < nh; h++) {
+            if (hold_pos(n, r, holds[h].index) >= 0)
+                continue;
+            const char *uuid = "";
+            for (int k = 0; k < r->nrefs; k++)
+                if (r->refs[k].index == holds[h].index)
+                    uuid = r->refs[k].uuid;
+            if (!missing)
+                missing = json_array();
+            json_array_append_new(missing, json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "namespace", r->ns,
+                                                     "name", r->name, "uid", r->uid, "index",
+                                                     holds[h].index, "uuid", uuid, "memMiB",
+                                                     (json_int_t)holds[h].mem_mib));
+        }
+    }
+    if (missing)
+        json_object_set_new(o, "missingGPUs", missing);
     return o;
 }
 

@@ -219,6 +219,9 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     metrics_header(&b, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
     (void)!gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
                          cs.pods_bound, cs.pods_assumed);
+    metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
+                   "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
+    (void)!gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
     metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
     (void)!gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
                          (long long)cs.mem_total, (long long)cs.mem_used);

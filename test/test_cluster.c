@@ -208,6 +208,80 @@ START_TEST(ns_gpus_and_inspect)
 }
 END_TEST
 
+static int64_t gpu_used(gp_cluster *c, const char *node, int index)
+{
+    cluster_rdlock(c);
+    const gp_node *n = cluster_rd_node(c, node);
+    int pos = n ? gp_node_gpu_pos(n, index) : -1;
+    int64_t used = pos >= 0 ? n->gpus[pos].mem_used : -1;
+    cluster_unlock(c);
+    return used;
+}
+
+/* A node's GPUs are re-indexed (reboot) and one is replaced: holds follow
+ * the UUID the assignment recorded, and a hold whose GPU is gone is
+ * reported, not laid on whatever GPU now has that index. */
+START_TEST(holds_follow_gpu_uuids)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);   /* n0: index 0 = GPU-0, 1 = GPU-1 */
+    gp_pod_req r;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    tu_req(&r, "bound", 1, 4096, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    int idx = a.ctrs[0].gpus[0].index;
+    char uuid[32];
+    snprintf(uuid, sizeof uuid, "GPU-%d", idx);
+    /* the same pod seen bound through the watch, its annotation naming the UUID */
+    gp_gpu_ref ref = {idx, ""};
+    gp_strlcpy(ref.uuid, uuid, sizeof ref.uuid);
+    gp_pod_obs obs = {.uid = "bound", .ns = "default", .name = "bound", .node_name = "n0",
+                      .assign = &a, .refs = &ref, .nrefs = 1};
+    cluster_pod_observed(c, &obs);
+    ck_assert_int_eq(gpu_used(c, "n0", idx), 4096);
+
+    /* reboot: the two GPUs swap indices */
+    gp_inventory inv;
+    tu_inventory(&inv, 2, 16384, "A100");
+    gp_strlcpy(inv.gpus[0].uuid, "GPU-1", sizeof inv.gpus[0].uuid);
+    gp_strlcpy(inv.gpus[1].uuid, "GPU-0", sizeof inv.gpus[1].uuid);
+    cluster_upsert_node(c, "n0", &inv);
+    ck_assert_int_eq(gpu_used(c, "n0", 1 - idx), 4096);
+    ck_assert_int_eq(gpu_used(c, "n0", idx), 0);
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    ck_assert_uint_eq(st.pods_gpu_missing, 0);
+
+    /* the pod's GPU is replaced: nothing held anywhere, and it is reported */
+    tu_inventory(&inv, 2, 16384, "A100");
+    gp_strlcpy(inv.gpus[0].uuid, "GPU-new-a", sizeof inv.gpus[0].uuid);
+    gp_strlcpy(inv.gpus[1].uuid, "GPU-new-b", sizeof inv.gpus[1].uuid);
+    cluster_upsert_node(c, "n0", &inv);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 0);
+    ck_assert_int_eq(gpu_used(c, "n0", 1), 0);
+    cluster_stats(c, &st);
+    ck_assert_uint_eq(st.pods_gpu_missing, 1);
+    json_t *j = cluster_inspect(c, "n0");
+    json_t *missing = json_object_get(json_object_get(j, "node"), "missingGPUs");
+    ck_assert_uint_eq(json_array_size(missing), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(missing, 0), "uuid")), uuid);
+    json_decref(j);
+
+    /* it comes back (under yet another index): held again */
+    tu_inventory(&inv, 3, 16384, "A100");
+    gp_strlcpy(inv.gpus[2].uuid, uuid, sizeof inv.gpus[2].uuid);
+    gp_strlcpy(inv.gpus[idx].uuid, "GPU-x", sizeof inv.gpus[idx].uuid);
+    cluster_upsert_node(c, "n0", &inv);
+    ck_assert_int_eq(gpu_used(c, "n0", 2), 4096);
+    cluster_stats(c, &st);
+    ck_assert_uint_eq(st.pods_gpu_missing, 0);
+    ck_assert_int_eq(st.mem_used, 4096);
+    cluster_free(c);
+}
+END_TEST
+
 /* --------------------------------------------------------- concurrency -- */
 
 #define RACE_THREADS 8
@@ -298,6 +372,7 @@ Suite *suite_cluster(void)
     TCase *t = tcase_create("store");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, assume_forget_and_idempotence);
+    tcase_add_test(t, holds_follow_gpu_uuids);
     tcase_add_test(t, forget_spares_a_completed_bind);
     tcase_add_test(t, observe_confirms_and_releases);
     tcase_add_test(t, pods_before_their_node_and_inventory_changes);
