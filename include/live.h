@@ -14,8 +14,9 @@
 typedef struct gp_live_config {
     const char *kubeconfig;        /* NULL: in-cluster service account */
     double assume_ttl_s;           /* a bind that never reported is released after this (default 120) */
-    double watch_stall_s;          /* a watch silent this long is restarted (default 90; the
-                                    * API server sends a bookmark about once a minute) */
+    double watch_stall_s;          /* a watch silent this long is restarted (default 90);
+                                    * watches ask timeoutSeconds = 2/3 of it, so a healthy
+                                    * server always ends them first */
     int64_t aliyun_unit_mib;       /* for restoring aliyun annotations (default 1024) */
 } gp_live_config;
 

@@ -210,11 +210,17 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
     l->kube = k;
     atomic_init(&l->ext, NULL);
     l->stop = kube_cancel_new();
-    /* bookmarks keep a healthy watch talking about once a minute: a silent one is half-open */
+    /* A healthy API server ends each watch at timeoutSeconds (60 s) and gpupack re-watches at
+     * once; bookmarks cannot be relied on to keep an idle watch talking (kube-apiserver 1.26
+     * sent none in 200 s on an idle watch of the test kit). So a watch silent for longer
+     * than its timeout plus slack is half-open: cut and re-opened. */
+    int timeout = (int)(l->cfg.watch_stall_s * 2 / 3);
     gp_reflector_config ncfg = {.resource = "nodes", .path = "/api/v1/nodes",
+                                .watch_timeout_s = timeout > 1 ? timeout : 1,
                                 .stall_s = l->cfg.watch_stall_s};
-    gp_reflector_config pcfg = {.resource = "pods", .path = "/api/v1/pods",
-                                .stall_s = l->cfg.watch_stall_s};
+    gp_reflector_config pcfg = ncfg;
+    pcfg.resource = "pods";
+    pcfg.path = "/api/v1/pods";
     l->nodes = reflector_new(k, &ncfg, &node_ops, l);
     l->pods = reflector_new(k, &pcfg, &pod_ops, l);
     /* pods name nodes: list nodes first so that every hold lands on a known node */
