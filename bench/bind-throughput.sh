@@ -212,6 +212,10 @@ r = quantiles(gm, "gpupack_request_duration_seconds", ['verb="bind"'])
 if r:
     print("gpupack bind (HTTP, kube-scheduler's view minus network): p50 %.1f ms, p99 %.1f ms over %d"
           % (r[0][0] * 1e3, r[0][1] * 1e3, r[1]))
+r = quantiles(gm, "gpupack_api_bind_duration_seconds", [""])
+if r:
+    print("gpupack's Binding call as it waits for it: p50 %.1f ms, p99 %.1f ms over %d"
+          % (r[0][0] * 1e3, r[0][1] * 1e3, r[1]))
 for verb in ("filter", "prioritize"):
     r = quantiles(gm, "gpupack_request_duration_seconds", ['verb="%s"' % verb])
     if r:

@@ -45,5 +45,7 @@ typedef struct gp_live_stats {
     unsigned long assumed_expired;      /* in-flight binds released by the TTL */
 } gp_live_stats;
 void live_stats(gp_live *l, gp_live_stats *out);
+/* Appends live mode's histograms (Prometheus text) to out. Thread-safe. */
+void live_metrics(gp_live *l, gp_buf *out);
 
 #endif

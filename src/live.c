@@ -13,6 +13,7 @@
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "metrics.h"
 #include "reflector.h"
 
 #define LIVE_DEFAULT_TTL_S 120.0
@@ -30,6 +31,7 @@ struct gp_live {
     pthread_t hk;
     bool hk_started;
     atomic_ulong binds, bound, refused, unknown, settled_bound, settled_released, expired;
+    gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
 };
 
 /* ------------------------------------------------------------- nodes --- */
@@ -114,7 +116,9 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
 {
     gp_live *l = ud;
     atomic_fetch_add(&l->binds, 1);
+    double t0 = gp_mono_s();
     gp_bind_outcome o = binder_bind(l->kube, call, GP_BINDER_TIMEOUT_S, err);
+    metrics_observe(&l->bind_api, gp_mono_s() - t0);
     atomic_ulong *by[] = {[GP_BIND_BOUND] = &l->bound, [GP_BIND_REFUSED] = &l->refused,
                           [GP_BIND_UNKNOWN] = &l->unknown};
     atomic_fetch_add(by[o], 1);
@@ -273,6 +277,15 @@ void live_stats(gp_live *l, gp_live_stats *out)
     out->settled_bound = atomic_load(&l->settled_bound);
     out->settled_released = atomic_load(&l->settled_released);
     out->assumed_expired = atomic_load(&l->expired);
+}
+
+void live_metrics(gp_live *l, gp_buf *out)
+{
+    if (!l)
+        return;
+    metrics_header(out, "gpupack_api_bind_duration_seconds", "histogram",
+                   "Time one bind spends in its API calls (the Binding, and a GET/retry after a 409).");
+    metrics_render_histo(out, "gpupack_api_bind_duration_seconds", "", &l->bind_api);
 }
 
 void live_free(gp_live *l)

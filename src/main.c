@@ -259,6 +259,7 @@ static void metrics_hook(void *ud, gp_buf *out)
                              "gpupack_assumed_expired_total %lu\n",
                              ls.bound, ls.refused, ls.unknown, ls.settled_bound,
                              ls.settled_released, ls.assumed_expired);
+        live_metrics(a->live, out);
     }
     if (a->policies)
         (void)!policy_store_metrics(a->policies, out);
