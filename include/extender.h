@@ -1,8 +1,9 @@
 /* extender.h -- kube-scheduler extender verbs: decoded request -> decision.
  *
  * No sockets here: server.c hands over request bodies and sends back what
- * these return. In live mode a binder (kube side) writes the annotations and
- * the Binding; in embedded mode there is none and bind only records. */
+ * these return. In live mode a binder (kube side) posts the Binding, which
+ * carries the annotations, from the extender's bind threads; in embedded
+ * mode there is none and bind only records. */
 #ifndef GP_EXTENDER_H
 #define GP_EXTENDER_H
 
