@@ -32,7 +32,8 @@ typedef struct serve_opts {
     const char *webhook_listen, *webhook_cert, *webhook_key;
     size_t max_body;
     unsigned threads;
-    double assume_ttl;
+    double assume_ttl, watch_stall;
+    unsigned bind_threads;
     int64_t aliyun_unit_mib;
     bool leader_elect;
     const char *lease_ns, *lease_name, *identity, *leader_pod;
@@ -68,7 +69,9 @@ static void usage(FILE *f)
             "                       bind then refuses GPU pods the webhook did not mutate\n"
             "  --max-body BYTES     largest request body accepted (default %u)\n"
             "  --threads N          HTTP worker threads (default 2)\n"
-            "  --assume-ttl SEC     live mode: forget assumed pods never seen bound (default 120)\n"
+            "  --assume-ttl SEC     live mode: release GPUs of a bind that never reported (default 120)\n"
+            "  --watch-stall SEC    live mode: restart a watch silent this long (default 90)\n"
+            "  --bind-threads N     live mode: Bindings posted at once, off the HTTP threads (default 16)\n"
             "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
             "  --log-level L        debug, info, warn, error (default info)\n"
             "  --leader-elect       run as one of several replicas: only the Lease holder binds\n"
@@ -98,6 +101,7 @@ static const flag flags[] = {
     F("--policies", 0, policies_dir),  F("--tls-cert", 0, tls_cert),
     F("--tls-key", 0, tls_key),        F("--max-body", 1, max_body),
     F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
+    F("--watch-stall", 3, watch_stall), F("--bind-threads", 2, bind_threads),
     F("--webhook-listen", 0, webhook_listen), F("--webhook-cert", 0, webhook_cert),
     F("--webhook-key", 0, webhook_key),
     F("--leader-elect-lease-duration", 4, lease_duration),
@@ -116,6 +120,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     memset(o, 0, sizeof *o);
     o->listen = "127.0.0.1:8765";
     o->assume_ttl = 120;
+    o->watch_stall = 90;
     o->aliyun_unit_mib = 1024;
     o->lease_ns = "gpupack-system";
     o->lease_name = "gpupack";
@@ -332,14 +337,21 @@ static void metrics_hook(void *ud, gp_buf *out)
                                  rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
                                  rs[i].res, rs[i].st->expired);
         (void)!gp_buf_printf(out,
-                             "# HELP gpupack_api_binds_total PATCH+Binding calls to the API server, by outcome.\n"
+                             "# HELP gpupack_api_binds_total Bindings posted to the API server, by outcome.\n"
                              "# TYPE gpupack_api_binds_total counter\n"
-                             "gpupack_api_binds_total{result=\"ok\"} %lu\n"
-                             "gpupack_api_binds_total{result=\"failed\"} %lu\n"
-                             "# HELP gpupack_assumed_expired_total Assumed pods released because the watch never showed them bound.\n"
+                             "gpupack_api_binds_total{result=\"bound\"} %lu\n"
+                             "gpupack_api_binds_total{result=\"refused\"} %lu\n"
+                             "gpupack_api_binds_total{result=\"unknown\"} %lu\n"
+                             "# HELP gpupack_binds_settled_total Unknown bind outcomes settled by a GET, by what the GET showed.\n"
+                             "# TYPE gpupack_binds_settled_total counter\n"
+                             "gpupack_binds_settled_total{result=\"bound\"} %lu\n"
+                             "gpupack_binds_settled_total{result=\"released\"} %lu\n"
+                             "# HELP gpupack_assumed_expired_total Assumed pods released because their bind never reported.\n"
                              "# TYPE gpupack_assumed_expired_total counter\n"
                              "gpupack_assumed_expired_total %lu\n",
-                             ls.binds - ls.bind_errors, ls.bind_errors, ls.assumed_expired);
+                             ls.bound, ls.refused, ls.unknown, ls.settled_bound,
+                             ls.settled_released, ls.assumed_expired);
+        live_metrics(a->live, out);
     }
     events_metrics(a->events, out);
     if (a->leader) {
@@ -356,12 +368,12 @@ static void metrics_hook(void *ud, gp_buf *out)
 }
 
 /* The bind path's one events hook: the binder's outcome becomes an Event. */
-static int bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
+static gp_bind_outcome bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
 {
     app *a = ud;
-    int rc = a->binder(a->binder_ud, call, err);
-    events_bind_result(a->events, call, rc == 0, rc ? err->msg : NULL);
-    return rc;
+    gp_bind_outcome o = a->binder(a->binder_ud, call, err);
+    events_bind_result(a->events, call, o == GP_BIND_BOUND, o == GP_BIND_BOUND ? NULL : err->msg);
+    return o;
 }
 
 /* The events sender gets its own API client, with the credentials live uses. */
@@ -480,7 +492,8 @@ static int cmd_serve(int argc, char **argv)
                  st.nodes, st.gpus, st.pods);
         malloc_trim(0);   /* give the parsed file's memory back before serving */
     } else {
-        gp_live_config lc = {o.kubeconfig, o.assume_ttl, o.aliyun_unit_mib};
+        gp_live_config lc = {.kubeconfig = o.kubeconfig, .assume_ttl_s = o.assume_ttl,
+                             .watch_stall_s = o.watch_stall, .aliyun_unit_mib = o.aliyun_unit_mib};
         a.live = live_new(&lc, c, &err);
         if (!a.live) {
             LOG_ERROR("%s", err.msg);
@@ -495,6 +508,7 @@ static int cmd_serve(int argc, char **argv)
         }
         ecfg.binder = bind_with_events;
         ecfg.binder_ud = &a;
+        ecfg.bind_threads = (int)o.bind_threads;
         if (o.leader_elect && start_leader(&o, &a, &err)) {
             LOG_ERROR("%s", err.msg);
             goto out;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,11 @@ struct gp_server {
     gp_histo latency[V_COUNT];
     atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
     atomic_ulong not_found, too_large;
+    /* binds answered from bind threads: a suspended connection each */
+    pthread_mutex_t bind_mu;
+    pthread_cond_t bind_cv;
+    size_t binds_suspended;     /* queued and not answered yet */
+    bool stopping;
 };
 
 /* Per-request state; freed in the completion callback only. */
@@ -51,6 +57,12 @@ typedef struct req_state {
     gp_buf body;
     bool too_large;
     double start;
+    /* async bind (under the server's bind_mu) */
+    gp_server *s;
+    struct MHD_Connection *conn;
+    bool bind_queued, bind_answered, suspended;
+    int bind_status;
+    char *bind_out;
 } req_state;
 
 typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *rs,
@@ -102,10 +114,64 @@ static int h_prioritize(gp_server *s, struct MHD_Connection *c, req_state *rs, c
     return run_verb(s, extender_prioritize, rs, out);
 }
 
+/* A bind thread's answer: kept for the connection, which is resumed if it
+ * was suspended already (on_request answers it then). */
+static void bind_answered(void *ud, int status, char *out)
+{
+    req_state *rs = ud;
+    gp_server *s = rs->s;
+    pthread_mutex_lock(&s->bind_mu);
+    rs->bind_status = status;
+    rs->bind_out = out;
+    rs->bind_answered = true;
+    if (rs->suspended) {
+        rs->suspended = false;
+        MHD_resume_connection(rs->conn);
+    }
+    s->binds_suspended--;
+    pthread_cond_broadcast(&s->bind_cv);
+    pthread_mutex_unlock(&s->bind_mu);   /* rs may be freed once this is released */
+}
+
+/* Binds never hold an HTTP thread while the API server answers: the
+ * connection is suspended and bind_answered resumes it. Returns the status
+ * when the answer is here already, 0 when the connection was suspended. */
 static int h_bind(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                   char **out, const char **ct)
 {
-    return run_verb(s, extender_bind, rs, out);
+    pthread_mutex_lock(&s->bind_mu);
+    if (rs->bind_answered) {   /* resumed: the answer is in */
+        *out = rs->bind_out;
+        rs->bind_out = NULL;
+        pthread_mutex_unlock(&s->bind_mu);
+        return rs->bind_status;
+    }
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->bind_mu);
+        *out = error_json("gpupack is shutting down; bind not attempted");
+        return 503;
+    }
+    s->binds_suspended++;
+    pthread_mutex_unlock(&s->bind_mu);
+    rs->s = s;
+    rs->conn = c;
+    int status = extender_bind_start(s->e, rs->body.data ? rs->body.data : "", rs->body.len,
+                                     bind_answered, rs, out);
+    pthread_mutex_lock(&s->bind_mu);
+    if (status) {
+        s->binds_suspended--;   /* answered at once: no callback comes */
+        pthread_cond_broadcast(&s->bind_cv);
+    } else if (rs->bind_answered) {
+        *out = rs->bind_out;     /* the bind thread was quicker than us */
+        rs->bind_out = NULL;
+        status = rs->bind_status;
+    } else {
+        rs->bind_queued = true;
+        rs->suspended = true;
+        MHD_suspend_connection(c);
+    }
+    pthread_mutex_unlock(&s->bind_mu);
+    return status;
 }
 
 static int h_healthz(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
@@ -168,6 +234,9 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     metrics_header(&b, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
     (void)!gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
                          cs.pods_bound, cs.pods_assumed);
+    metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
+                   "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
+    (void)!gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
     metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
     (void)!gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
                          (long long)cs.mem_total, (long long)cs.mem_used);
@@ -430,6 +499,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     char *out = NULL;
     const char *ctype = "application/json";
     int status = r->fn(s, conn, rs, tail, &out, &ctype);
+    if (status == 0)
+        return MHD_YES;   /* suspended: answered when a bind thread resumes it */
     count(s, rs->route, status, rs->start);
     return respond(conn, status, out, ctype, NULL);
 }
@@ -437,9 +508,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    gp_server *s = cls;
     req_state *rs = *con_cls;
     if (rs) {
+        /* bind_answered may still hold the lock right after resuming us */
+        pthread_mutex_lock(&s->bind_mu);
+        pthread_mutex_unlock(&s->bind_mu);
         gp_buf_free(&rs->body);
+        free(rs->bind_out);
         free(rs);
         *con_cls = NULL;
     }
@@ -496,6 +572,8 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
     gp_server *s = xcalloc(1, sizeof *s);
     s->e = e;
     s->c = c;
+    pthread_mutex_init(&s->bind_mu, NULL);
+    pthread_cond_init(&s->bind_cv, NULL);
     s->webhook = cfg->webhook;
     if (hooks)
         s->hooks = *hooks;
@@ -518,7 +596,8 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
         snprintf(s->prefix, sizeof s->prefix, "/%.*s", (int)pl, prefix);
 
     /* ITC: the polling threads are woken at stop, not at their next timeout */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned threads = cfg->threads ? cfg->threads : 2;
@@ -551,6 +630,8 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
 fail:
     free(s->tls_cert);
     free(s->tls_key);
+    pthread_cond_destroy(&s->bind_cv);
+    pthread_mutex_destroy(&s->bind_mu);
     free(s);
     return NULL;
 }
@@ -564,9 +645,18 @@ void server_stop(gp_server *s)
 {
     if (!s)
         return;
+    /* binds in flight finish (each API call is bounded) and are answered
+     * before the daemon goes: MHD must not stop with suspended connections */
+    pthread_mutex_lock(&s->bind_mu);
+    s->stopping = true;
+    while (s->binds_suspended > 0)
+        pthread_cond_wait(&s->bind_cv, &s->bind_mu);
+    pthread_mutex_unlock(&s->bind_mu);
     if (s->d)
         MHD_stop_daemon(s->d);
     free(s->tls_cert);
     free(s->tls_key);
+    pthread_cond_destroy(&s->bind_cv);
+    pthread_mutex_destroy(&s->bind_mu);
     free(s);
 }
