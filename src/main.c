@@ -21,8 +21,9 @@
 
 typedef struct serve_opts {
     const char *cluster_file, *kubeconfig, *listen, *url_prefix, *policies_dir;
-    const char *tls_cert, *tls_key;
-    size_t max_body;
+    const char *tls_cert, *tls_key, *client_ca;
+    size_t max_body, max_inflight;
+    bool show_uids;
     unsigned threads;
     double assume_ttl;
     int64_t aliyun_unit_mib;
@@ -49,17 +50,22 @@ static void usage(FILE *f)
             "  --url-prefix P       serve filter/prioritize/bind under P/ (match the urlPrefix)\n"
             "  --policies DIR       packing policy files (*.yaml), reloaded when they change\n"
             "  --tls-cert FILE --tls-key FILE   serve HTTPS\n"
+            "  --client-ca FILE     filter/prioritize/bind need a client certificate signed by\n"
+            "                       this CA (PEM; needs TLS); probes, /metrics, /inspect stay open\n"
+            "  --show-pod-uids true|false  /inspect shows pod uids (default false)\n"
             "  --max-body BYTES     largest request body accepted (default %u)\n"
+            "  --max-inflight BYTES memory all requests in flight may hold, bodies and decoding\n"
+            "                       (default %u; past it 503, or 413 for a request that never fits)\n"
             "  --threads N          HTTP worker threads (default 2)\n"
             "  --assume-ttl SEC     live mode: forget assumed pods never seen bound (default 120)\n"
             "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
             "  --log-level L        debug, info, warn, error (default info)\n",
-            GP_MAX_BODY_DEFAULT);
+            GP_MAX_BODY_DEFAULT, GP_MAX_INFLIGHT_DEFAULT);
 }
 
 typedef struct flag {
     const char *name;
-    int kind;          /* 0 string, 1 size, 2 uint, 3 double */
+    int kind;          /* 0 string, 1 size, 2 uint, 3 double, 4 bool */
     size_t off;
 } flag;
 
@@ -70,6 +76,8 @@ static const flag flags[] = {
     F("--policies", 0, policies_dir),  F("--tls-cert", 0, tls_cert),
     F("--tls-key", 0, tls_key),        F("--max-body", 1, max_body),
     F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
+    F("--client-ca", 0, client_ca),    F("--max-inflight", 1, max_inflight),
+    F("--show-pod-uids", 4, show_uids),
 };
 #undef F
 
@@ -151,6 +159,13 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
                 *(unsigned *)field = (unsigned)n;
             break;
         }
+        case 4:
+            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+                fprintf(stderr, "gpupack serve: %s: true or false\n", a);
+                return -1;
+            }
+            *(bool *)field = v[0] == 't';
+            break;
         default: {
             double d = strtod(v, &end);
             if (*end || !*v || d <= 0) {
@@ -336,7 +351,8 @@ static int cmd_serve(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto out;
     }
-    gp_server_config scfg = {o.listen, o.url_prefix, o.max_body, o.tls_cert, o.tls_key, o.threads};
+    gp_server_config scfg = {o.listen,  o.url_prefix,  o.max_body,     o.tls_cert, o.tls_key,
+                             o.threads, o.client_ca,   o.max_inflight, o.show_uids};
     gp_server_hooks hooks = {&a, ready_hook, metrics_hook, inspect_hook};
     s = server_start(&scfg, e, c, &hooks, &err);
     if (!s) {
