@@ -245,6 +245,11 @@ static void metrics_hook(void *ud, gp_buf *out)
                                  "gpupack_lists_total{resource=\"%s\",result=\"ok\"} %lu\n"
                                  "gpupack_lists_total{resource=\"%s\",result=\"failed\"} %lu\n",
                                  rs[i].res, rs[i].st->lists, rs[i].res, rs[i].st->list_failures);
+        (void)!gp_buf_printf(out, "# HELP gpupack_list_page_shrinks_total LIST pages asked again with half the limit (too large).\n"
+                                  "# TYPE gpupack_list_page_shrinks_total counter\n");
+        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
+            (void)!gp_buf_printf(out, "gpupack_list_page_shrinks_total{resource=\"%s\"} %lu\n",
+                                 rs[i].res, rs[i].st->page_shrinks);
         (void)!gp_buf_printf(out, "# HELP gpupack_watches_total Watch requests, by resource and outcome.\n"
                                   "# TYPE gpupack_watches_total counter\n");
         for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
