@@ -15,6 +15,10 @@
 
 typedef struct gp_extender gp_extender;
 
+/* How long a filter-time reservation (nodeDecision: filter) waits for its
+ * bind before it lapses; the live loop sweeps every --assume-ttl/4 s. */
+#define GP_RESERVE_TTL_S 30.0
+
 /* What bind asks the binder to do for one pod. */
 typedef struct gp_bind_call {
     const char *ns, *name, *uid, *node;
@@ -37,6 +41,9 @@ typedef struct gp_extender_config {
     void *policies_ud;
     size_t pending_max;           /* pod requests remembered between filter and bind (default 10000) */
     double pending_ttl_s;         /* how long they are remembered (default 600) */
+    /* Non-NULL: the admission webhook runs with these resource names, and
+     * bind refuses pods asking them that it did not mutate (borrowed). */
+    const gp_resource_names *webhook_names;
 } gp_extender_config;
 
 /* Borrows c (must outlive the extender). */
@@ -53,6 +60,14 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
 /* Remembers a pending pod's request (the watch calls this for unscheduled
  * pods, so bind knows them even without a preceding filter). Borrows pod. */
 void extender_note_pod(gp_extender *e, const json_t *pod);
+
+/* The policy set in force, referenced (release with policy_set_unref). */
+gp_policy_set *extender_policies(gp_extender *e);
+/* The pod's request under the policy of `set` that governs it, as filter
+ * decodes it (`view` points into `set`: keep the set referenced while using
+ * it). Returns 0, or -1 with why the pod cannot be scheduled as it stands. */
+int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                         gp_policy_view *view, gp_err *err) GP_WUR;
 
 /* Counters for /metrics. */
 typedef struct gp_extender_stats {

@@ -7,6 +7,7 @@
 
 #include "cluster.h"
 #include "extender.h"
+#include "podreq.h"
 #include "util.h"
 
 /* 4 MiB: with nodeCacheCapable (node names only) a 5,000-node filter body is
@@ -31,6 +32,10 @@ typedef struct gp_server_config {
     const char *client_ca;
     size_t max_inflight;        /* see GP_MAX_INFLIGHT_DEFAULT; 0 = default */
     bool show_uids;             /* /inspect shows pod uids (hidden by default) */
+    /* Non-NULL: this listener is the admission webhook (POST /mutate and
+     * GET /healthz only; give it TLS, the API server calls webhooks over
+     * HTTPS); the names say which resources ask gpupack (borrowed). */
+    const gp_resource_names *webhook;
 } gp_server_config;
 
 /* Hooks the server calls from its threads (all optional). */

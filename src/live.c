@@ -96,7 +96,7 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
         LOG_WARN("pod %s/%s: ignoring its GPU annotations: %s", v->ns, v->name, v->assign_err);
     cluster_pod_observed(l->c, &v->obs);
     gp_extender *e = atomic_load(&l->ext);
-    if (e && v->pending && v->wants_gpu)
+    if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
     (void)listed;
     free(v);

@@ -9,10 +9,14 @@
 
 #include "cluster.h"
 #include "clusterfile.h"
+#include "events.h"
+#include "explain_cli.h"
 #include "extender.h"
 #include "inspect_cli.h"
+#include "kubeconfig.h"
 #include "live.h"
 #include "log.h"
+#include "podreq.h"
 #include "policy_store.h"
 #include "server.h"
 #include "sim.h"
@@ -22,6 +26,7 @@
 typedef struct serve_opts {
     const char *cluster_file, *kubeconfig, *listen, *url_prefix, *policies_dir;
     const char *tls_cert, *tls_key, *client_ca;
+    const char *webhook_listen, *webhook_cert, *webhook_key;
     size_t max_body, max_inflight;
     bool show_uids;
     unsigned threads;
@@ -38,6 +43,9 @@ static void usage(FILE *f)
             "  gpupack serve [flags]          run the extender\n"
             "  gpupack inspect [--server URL] [--json] [NODE]\n"
             "                                 per-node, per-GPU allocation table\n"
+            "  gpupack explain NAMESPACE/POD [--server URL | --cluster FILE [--policies DIR]]\n"
+            "                [--pod FILE|-] [--kubeconfig FILE] [--json]\n"
+            "                                 why a pending pod fits no node, and what would help\n"
             "  gpupack policy check FILE|DIR...  validate policy files (exit 1 on errors)\n"
             "  gpupack simulate --nodes N.csv --pods P.csv --policy FILE [--seeds 42..51] ...\n"
             "                                 replay a trace through the placement code\n"
@@ -53,6 +61,9 @@ static void usage(FILE *f)
             "  --client-ca FILE     filter/prioritize/bind need a client certificate signed by\n"
             "                       this CA (PEM; needs TLS); probes, /metrics, /inspect stay open\n"
             "  --show-pod-uids true|false  /inspect shows pod uids (default false)\n"
+            "  --webhook-listen HOST:PORT --webhook-cert FILE --webhook-key FILE\n"
+            "                       also serve the mutating admission webhook (HTTPS, POST /mutate);\n"
+            "                       bind then refuses GPU pods the webhook did not mutate\n"
             "  --max-body BYTES     largest request body accepted (default %u)\n"
             "  --max-inflight BYTES memory all requests in flight may hold, bodies and decoding\n"
             "                       (default %u; past it 503, or 413 for a request that never fits)\n"
@@ -78,6 +89,8 @@ static const flag flags[] = {
     F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
     F("--client-ca", 0, client_ca),    F("--max-inflight", 1, max_inflight),
     F("--show-pod-uids", 4, show_uids),
+    F("--webhook-listen", 0, webhook_listen), F("--webhook-cert", 0, webhook_cert),
+    F("--webhook-key", 0, webhook_key),
 };
 #undef F
 
@@ -187,6 +200,9 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
 
 typedef struct app {
     gp_live *live;
+    gp_events *events;          /* live mode: Events on bound pods */
+    gp_binder_fn binder;        /* live mode: the binder the events hook wraps */
+    void *binder_ud;
     policy_store *policies;     /* NULL: the built-in default policy */
 } app;
 
@@ -269,8 +285,29 @@ static void metrics_hook(void *ud, gp_buf *out)
                              "gpupack_assumed_expired_total %lu\n",
                              ls.binds - ls.bind_errors, ls.bind_errors, ls.assumed_expired);
     }
+    events_metrics(a->events, out);
     if (a->policies)
         (void)!policy_store_metrics(a->policies, out);
+}
+
+/* The bind path's one events hook: the binder's outcome becomes an Event. */
+static int bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
+{
+    app *a = ud;
+    int rc = a->binder(a->binder_ud, call, err);
+    events_bind_result(a->events, call, rc == 0, rc ? err->msg : NULL);
+    return rc;
+}
+
+/* The events sender gets its own API client, with the credentials live uses. */
+static gp_events *start_events(const char *kubeconfig, gp_cluster *c, gp_err *err)
+{
+    gp_kube_auth auth = {0};
+    int rc = kubeconfig && *kubeconfig ? kubeconfig_load(kubeconfig, NULL, &auth, err)
+                                       : kube_auth_incluster(NULL, &auth, err);
+    gp_events *ev = rc ? NULL : events_new(&auth, c, err);
+    kube_auth_clear(&auth);
+    return ev;
 }
 
 static json_t *inspect_hook(void *ud)
@@ -320,8 +357,17 @@ static int cmd_serve(int argc, char **argv)
     app a = {0};
     gp_cluster *c = cluster_new();
     gp_extender *e = NULL;
-    gp_server *s = NULL;
+    gp_server *s = NULL, *ws = NULL;
     gp_extender_config ecfg = {0};
+    gp_resource_names wnames;
+    podreq_default_names(&wnames);
+    wnames.aliyun_unit_mib = o.aliyun_unit_mib;
+    if (o.webhook_listen && (!o.webhook_cert || !o.webhook_key)) {
+        LOG_ERROR("--webhook-listen needs --webhook-cert and --webhook-key: the API server calls "
+                  "webhooks over HTTPS only");
+        goto out;
+    }
+    ecfg.webhook_names = o.webhook_listen ? &wnames : NULL;
 
     if (o.cluster_file) {
         gp_clusterfile_stats st;
@@ -339,8 +385,15 @@ static int cmd_serve(int argc, char **argv)
             LOG_ERROR("%s", err.msg);
             goto out;
         }
-        ecfg.binder = live_binder();
-        ecfg.binder_ud = a.live;
+        a.binder = live_binder();
+        a.binder_ud = a.live;
+        a.events = start_events(o.kubeconfig, c, &err);
+        if (!a.events) {
+            LOG_ERROR("events: %s", err.msg);
+            goto out;
+        }
+        ecfg.binder = bind_with_events;
+        ecfg.binder_ud = &a;
     }
     if (o.policies_dir) {
         if (policy_store_open(o.policies_dir, &a.policies, &err) ||
@@ -356,8 +409,11 @@ static int cmd_serve(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto out;
     }
-    gp_server_config scfg = {o.listen,  o.url_prefix,  o.max_body,     o.tls_cert, o.tls_key,
-                             o.threads, o.client_ca,   o.max_inflight, o.show_uids};
+    gp_server_config scfg = {.listen = o.listen,       .url_prefix = o.url_prefix,
+                             .max_body = o.max_body,   .tls_cert = o.tls_cert,
+                             .tls_key = o.tls_key,     .threads = o.threads,
+                             .client_ca = o.client_ca, .max_inflight = o.max_inflight,
+                             .show_uids = o.show_uids};
     gp_server_hooks hooks = {&a, ready_hook, metrics_hook, inspect_hook};
     s = server_start(&scfg, e, c, &hooks, &err);
     if (!s) {
@@ -366,6 +422,19 @@ static int cmd_serve(int argc, char **argv)
     }
     LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
              o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
+    if (o.webhook_listen) {
+        gp_server_config wcfg = {.listen = o.webhook_listen, .max_body = o.max_body,
+                                 .tls_cert = o.webhook_cert, .tls_key = o.webhook_key,
+                                 .threads = 1, .max_inflight = o.max_inflight,
+                                 .webhook = &wnames};
+        ws = server_start(&wcfg, e, c, NULL, &err);
+        if (!ws) {
+            LOG_ERROR("webhook: %s", err.msg);
+            goto out;
+        }
+        LOG_INFO("admission webhook: POST https://%s/mutate, bound to port %d", o.webhook_listen,
+                 server_port(ws));
+    }
     if (o.cluster_file)
         print_try_it(o.listen, server_port(s));
     int sig = 0;
@@ -379,8 +448,10 @@ static int cmd_serve(int argc, char **argv)
     LOG_INFO("signal %d: shutting down", sig);
     rc = 0;
 out:
+    server_stop(ws);
     server_stop(s);       /* no request in flight after this */
     live_free(a.live);    /* then the watchers */
+    events_free(a.events);
     extender_free(e);
     policy_store_free(a.policies);
     cluster_free(c);
@@ -402,6 +473,14 @@ static int cmd_inspect(int argc, char **argv)
     return rc;
 }
 
+static int cmd_explain(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = explain_main(argc, argv);
+    curl_global_cleanup();
+    return rc;
+}
+
 static int cmd_policy(int argc, char **argv)
 {
     return policy_check_main(argc, argv);
@@ -418,6 +497,7 @@ static const struct command {
 } commands[] = {
     {"serve", cmd_serve},
     {"inspect", cmd_inspect},
+    {"explain", cmd_explain},
     {"policy", cmd_policy},
     {"simulate", cmd_simulate},
     {"version", cmd_version},

@@ -9,15 +9,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clusterview.h"
+#include "explain.h"
+#include "inspect_cli.h"
 #include "jsoncost.h"
 #include "log.h"
 #include "metrics.h"
+#include "ui_page.h"
+#include "webhook.h"
 #include "yamljson.h"
 
-typedef enum { V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_COUNT } verb;
+typedef enum {
+    V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_UI,
+    V_EXPLAIN, V_COUNT
+} verb;
 
-static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",   "healthz",
-                                                "readyz",  "metrics",    "inspect"};
+static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",
+                                                "healthz", "readyz",     "metrics",
+                                                "inspect", "mutate",     "ui",
+                                                "explain"};
+
+/* Which listener serves a route: the extender's, the webhook's, or both. */
+enum { L_MAIN = 1, L_WEBHOOK = 2, L_BOTH = 3 };
 
 struct gp_server {
     struct MHD_Daemon *d;
@@ -31,6 +44,7 @@ struct gp_server {
     bool show_uids;
     size_t max_inflight;
     atomic_size_t inflight;               /* bytes reserved by requests in flight */
+    const gp_resource_names *webhook;   /* non-NULL: the webhook listener */
     gp_histo latency[V_COUNT];
     atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
     atomic_ulong not_found, too_large, busy;
@@ -63,6 +77,7 @@ typedef struct route {
     bool authenticated;     /* needs a trusted client certificate when --client-ca is set */
     verb v;
     handler_fn fn;
+    int listeners;          /* L_MAIN, L_WEBHOOK or both */
 } route;
 
 /* ------------------------------------------------------------ helpers -- */
@@ -186,6 +201,10 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
                    "GPU compute of healthy GPUs, in percent of one GPU.");
     (void)!gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
                          cs.core_total / 10.0, cs.core_used / 10.0);
+    clusterview cv;
+    clusterview_of_cluster(s->c, NULL, &cv);
+    clusterview_metrics(&cv, &b);
+    clusterview_node_metrics(s->c, &b);
     if (s->hooks.metrics)
         s->hooks.metrics(s->hooks.ud, &b);
     *ct = "text/plain; version=0.0.4; charset=utf-8";
@@ -230,28 +249,101 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
         *out = error_json(msg);
         return 404;
     }
+    if (!node) {
+        clusterview cv;
+        clusterview_of_cluster(s->c, NULL, &cv);
+        json_object_set_new(j, "summary", clusterview_json(&cv));
+    }
     if (!node && s->hooks.inspect) {
         json_t *extra = s->hooks.inspect(s->hooks.ud);
         if (json_is_object(extra))
             json_object_update(j, extra);
         json_decref(extra);
     }
-    *out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers);
+     * ?format=text: gpupack inspect's table (kubectl gpupack inspect) */
+    bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        size_t len;
+        FILE *f = open_memstream(out, &len);
+        if (!f)
+            abort();
+        inspect_print_table(f, j);
+        fclose(f);
+        *ct = "text/plain; charset=utf-8";
+    } else {
+        *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    }
     json_decref(j);
     return 200;
+}
+
+static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                char **out, const char **ct)
+{
+    size_t len;
+    const char *page = ui_page_html(&len);
+    *ct = "text/html; charset=utf-8";
+    *out = xstrndup(page, len);
+    return 200;
+}
+
+/* POST /explain with a Pod: why it fits no node ([?format=text] for people). */
+static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    json_error_t je;
+    json_t *pod = json_loadb(rs->body.data ? rs->body.data : "", rs->body.len, 0, &je);
+    if (!json_is_object(pod)) {
+        json_decref(pod);
+        *out = error_json("the body must be a Pod object (kubectl get pod NAME -o json)");
+        return 400;
+    }
+    gp_err err;
+    json_t *ex = explain_pod(s->e, s->c, pod, &err);
+    json_decref(pod);
+    if (!ex) {
+        *out = error_json(err.msg);
+        return 422;
+    }
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        size_t len;
+        FILE *f = open_memstream(out, &len);
+        if (!f)
+            abort();
+        explain_print(f, ex);
+        fclose(f);
+        *ct = "text/plain; charset=utf-8";
+    } else {
+        *out = dump(ex);
+        ex = NULL;
+    }
+    json_decref(ex);
+    return 200;
+}
+
+static int h_mutate(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                    char **out, const char **ct)
+{
+    return webhook_review(rs->body.data ? rs->body.data : "", rs->body.len, s->webhook, out);
 }
 
 static const route routes[] = {
     /* every route that changes state is authenticated; probes and read-only
      * views stay open (kubelet probes present no client certificate) */
-    {"POST", "filter", true, true, V_FILTER, h_filter},
-    {"POST", "prioritize", true, true, V_PRIORITIZE, h_prioritize},
-    {"POST", "bind", true, true, V_BIND, h_bind},
-    {"GET", "/healthz", false, false, V_HEALTHZ, h_healthz},
-    {"GET", "/readyz", false, false, V_READYZ, h_readyz},
-    {"GET", "/metrics", false, false, V_METRICS, h_metrics},
-    {"GET", "/inspect", false, false, V_INSPECT, h_inspect},
-    {"GET", "/inspect/", false, false, V_INSPECT, h_inspect},
+    {"POST", "filter", true, true, V_FILTER, h_filter, L_MAIN},
+    {"POST", "prioritize", true, true, V_PRIORITIZE, h_prioritize, L_MAIN},
+    {"POST", "bind", true, true, V_BIND, h_bind, L_MAIN},
+    {"GET", "/healthz", false, false, V_HEALTHZ, h_healthz, L_BOTH},
+    {"GET", "/readyz", false, false, V_READYZ, h_readyz, L_MAIN},
+    {"GET", "/metrics", false, false, V_METRICS, h_metrics, L_MAIN},
+    {"GET", "/inspect", false, false, V_INSPECT, h_inspect, L_MAIN},
+    {"GET", "/inspect/", false, false, V_INSPECT, h_inspect, L_MAIN},
+    {"POST", "/mutate", false, false, V_MUTATE, h_mutate, L_WEBHOOK},
+    {"GET", "/ui", false, false, V_UI, h_ui, L_MAIN},
+    {"POST", "/explain", false, false, V_EXPLAIN, h_explain, L_MAIN},   /* read-only */
 };
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
@@ -265,6 +357,8 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
     for (size_t i = 0; i < GP_ARRAY_LEN(routes); i++) {
         const route *r = &routes[i];
         const char *p = url;
+        if (!(r->listeners & (s->webhook ? L_WEBHOOK : L_MAIN)))
+            continue;
         if (r->under_prefix) {
             size_t pl = strlen(s->prefix);
             if (strncmp(p, s->prefix, pl) != 0 || p[pl] != '/')
@@ -476,10 +570,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return respond(conn, 405, error_json(msg), "application/json",
                                strcmp(method, "GET") == 0 ? "POST" : "GET");
             }
-            snprintf(msg, sizeof msg,
-                     "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
-                     "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE]",
-                     method, url, s->prefix, s->prefix, s->prefix);
+            if (s->webhook)
+                snprintf(msg, sizeof msg,
+                         "no route %.16s %.200s; the webhook listener serves POST /mutate and "
+                         "GET /healthz", method, url);
+            else
+                snprintf(msg, sizeof msg,
+                         "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
+                         "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE], /ui; "
+                         "POST /explain",
+                         method, url, s->prefix, s->prefix, s->prefix);
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }
         if (routes[rs->route].authenticated && s->client_ca) {
@@ -611,6 +711,7 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
     gp_server *s = xcalloc(1, sizeof *s);
     s->e = e;
     s->c = c;
+    s->webhook = cfg->webhook;
     if (hooks)
         s->hooks = *hooks;
     s->max_body = cfg->max_body ? cfg->max_body : GP_MAX_BODY_DEFAULT;
@@ -660,7 +761,7 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
         s->client_ca = gp_read_file(cfg->client_ca, 1 << 20, NULL, err);
         if (!s->client_ca)
             goto fail;
-    } else {
+    } else if (!cfg->webhook) {
         LOG_WARN("the verbs (filter, prioritize, bind) are not authenticated: anyone who reaches "
                  "%s can place pods; give --client-ca (with --tls-cert/--tls-key)",
                  cfg->listen ? cfg->listen : "the port");
