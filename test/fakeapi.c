@@ -57,6 +57,7 @@ struct gp_fakeapi {
     long expired_rv;      /* watches from an RV below this get ERROR 410 */
     int cut_gen, end_gen, bookmark_gen, stall_gen;
     bool cut_mid;
+    bool corrupt_next[2];   /* [pod]: record the next event cut in half */
     bool stopping;
     int open_pods, open_nodes;
     int delaying;         /* requests held by a delay rule right now */
@@ -98,6 +99,10 @@ static void add_event(gp_fakeapi *f, const char *type, const json_t *obj, bool p
     if (f->nevents == f->capevents) {
         f->capevents = f->capevents ? 2 * f->capevents : 64;
         f->events = xrealloc(f->events, f->capevents * sizeof *f->events);
+    }
+    if (f->corrupt_next[pod]) {
+        f->corrupt_next[pod] = false;
+        s[strlen(s) / 2] = '\0';
     }
     f->events[f->nevents++] = (event){.rv = f->rv, .pod = pod, .line = xasprintf("%s\n", s)};
     free(s);
@@ -314,6 +319,13 @@ void fakeapi_inject_raw(gp_fakeapi *f, bool pod, const char *line)
     }
     f->events[f->nevents++] = (event){.rv = f->rv, .pod = pod, .line = xstrdup(line)};
     pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_corrupt_next(gp_fakeapi *f, bool pod)
+{
+    pthread_mutex_lock(&f->mu);
+    f->corrupt_next[pod] = true;
     pthread_mutex_unlock(&f->mu);
 }
 

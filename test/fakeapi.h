@@ -70,6 +70,9 @@ void fakeapi_expire(gp_fakeapi *f);
  * nodes, as if it were an event at the current resourceVersion (for
  * malformed-event tests). */
 void fakeapi_inject_raw(gp_fakeapi *f, bool pod, const char *line);
+/* The next event of pods (pod = true) or nodes is recorded cut in half, as a
+ * malformed line: watchers never get it whole (a lost event). */
+void fakeapi_corrupt_next(gp_fakeapi *f, bool pod);
 /* Sends a BOOKMARK to every open watch that asked for bookmarks. */
 void fakeapi_bookmark(gp_fakeapi *f);
 /* Open watch streams of a resource ("pods", "nodes"; NULL = all). */
