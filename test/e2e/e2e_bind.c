@@ -40,25 +40,19 @@ static void unscheduled_pod(e2e_cp *cp, const char *name, const char *mem)
 /* POST /bind to gpupack as kube-scheduler would; returns Error (owned). */
 static char *gp_bind(e2e_gp *g, const char *name, const char *uid, const char *node)
 {
-    gp_kube_auth a = {.server = g->url};
-    gp_err err;
-    gp_kube *k = kube_new(&a, &err);
-    ck_assert_ptr_nonnull(k);
     char *body = xasprintf("{\"PodName\":\"%s\",\"PodNamespace\":\"" NS "\",\"PodUID\":\"%s\","
                            "\"Node\":\"%s\"}", name, uid, node);
-    gp_kube_resp r;
+    long status;
     /* the shipped urlPrefix has no path: the verbs are at the root */
-    ck_assert_msg(kube_request(k, "POST", "/bind", "application/json", body, 30, NULL, &r, &err) == 0,
-                  "%s", err.msg);
-    ck_assert_msg(r.status == 200, "bind answered HTTP %ld: %.200s", r.status,
-                  r.body.data ? r.body.data : "");
-    json_t *j = json_loadb(r.body.data, r.body.len, 0, NULL);
+    char *answer = e2e_gp_post(g, "/bind", body, &status);
+    ck_assert_msg(answer && status == 200, "bind answered HTTP %ld: %.200s", status,
+                  answer ? answer : "(no answer)");
+    json_t *j = json_loads(answer, 0, NULL);
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "Error")));
     char *e = xstrdup(json_string_value(json_object_get(j, "Error")));
-    ck_assert_ptr_nonnull(e);
     json_decref(j);
-    kube_resp_free(&r);
+    free(answer);
     free(body);
-    kube_free(k);
     return e;
 }
 

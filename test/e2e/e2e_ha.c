@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include <curl/curl.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -79,28 +81,36 @@ static int labelled_port(front *f)
     return port;
 }
 
-/* The replica answers /readyz 200 (a Ready endpoint). */
+static size_t drop_body(char *p, size_t sz, size_t n, void *ud)
+{
+    (void)p;
+    (void)ud;
+    return sz * n;
+}
+
+/* The replica answers /readyz 200 (a Ready endpoint) within a second, over
+ * TLS when the shipped stanza serves it so (as a kubelet probe would). */
 static bool port_ready(int port)
 {
     if (port <= 0)
         return false;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {0, 500000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    char buf[64] = "";
-    bool ok = false;
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
-        const char req[] = "GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-        if (write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
-            ssize_t n = read(fd, buf, sizeof buf - 1);
-            ok = n >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 && strncmp(buf + 9, "200", 3) == 0;
-        }
-    }
-    close(fd);
-    return ok;
+    bool tls = false;
+    for (const char *const *a = e2e_shipped_gp_args(); *a; a++)
+        tls = tls || strcmp(*a, "--tls-cert") == 0;
+    char url[64], ca[1100];
+    snprintf(url, sizeof url, "%s://127.0.0.1:%d/readyz", tls ? "https" : "http", port);
+    snprintf(ca, sizeof ca, "%s/test/fixtures/tls/ca.crt", e2e_env.repo);
+    CURL *h = curl_easy_init();
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drop_body);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    long status = 0;
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(h);
+    return status == 200;
 }
 
 static void *checker(void *arg)
@@ -211,8 +221,12 @@ static e2e_gp *replica_start(e2e_cp *cp, const char *id)
     json_decref(pod);
     char podarg[128];
     snprintf(podarg, sizeof podarg, "gpupack-system/%s", id);
-    const char *extra[] = {"--leader-elect", "--leader-elect-identity", id, "--leader-elect-pod",
-                           podarg, NULL};
+    const char *extra[24] = {"--leader-elect", "--leader-elect-identity", id, "--leader-elect-pod",
+                             podarg};
+    size_t n = 5;
+    for (const char *const *a = e2e_shipped_gp_args(); *a && n + 1 < GP_ARRAY_LEN(extra); a++)
+        extra[n++] = *a;   /* serve as the shipped stanza expects (TLS + client CA) */
+    extra[n] = NULL;
     e2e_gp *g = e2e_gp_start(cp, extra);
     e2e_log("replica %s: pid %d on %s", id, (int)g->pid, g->url);
     return g;

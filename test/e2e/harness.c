@@ -369,15 +369,26 @@ static size_t discard(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-char *e2e_gp_get(e2e_gp *g, const char *path, long *status)
+char *e2e_gp_post(e2e_gp *g, const char *path, const char *body, long *status)
 {
     CURL *h = curl_easy_init();
     gp_buf b;
     gp_buf_init(&b, 256u << 20);
     char *url = xasprintf("%s%s", g->url, path);
     char *ca = xasprintf("%s/" E2E_TLS_DIR "ca.crt", e2e_env.repo);
+    char *crt = xasprintf("%s/" E2E_TLS_DIR "client.crt", e2e_env.repo);
+    char *key = xasprintf("%s/" E2E_TLS_DIR "client.key", e2e_env.repo);
+    struct curl_slist *hdr = NULL;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CAINFO, ca);   /* https: gpupack's test certificate */
+    /* kube-scheduler's test client certificate: the verbs ask for it under mTLS */
+    curl_easy_setopt(h, CURLOPT_SSLCERT, crt);
+    curl_easy_setopt(h, CURLOPT_SSLKEY, key);
+    if (body) {
+        hdr = curl_slist_append(hdr, "Content-Type: application/json");
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    }
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
@@ -387,8 +398,11 @@ char *e2e_gp_get(e2e_gp *g, const char *path, long *status)
     if (rc == CURLE_OK)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(h);
+    curl_slist_free_all(hdr);
     free(url);
     free(ca);
+    free(crt);
+    free(key);
     if (rc != CURLE_OK) {
         gp_buf_free(&b);
         return NULL;
@@ -396,6 +410,11 @@ char *e2e_gp_get(e2e_gp *g, const char *path, long *status)
     if (!b.data)
         return xstrdup("");
     return b.data;
+}
+
+char *e2e_gp_get(e2e_gp *g, const char *path, long *status)
+{
+    return e2e_gp_post(g, path, NULL, status);
 }
 
 double e2e_gp_metric(e2e_gp *g, const char *series)
@@ -594,34 +613,46 @@ static bool shipped_https(void)
     return https;
 }
 
+const char *const *e2e_shipped_gp_args(void)
+{
+    /* computed once per test process; the strings live as long as it */
+    static const char *args[8];
+    static bool done;
+    if (done)
+        return args;
+    size_t n = 0;
+    char *path = shipped_url_path();
+    if (*path) {
+        args[n++] = "--url-prefix";
+        args[n++] = path;
+    } else {
+        free(path);
+    }
+    if (shipped_https()) {   /* serve as the Deployment does: TLS + client CA */
+        static const char *const flag[] = {"--tls-cert", "--tls-key", "--client-ca"};
+        static const char *const file[] = {"server.crt", "server.key", "ca.crt"};
+        for (size_t i = 0; i < 3; i++) {
+            args[n++] = flag[i];
+            args[n++] = xasprintf("%s/" E2E_TLS_DIR "%s", e2e_env.repo, file[i]);
+        }
+    }
+    args[n] = NULL;
+    done = true;
+    return args;
+}
+
 e2e_world *e2e_world_up(const e2e_world_opts *o)
 {
     e2e_world *w = xcalloc(1, sizeof *w);
     w->cp = e2e_cp_up(o ? &o->cp : NULL);
     const char *args[40];
     size_t n = 0;
-    char *path = shipped_url_path();
-    if (*path) {
-        args[n++] = "--url-prefix";
-        args[n++] = path;
-    }
-    char *tls[3] = {NULL, NULL, NULL};
-    if (shipped_https()) {   /* serve as the Deployment does: TLS + client CA */
-        static const char *const flag[] = {"--tls-cert", "--tls-key", "--client-ca"};
-        static const char *const file[] = {"server.crt", "server.key", "ca.crt"};
-        for (size_t i = 0; i < 3; i++) {
-            tls[i] = xasprintf("%s/" E2E_TLS_DIR "%s", e2e_env.repo, file[i]);
-            args[n++] = flag[i];
-            args[n++] = tls[i];
-        }
-    }
+    for (const char *const *a = e2e_shipped_gp_args(); *a; a++)
+        args[n++] = *a;
     for (size_t i = 0; o && o->gpupack_args && o->gpupack_args[i] && n + 1 < GP_ARRAY_LEN(args); i++)
         args[n++] = o->gpupack_args[i];
     args[n] = NULL;
     w->gp = e2e_gp_start(w->cp, args);
-    free(path);
-    for (size_t i = 0; i < 3; i++)
-        free(tls[i]);
     if (o && o->no_scheduler)
         return w;
     json_t *cfg = e2e_sched_config(w->gp->port);

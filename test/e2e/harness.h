@@ -112,6 +112,13 @@ void e2e_gp_restart(e2e_gp *g);
 void e2e_gp_stop(e2e_gp *g);        /* SIGTERM, reap, free; accepts NULL */
 /* GET path from gpupack: the status and the body (owned string, NULL on transport error). */
 char *e2e_gp_get(e2e_gp *g, const char *path, long *status);
+/* POSTs body (JSON; NULL = a GET) to gpupack's path with kube-scheduler's test
+ * client certificate, as the shipped mutual-TLS stanza has it; as e2e_gp_get. */
+char *e2e_gp_post(e2e_gp *g, const char *path, const char *body, long *status);
+/* The flags gpupack needs to serve as the shipped stanza expects it (its
+ * urlPrefix path; TLS + client CA when the stanza is HTTPS), NULL-terminated;
+ * e2e_world_up passes them, scenarios that start gpupack themselves add them. */
+const char *const *e2e_shipped_gp_args(void);
 /* A sample of /metrics: the line starting with `series` (name plus labels,
  * e.g. "gpupack_pods{state=\"bound\"}"); -1 when absent. */
 double e2e_gp_metric(e2e_gp *g, const char *series);
