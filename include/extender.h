@@ -54,6 +54,16 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
  * pods, so bind knows them even without a preceding filter). Borrows pod. */
 void extender_note_pod(gp_extender *e, const json_t *pod);
 
+/* A pod found bound to `node` without gpupack's bind (created with
+ * spec.nodeName, or bound by another scheduler) that asks gpupack resources:
+ * chooses GPUs for it on that node under its governing policy (borrowed pod),
+ * so that their capacity is not handed out again. Returns 0 (fits), 1 (fits
+ * only by over-committing: chosen as if the node's GPUs were free), 2 (not a
+ * gpupack pod), or -1 with a message (cannot be placed there at all).
+ * *out and policy are filled on 0 and 1. Nothing is recorded. Thread-safe. */
+int extender_place_bound(gp_extender *e, const json_t *pod, const char *node, gp_assignment *out,
+                         char policy[GP_NAME_MAX], gp_err *err) GP_WUR;
+
 /* Counters for /metrics. */
 typedef struct gp_extender_stats {
     unsigned long filter, prioritize, bind, bind_errors, bad_requests;

@@ -38,6 +38,7 @@ typedef struct gp_live_stats {
     gp_reflector_stats nodes, pods;
     unsigned long binds, bind_errors;   /* binder calls and failed ones */
     unsigned long assumed_expired;      /* assumed pods released by the TTL */
+    unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
 } gp_live_stats;
 void live_stats(gp_live *l, gp_live_stats *out);
 

@@ -825,3 +825,51 @@ done:
     json_decref(args);
     return status;
 }
+
+/* ----------------------------------------------------- bypassed pods -- */
+
+int extender_place_bound(gp_extender *e, const json_t *pod, const char *node, gp_assignment *out,
+                         char policy[GP_NAME_MAX], gp_err *err)
+{
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_node *copy = NULL;
+    int rc = -1;
+    if (pod_request(e, pod, set, &req, &view, err) < 0)
+        goto done;
+    rc = 2;
+    if (req.nctrs == 0)
+        goto done;
+    gp_strlcpy(policy, view.name, GP_NAME_MAX);
+    cluster_rdlock(e->c);
+    const gp_node *n = cluster_rd_node(e->c, node);
+    if (n) {
+        copy = xmalloc(gp_node_size(n->ngpus));
+        memcpy(copy, n, gp_node_size(n->ngpus));
+    }
+    cluster_unlock(e->c);
+    rc = -1;
+    if (!copy) {
+        gp_fail(err, "node %.200s is unknown to gpupack", node);
+        goto done;
+    }
+    gp_fit_fail why;
+    rc = 0;
+    if (placement_fit(copy, &req, &view.place, out, NULL) == 0)
+        goto done;
+    /* no room left: choose as if the GPUs were free, so that the pod's use shows */
+    for (int g = 0; g < copy->ngpus; g++) {
+        copy->gpus[g].mem_used = 0;
+        copy->gpus[g].core_used = 0;
+        copy->gpus[g].pods = 0;
+    }
+    copy->state_hash = 0;
+    rc = 1;
+    if (placement_fit(copy, &req, &view.place, out, &why) < 0)
+        rc = gp_fail(err, "%s", why.reason);
+done:
+    free(copy);
+    policy_set_unref(set);
+    return rc;
+}

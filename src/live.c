@@ -26,7 +26,7 @@ struct gp_live {
     gp_kube_cancel *stop;           /* the housekeeping thread's */
     pthread_t hk;
     bool hk_started;
-    atomic_ulong binds, bind_errors, expired;
+    atomic_ulong binds, bind_errors, expired, bypassed;
 };
 
 /* ------------------------------------------------------------- nodes --- */
@@ -82,6 +82,40 @@ static void pods_end(void *ud)
     cluster_pods_resync_end(l->c);
 }
 
+/* A pod bound without gpupack's bind that asks gpupack resources (created
+ * with spec.nodeName, or bound by another scheduler): its GPUs are chosen on
+ * its node by the governing policy, even if that over-commits, so that the
+ * capacity is not handed out twice. Sets v->obs.assign for the store; a pod
+ * the store already holds keeps its GPUs, so this warns and counts once. */
+static void account_bypassed(gp_live *l, const json_t *obj, bool announce, gp_pod_view *v)
+{
+    gp_pod_state st;
+    if (cluster_pod_get(l->c, v->uid, &v->assign, &st) == 0) {
+        if (strcmp(v->assign.node, v->node) == 0)
+            v->obs.assign = &v->assign;
+        return;
+    }
+    gp_extender *e = atomic_load(&l->ext);
+    gp_err err;
+    char policy[GP_NAME_MAX];
+    int rc = e ? extender_place_bound(e, obj, v->node, &v->assign, policy, &err) : 2;
+    if (rc == 2)
+        return;
+    if (rc < 0) {
+        if (announce)
+            LOG_WARN("pod %s/%s is bound to %s without gpupack and cannot be accounted there: %s",
+                     v->ns, v->name, v->node, err.msg);
+        return;
+    }
+    v->obs.assign = &v->assign;
+    gp_strlcpy(v->policy, policy, sizeof v->policy);
+    v->obs.policy = v->policy;
+    atomic_fetch_add(&l->bypassed, 1);
+    LOG_WARN("pod %s/%s is bound to %s without gpupack's bind (spec.nodeName set, or another "
+             "scheduler): accounted on its GPUs by policy %s%s", v->ns, v->name, v->node, policy,
+             rc == 1 ? "; this OVER-COMMITS the node" : "");
+}
+
 static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
 {
     gp_live *l = ud;
@@ -94,11 +128,12 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     }
     if (v->assign_err[0] && !v->obs.terminal)
         LOG_WARN("pod %s/%s: ignoring its GPU annotations: %s", v->ns, v->name, v->assign_err);
+    if (!v->obs.terminal && v->node[0] && !v->obs.assign && !v->assign_err[0] && v->wants_gpu)
+        account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending && v->wants_gpu)
         extender_note_pod(e, obj);
-    (void)listed;
     free(v);
 }
 
@@ -222,6 +257,7 @@ void live_stats(gp_live *l, gp_live_stats *out)
     out->binds = atomic_load(&l->binds);
     out->bind_errors = atomic_load(&l->bind_errors);
     out->assumed_expired = atomic_load(&l->expired);
+    out->bypassed = atomic_load(&l->bypassed);
 }
 
 void live_free(gp_live *l)

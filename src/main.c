@@ -248,6 +248,11 @@ static void metrics_hook(void *ud, gp_buf *out)
                              "# TYPE gpupack_assumed_expired_total counter\n"
                              "gpupack_assumed_expired_total %lu\n",
                              ls.binds - ls.bind_errors, ls.bind_errors, ls.assumed_expired);
+        (void)!gp_buf_printf(out,
+                             "# HELP gpupack_pods_bypassed_total Pods found bound without gpupack's bind that ask its resources, accounted on their node.\n"
+                             "# TYPE gpupack_pods_bypassed_total counter\n"
+                             "gpupack_pods_bypassed_total %lu\n",
+                             ls.bypassed);
     }
     if (a->policies)
         (void)!policy_store_metrics(a->policies, out);
