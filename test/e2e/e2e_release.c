@@ -60,7 +60,7 @@ START_TEST(released_within_2s)
         else
             e2e_pod_set_phase(w->cp, NS, holder, ways[k]);
         double took = e2e_gp_wait_pod_gpus(w->gp, NS, holder, 0, 10);
-        e2e_log("%s: %s released its GPU in %.2f s", ways[k], holder, took);
+        e2e_log("%s: %s released its GPU in %.3f s", ways[k], holder, took);
         ck_assert_msg(took >= 0 && took <= 2.0, "%s: GPU of %s released after %.2f s (-1: not in 10 s)",
                       ways[k], holder, took);
         e2e_nudge_scheduler(w->cp);   /* see e2e_nudge_scheduler: kube-scheduler may have retried first */

@@ -171,10 +171,10 @@ json_t *e2e_node_gfd(const char *name, int ngpus, long mem_mib, const char *prod
 json_t *e2e_node_aliyun(const char *name, int ngpus, long total_gib);   /* labelled gpushare=true */
 json_t *e2e_node_plain(const char *name);   /* no GPUs */
 void e2e_node_create(e2e_cp *cp, json_t *node);
-/* Adds a GPU-less node: a cluster event that makes kube-scheduler retry the pods
- * it parked as unschedulable. Needed after a release when gpupack may have seen
- * the deletion after kube-scheduler's last retry: the scheduler retries only on
- * cluster events (or after 5 minutes), not when an extender's view changes. */
+/* Creates and deletes a pod bound to no real node: a cluster event that makes
+ * kube-scheduler retry every pod it parked. Needed when gpupack's view changed
+ * after kube-scheduler's last try (a release it saw later, an extender outage):
+ * the scheduler retries only on cluster events or after 5 minutes. */
 void e2e_nudge_scheduler(e2e_cp *cp);
 
 /* Pods: schedulerName = the shipped profile, one image, no containers yet.
