@@ -56,6 +56,7 @@ for run in $RUNS; do
   out=$(bin/e2eload pods --kubeconfig "$KC" --ns "bench-$qps" --count "$PODS" --scheduler "$SCHED" \
         --profile "$profile" --gib 4 --gpu-gib 16 --threads "$THREADS" --timeout 900 || true)
   errs=$(grep -c '^E' "$CP/logs/kube-scheduler.log" || true)
+  grep '^E' "$CP/logs/kube-scheduler.log" | cut -c1-300 | sort -k5 | head -3 | sed "s/^/  [$mode QPS $qps] /" >&2 || true
   j() { echo "$out" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
   gpus="—"
   [ "$mode" = gpupack ] && gpus="$(j gpus_used) / $(j gpus_perfect)"

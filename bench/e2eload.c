@@ -155,7 +155,8 @@ static json_t *make_pod(const opts *o, int i)
 typedef struct watcher {
     gp_kube *k;
     const opts *o;
-    char path[512];
+    char rv[64];                    /* last resourceVersion seen: where a re-watch resumes */
+    int rewatches;
     gp_kube_cancel *cancel;
     gp_watchstream *ws;
     double *t_bound;
@@ -169,6 +170,8 @@ static int on_line(void *ud, const char *line, size_t len)
     gp_err err;
     if (watchstream_event_parse(line, len, &ev, &err) < 0)
         return 0;
+    if (ev.rv[0])
+        gp_strlcpy(w->rv, ev.rv, sizeof w->rv);
     const char *name = json_string_value(json_object_get(json_object_get(ev.object, "metadata"), "name"));
     const char *node = json_string_value(json_object_get(json_object_get(ev.object, "spec"), "nodeName"));
     int i;
@@ -188,16 +191,29 @@ static int on_data(void *ud, const char *p, size_t n)
     return watchstream_feed(w->ws, p, n, &err);
 }
 
+/* Watches the namespace's pods until cancelled; the API server may end a
+ * watch early (a slow reader on a loaded machine): resume from the last
+ * resourceVersion seen, so that no bind is missed. */
 static void *watch_thread(void *arg)
 {
     watcher *w = arg;
-    long st;
-    gp_buf eb;
-    gp_err err;
-    if (kube_stream(w->k, w->path, w->o->timeout + 60, w->o->timeout + 60, w->cancel, NULL, on_data, w, &st,
-                    &eb, &err) < 0 && !kube_cancel_fired(w->cancel))
-        fprintf(stderr, "e2eload: watch: %s\n", err.msg);
-    gp_buf_free(&eb);
+    while (!kube_cancel_fired(w->cancel)) {
+        char *path = xasprintf("/api/v1/namespaces/%s/pods?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
+                               w->o->ns, w->rv, (int)w->o->timeout + 30);
+        long st;
+        gp_buf eb;
+        gp_err err;
+        watchstream_reset(w->ws);
+        int rc = kube_stream(w->k, path, 60, w->o->timeout + 60, w->cancel, NULL, on_data, w, &st, &eb, &err);
+        free(path);
+        gp_buf_free(&eb);
+        if (kube_cancel_fired(w->cancel))
+            break;
+        w->rewatches++;
+        fprintf(stderr, "e2eload: watch ended (%s, HTTP %ld); resuming from %s\n", rc < 0 ? err.msg : "by the server",
+                st, w->rv);
+        kube_cancel_sleep(w->cancel, 0.2);
+    }
     return NULL;
 }
 
@@ -266,8 +282,7 @@ static int cmd_pods(const opts *o)
     json_t *l = json_loadb(r.body.data, r.body.len, 0, NULL);
     const char *rv = json_string_value(json_object_get(json_object_get(l, "metadata"), "resourceVersion"));
     watcher w = {.k = k, .o = o};
-    snprintf(w.path, sizeof w.path, "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s&timeoutSeconds=%d",
-             o->ns, rv ? rv : "0", (int)o->timeout + 30);
+    gp_strlcpy(w.rv, rv ? rv : "0", sizeof w.rv);
     json_decref(l);
     kube_resp_free(&r);
     free(lpath);
@@ -305,10 +320,10 @@ static int cmd_pods(const opts *o)
     int perfect = strcmp(o->profile, "aliyun") == 0 ? (o->count * o->gib + o->gpu_gib - 1) / o->gpu_gib : 0;
     printf("{\"pods\":%d,\"created\":%d,\"create_s\":%.2f,\"create_per_s\":%.0f,\"bound\":%d,"
            "\"first_create_to_last_bind_s\":%.2f,\"pods_per_s\":%.1f,\"p50_ms\":%.0f,\"p99_ms\":%.0f,"
-           "\"gpus_used\":%d,\"gpus_perfect\":%d}\n",
+           "\"gpus_used\":%d,\"gpus_perfect\":%d,\"rewatches\":%d}\n",
            o->count, o->count - atomic_load(&c.failed), create_s, o->count / create_s, bound,
            bound ? last - first : 0, bound ? bound / (last - first) : 0, nl ? lat[nl / 2] : 0,
-           nl ? lat[(nl * 99) / 100 < nl ? (nl * 99) / 100 : nl - 1] : 0, used, perfect);
+           nl ? lat[(nl * 99) / 100 < nl ? (nl * 99) / 100 : nl - 1] : 0, used, perfect, w.rewatches);
     free(lat);
     free(c.t_sent);
     free(c.t_done);
