@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "gpu.h"
+#include "podreq.h"
 #include "util.h"
 
 #define GP_ANN_ASSIGNMENT "gpupack.io/assignment"
@@ -16,6 +17,42 @@
 #define GP_ANN_ALIYUN_DEV "ALIYUN_COM_GPU_MEM_DEV"
 #define GP_ANN_ALIYUN_ASSIGNED "ALIYUN_COM_GPU_MEM_ASSIGNED"
 #define GP_ANN_ALIYUN_ASSUME_TIME "ALIYUN_COM_GPU_MEM_ASSUME_TIME"
+
+/* Per-container annotations: "gpupack.io/ctr-<i>-<suffix>" for spec.containers[i]
+ * and "gpupack.io/init-<i>-<suffix>" for spec.initContainers[i] (the index is
+ * stable: a pod's container lists cannot change after creation). Each one
+ * holds the value of one environment variable, in the format its reader
+ * expects; the admission webhook points the variables at these keys. */
+typedef enum {
+    GP_CTR_VISIBLE,        /* NVIDIA_VISIBLE_DEVICES: "GPU-uuid,GPU-uuid" (indices if unknown) */
+    GP_CTR_MEM_LIMIT,      /* CUDA_DEVICE_MEMORY_LIMIT (HAMi-core): "4096m", per GPU */
+    GP_CTR_SM_LIMIT,       /* CUDA_DEVICE_SM_LIMIT (HAMi-core): percent, "100" = no limit */
+    GP_CTR_MPS_MEM,        /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: "0=4096M,1=4096M" */
+    GP_CTR_MPS_THREADS,    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: percent */
+    GP_CTR_NVARS
+} gp_ctr_var;
+
+typedef struct gp_ctr_var_desc {
+    const char *env;       /* the environment variable */
+    const char *suffix;    /* the annotation key's last part */
+} gp_ctr_var_desc;
+
+extern const gp_ctr_var_desc annotations_ctr_vars[GP_CTR_NVARS];
+
+#define GP_CTR_KEY_MAX 96
+
+/* Writes the annotation key of variable v for container `index` of
+ * spec.containers (init false) or spec.initContainers (init true). */
+void annotations_ctr_key(char key[GP_CTR_KEY_MAX], bool init, size_t index, gp_ctr_var v);
+
+/* Adds the per-container keys above to `ann` (borrowed, modified) for every
+ * container of `pod` (borrowed Pod JSON) that asks gpupack resources under
+ * `names`, from the assignment bind chose (matched by container name; in the
+ * aliyun profile every asking container shares the pod's one GPU and gets
+ * its own memory request as its limit). node supplies UUIDs. Containers with
+ * no grant get no keys (their variables then resolve to "": no GPU). */
+void annotations_add_containers(json_t *ann, const json_t *pod, const gp_assignment *a,
+                                const gp_node *node, const gp_resource_names *names);
 
 /* Builds the annotations object bind PATCHes onto the pod (owned json):
  * assignment JSON, visible devices (UUIDs, indices where unknown), assume time,

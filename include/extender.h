@@ -37,6 +37,9 @@ typedef struct gp_extender_config {
     void *policies_ud;
     size_t pending_max;           /* pod requests remembered between filter and bind (default 10000) */
     double pending_ttl_s;         /* how long they are remembered (default 600) */
+    /* Non-NULL: the admission webhook runs with these resource names, and
+     * bind refuses pods asking them that it did not mutate (borrowed). */
+    const gp_resource_names *webhook_names;
 } gp_extender_config;
 
 /* Borrows c (must outlive the extender). */

@@ -28,6 +28,13 @@ void podreq_default_names(gp_resource_names *n);
 int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out,
                   gp_err *err) GP_WUR;
 
+/* One container object (borrowed) of a pod: 1 when it asks gpupack resources
+ * (out = its own request, not merged with its siblings as podreq_decode does
+ * in the aliyun profile; *profile = which resources it asked), 0 when it asks
+ * none, -1 with a message naming `where` when a value is malformed. */
+int podreq_container(const json_t *c, const char *where, const gp_resource_names *names,
+                     gp_ctr_req *out, gp_profile *profile, gp_err *err) GP_WUR;
+
 /* The pod's labels object (borrowed from pod; NULL when absent). */
 const json_t *podreq_labels(const json_t *pod);
 

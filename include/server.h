@@ -7,6 +7,7 @@
 
 #include "cluster.h"
 #include "extender.h"
+#include "podreq.h"
 #include "util.h"
 
 #define GP_MAX_BODY_DEFAULT (32u << 20)   /* 32 MiB: a 5,000-node Nodes list is ~25 MiB */
@@ -18,6 +19,10 @@ typedef struct gp_server_config {
     const char *tls_cert;       /* PEM files; both or neither */
     const char *tls_key;
     unsigned threads;           /* worker threads; 0 = 2 */
+    /* Non-NULL: this listener is the admission webhook (POST /mutate and
+     * GET /healthz only; give it TLS, the API server calls webhooks over
+     * HTTPS); the names say which resources ask gpupack (borrowed). */
+    const gp_resource_names *webhook;
 } gp_server_config;
 
 /* Hooks the server calls from its threads (all optional). */

@@ -118,6 +118,110 @@ json_t *annotations_build(const gp_assignment *a, const gp_node *node, gp_profil
     return ann;
 }
 
+/* ------------------------------------------------- per-container keys -- */
+
+const gp_ctr_var_desc annotations_ctr_vars[GP_CTR_NVARS] = {
+    [GP_CTR_VISIBLE] = {"NVIDIA_VISIBLE_DEVICES", "visible-devices"},
+    [GP_CTR_MEM_LIMIT] = {"CUDA_DEVICE_MEMORY_LIMIT", "mem-limit"},
+    [GP_CTR_SM_LIMIT] = {"CUDA_DEVICE_SM_LIMIT", "sm-limit"},
+    [GP_CTR_MPS_MEM] = {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "mps-mem-limit"},
+    [GP_CTR_MPS_THREADS] = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "mps-threads"},
+};
+
+void annotations_ctr_key(char key[GP_CTR_KEY_MAX], bool init, size_t index, gp_ctr_var v)
+{
+    snprintf(key, GP_CTR_KEY_MAX, "gpupack.io/%s-%zu-%s", init ? "init" : "ctr", index,
+             annotations_ctr_vars[v].suffix);
+}
+
+/* The assignment entry of a container: by name in the native profile; in
+ * the aliyun profile podreq merged the pod's containers into one regular and
+ * one init entry, so the entry of the same kind. */
+static const gp_ctr_assign *grant_of(const gp_assignment *a, const char *name, bool init,
+                                     gp_profile profile)
+{
+    for (int c = 0; c < a->nctrs; c++)
+        if (a->ctrs[c].init == init &&
+            (profile == GP_PROFILE_ALIYUN || strcmp(a->ctrs[c].name, name) == 0))
+            return &a->ctrs[c];
+    return NULL;
+}
+
+/* The values of one container's variables. own_mib > 0 overrides the
+ * granted memory (aliyun: the GPU's grant is the whole pod's). */
+static void ctr_values(json_t *ann, bool init, size_t index, const gp_ctr_assign *ca,
+                       const gp_node *node, int64_t own_mib)
+{
+    gp_gpu_grant g[GP_MAX_GPUS_PER_CTR];
+    int n = ca->ngpus;
+    memcpy(g, ca->gpus, (size_t)n * sizeof g[0]);
+    for (int i = 1; i < n; i++)   /* device-index order, as the node lists them */
+        for (int j = i; j > 0 && g[j].index < g[j - 1].index; j--) {
+            gp_gpu_grant t = g[j];
+            g[j] = g[j - 1];
+            g[j - 1] = t;
+        }
+    char vis[GP_MAX_GPUS_PER_CTR * (GP_UUID_MAX + 1) + 1] = "";
+    char mps[GP_MAX_GPUS_PER_CTR * 32] = "";
+    size_t vl = 0, ml = 0;
+    int64_t mem_min = -1;
+    int core = GP_CORE_FULL;
+    for (int i = 0; i < n; i++) {
+        const gp_gpu_info *info = gpu_info(node, g[i].index);
+        int64_t mem = own_mib > 0 ? own_mib : g[i].mem_mib;
+        if (info && info->uuid[0])
+            vl += (size_t)snprintf(vis + vl, sizeof vis - vl, "%s%s", i ? "," : "", info->uuid);
+        else
+            vl += (size_t)snprintf(vis + vl, sizeof vis - vl, "%s%d", i ? "," : "", g[i].index);
+        ml += (size_t)snprintf(mps + ml, sizeof mps - ml, "%s%d=%" PRId64 "M", i ? "," : "", i,
+                               mem);
+        if (mem_min < 0 || mem < mem_min)
+            mem_min = mem;
+        if (g[i].core > 0 && g[i].core < core)
+            core = g[i].core;
+    }
+    char key[GP_CTR_KEY_MAX], buf[32];
+    annotations_ctr_key(key, init, index, GP_CTR_VISIBLE);
+    json_object_set_new(ann, key, json_string(vis));
+    annotations_ctr_key(key, init, index, GP_CTR_MPS_MEM);
+    json_object_set_new(ann, key, json_string(mps));
+    snprintf(buf, sizeof buf, "%" PRId64 "m", mem_min < 0 ? 0 : mem_min);
+    annotations_ctr_key(key, init, index, GP_CTR_MEM_LIMIT);
+    json_object_set_new(ann, key, json_string(buf));
+    /* percent, whole (requests are whole percents); 0 = unconstrained = 100 */
+    snprintf(buf, sizeof buf, "%d", core / 10 > 0 ? core / 10 : 1);
+    annotations_ctr_key(key, init, index, GP_CTR_SM_LIMIT);
+    json_object_set_new(ann, key, json_string(buf));
+    annotations_ctr_key(key, init, index, GP_CTR_MPS_THREADS);
+    json_object_set_new(ann, key, json_string(buf));
+}
+
+void annotations_add_containers(json_t *ann, const json_t *pod, const gp_assignment *a,
+                                const gp_node *node, const gp_resource_names *names)
+{
+    static const struct {
+        const char *key;
+        bool init;
+    } lists[] = {{"containers", false}, {"initContainers", true}};
+    const json_t *spec = json_object_get(pod, "spec");
+    for (size_t l = 0; l < GP_ARRAY_LEN(lists); l++) {
+        const json_t *arr = json_object_get(spec, lists[l].key);
+        size_t i;
+        const json_t *c;
+        json_array_foreach(arr, i, c) {
+            gp_ctr_req req;
+            gp_profile profile;
+            gp_err err;
+            if (podreq_container(c, lists[l].key, names, &req, &profile, &err) != 1)
+                continue;
+            const gp_ctr_assign *ca = grant_of(a, req.name, lists[l].init, profile);
+            if (ca && ca->ngpus > 0)
+                ctr_values(ann, lists[l].init, i, ca, node,
+                           profile == GP_PROFILE_ALIYUN ? req.mem_mib : 0);
+        }
+    }
+}
+
 /* ------------------------------------------------------------ decoding -- */
 
 static int decode_core(const json_t *v, int *out)

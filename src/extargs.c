@@ -199,7 +199,7 @@ static int skip_value(scan *s, int depth)
 /* ------------------------------------------------------- pod reduction -- */
 
 /* Which members of the Pod the extender reads; everything else (managedFields,
- * status, tolerations, images, env, the last-applied annotation ...) is
+ * status, tolerations, images, env values, the last-applied annotation ...) is
  * skipped without being parsed. */
 typedef struct keep {
     const char *key;
@@ -208,7 +208,12 @@ typedef struct keep {
     const char *prefix;         /* object whose members are kept by key prefix */
 } keep;
 
-static const keep ctr_keep[] = {{"name", NULL, false, NULL}, {"resources", NULL, false, NULL}, {0}};
+/* env: bind checks that the admission webhook injected NVIDIA_VISIBLE_DEVICES */
+static const keep env_keep[] = {{"name", NULL, false, NULL}, {"valueFrom", NULL, false, NULL}, {0}};
+static const keep ctr_keep[] = {{"name", NULL, false, NULL},
+                                {"resources", NULL, false, NULL},
+                                {"env", env_keep, true, NULL},
+                                {0}};
 static const keep spec_keep[] = {{"containers", ctr_keep, true, NULL},
                                  {"initContainers", ctr_keep, true, NULL}, {0}};
 static const keep meta_keep[] = {{"name", NULL, false, NULL},

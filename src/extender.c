@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "annotations.h"
+#include "webhook.h"
 #include "extargs.h"
 #include "jsonw.h"
 #include "log.h"
@@ -159,6 +160,9 @@ static json_t *trim_pod(const json_t *pod)
                 json_object_set(tc, "name", name);
             if (res)
                 json_object_set(tc, "resources", res);
+            json_t *env = json_object_get(c, "env");   /* the webhook check at bind */
+            if (env)
+                json_object_set(tc, "env", env);
             json_array_append_new(tarr, tc);
         }
         json_object_set_new(tspec, lists[l], tarr);
@@ -780,6 +784,8 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s asks for no gpupack resources", ns, name);
+    } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
+        snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.name,
                                         e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a, &err)) {
         snprintf(msg, sizeof msg, "%s", err.msg);
@@ -787,9 +793,11 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
         json_t *ann = NULL;
         cluster_rdlock(e->c);
         const gp_node *n = cluster_rd_node(e->c, node);
-        if (n)
+        if (n) {
             ann = annotations_build(&a, n, req.profile, view.names.aliyun_unit_mib, view.name,
                                     gp_now_ns());
+            annotations_add_containers(ann, pod, &a, n, &view.names);
+        }
         cluster_unlock(e->c);
         gp_bind_call call = {ns, name, uid, node, ann, &a, view.name};
         if (!ann) {

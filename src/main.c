@@ -13,6 +13,7 @@
 #include "inspect_cli.h"
 #include "live.h"
 #include "log.h"
+#include "podreq.h"
 #include "policy_store.h"
 #include "server.h"
 #include "sim.h"
@@ -22,6 +23,7 @@
 typedef struct serve_opts {
     const char *cluster_file, *kubeconfig, *listen, *url_prefix, *policies_dir;
     const char *tls_cert, *tls_key;
+    const char *webhook_listen, *webhook_cert, *webhook_key;
     size_t max_body;
     unsigned threads;
     double assume_ttl;
@@ -49,6 +51,9 @@ static void usage(FILE *f)
             "  --url-prefix P       serve filter/prioritize/bind under P/ (match the urlPrefix)\n"
             "  --policies DIR       packing policy files (*.yaml), reloaded when they change\n"
             "  --tls-cert FILE --tls-key FILE   serve HTTPS\n"
+            "  --webhook-listen HOST:PORT --webhook-cert FILE --webhook-key FILE\n"
+            "                       also serve the mutating admission webhook (HTTPS, POST /mutate);\n"
+            "                       bind then refuses GPU pods the webhook did not mutate\n"
             "  --max-body BYTES     largest request body accepted (default %u)\n"
             "  --threads N          HTTP worker threads (default 2)\n"
             "  --assume-ttl SEC     live mode: forget assumed pods never seen bound (default 120)\n"
@@ -70,6 +75,8 @@ static const flag flags[] = {
     F("--policies", 0, policies_dir),  F("--tls-cert", 0, tls_cert),
     F("--tls-key", 0, tls_key),        F("--max-body", 1, max_body),
     F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
+    F("--webhook-listen", 0, webhook_listen), F("--webhook-cert", 0, webhook_cert),
+    F("--webhook-key", 0, webhook_key),
 };
 #undef F
 
@@ -305,8 +312,17 @@ static int cmd_serve(int argc, char **argv)
     app a = {0};
     gp_cluster *c = cluster_new();
     gp_extender *e = NULL;
-    gp_server *s = NULL;
+    gp_server *s = NULL, *ws = NULL;
     gp_extender_config ecfg = {0};
+    gp_resource_names wnames;
+    podreq_default_names(&wnames);
+    wnames.aliyun_unit_mib = o.aliyun_unit_mib;
+    if (o.webhook_listen && (!o.webhook_cert || !o.webhook_key)) {
+        LOG_ERROR("--webhook-listen needs --webhook-cert and --webhook-key: the API server calls "
+                  "webhooks over HTTPS only");
+        goto out;
+    }
+    ecfg.webhook_names = o.webhook_listen ? &wnames : NULL;
 
     if (o.cluster_file) {
         gp_clusterfile_stats st;
@@ -341,7 +357,8 @@ static int cmd_serve(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto out;
     }
-    gp_server_config scfg = {o.listen, o.url_prefix, o.max_body, o.tls_cert, o.tls_key, o.threads};
+    gp_server_config scfg = {o.listen,   o.url_prefix, o.max_body, o.tls_cert,
+                             o.tls_key,  o.threads,    NULL};
     gp_server_hooks hooks = {&a, ready_hook, metrics_hook, inspect_hook};
     s = server_start(&scfg, e, c, &hooks, &err);
     if (!s) {
@@ -350,6 +367,17 @@ static int cmd_serve(int argc, char **argv)
     }
     LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
              o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
+    if (o.webhook_listen) {
+        gp_server_config wcfg = {o.webhook_listen, NULL, o.max_body, o.webhook_cert,
+                                 o.webhook_key,    1,    &wnames};
+        ws = server_start(&wcfg, e, c, NULL, &err);
+        if (!ws) {
+            LOG_ERROR("webhook: %s", err.msg);
+            goto out;
+        }
+        LOG_INFO("admission webhook: POST https://%s/mutate, bound to port %d", o.webhook_listen,
+                 server_port(ws));
+    }
     if (o.cluster_file)
         print_try_it(o.listen, server_port(s));
     int sig = 0;
@@ -363,6 +391,7 @@ static int cmd_serve(int argc, char **argv)
     LOG_INFO("signal %d: shutting down", sig);
     rc = 0;
 out:
+    server_stop(ws);
     server_stop(s);       /* no request in flight after this */
     live_free(a.live);    /* then the watchers */
     extender_free(e);

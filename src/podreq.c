@@ -106,6 +106,85 @@ static gp_ctr_req *new_ctr(gp_pod_req *out, const char *name, bool init)
     return r;
 }
 
+/* The gpupack resources of one container, in the units the pod wrote them. */
+typedef struct gpu_fields {
+    int64_t gmem, count, core, amem;
+} gpu_fields;
+
+/* Reads and bounds-checks a container's gpupack resources. 1 when it asks
+ * any (a non-zero value), 0 when not, -1 with a message naming the field. */
+static int read_gpu_fields(const json_t *res, const char *name, const char *where,
+                           const gp_resource_names *n, gpu_fields *f, gp_err *err)
+{
+    memset(f, 0, sizeof *f);
+    if (container_int(res, n->mem, where, &f->gmem, err) < 0 ||
+        container_int(res, n->count, where, &f->count, err) < 0 ||
+        container_int(res, n->core, where, &f->core, err) < 0 ||
+        (n->aliyun_mem[0] && container_int(res, n->aliyun_mem, where, &f->amem, err) < 0))
+        return -1;
+    if (!f->gmem && !f->count && !f->core && !f->amem)
+        return 0;
+    if (f->core > 100)
+        return gp_fail(err, "%s: %s is %lld, compute share is a percent from 0 to 100", where,
+                       n->core, (long long)f->core);
+    if (f->count > GP_MAX_GPUS_PER_CTR)
+        return gp_fail(err, "%s: %s is %lld, at most %d GPUs per container", where, n->count,
+                       (long long)f->count, GP_MAX_GPUS_PER_CTR);
+    if (strlen(name) >= GP_CTR_NAME_MAX)
+        return gp_fail(err, "%s.name: longer than %d characters", where, GP_CTR_NAME_MAX - 1);
+    int64_t munit = n->mem_unit_mib > 0 ? n->mem_unit_mib : 1;
+    int64_t aunit = n->aliyun_unit_mib > 0 ? n->aliyun_unit_mib : 1;
+    if (f->gmem > MAX_GPU_MEM_MIB / munit || f->amem > MAX_GPU_MEM_MIB / aunit)
+        return gp_fail(err, "%s: GPU memory request is out of range (more than any GPU: 16 TiB)", where);
+    return 1;
+}
+
+/* One container's request from its checked fields; returns its profile. The
+ * aliyun profile takes one GPU and no compute share; a native container with
+ * only a GPU count gets whole GPUs. */
+static gp_profile fill_req(const gpu_fields *f, const char *name, const gp_resource_names *n,
+                           gp_ctr_req *r)
+{
+    memset(r, 0, sizeof *r);
+    gp_strlcpy(r->name, name, sizeof r->name);
+    r->count = 1;
+    if (f->amem) {
+        r->mem_mib = f->amem * (n->aliyun_unit_mib > 0 ? n->aliyun_unit_mib : 1);
+        return GP_PROFILE_ALIYUN;
+    }
+    if (f->count)
+        r->count = (int)f->count;
+    r->mem_mib = f->gmem * (n->mem_unit_mib > 0 ? n->mem_unit_mib : 1);
+    r->core = (int)f->core * 10;
+    if (r->mem_mib == 0 && r->core == 0) {
+        r->mem_permille = GP_CORE_FULL;
+        r->core = GP_CORE_FULL;
+    }
+    return GP_PROFILE_NATIVE;
+}
+
+int podreq_container(const json_t *c, const char *where, const gp_resource_names *n,
+                     gp_ctr_req *out, gp_profile *profile, gp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *profile = GP_PROFILE_NATIVE;
+    if (!json_is_object(c))
+        return gp_fail(err, "%s: must be an object", where);
+    const json_t *res = json_object_get(c, "resources");
+    if (!res)
+        return 0;
+    if (!json_is_object(res))
+        return gp_fail(err, "%s.resources: must be an object", where);
+    const json_t *jname = json_object_get(c, "name");
+    const char *name = json_is_string(jname) ? json_string_value(jname) : "";
+    gpu_fields f;
+    int asks = read_gpu_fields(res, name, where, n, &f, err);
+    if (asks <= 0)
+        return asks;
+    *profile = fill_req(&f, name, n, out);
+    return 1;
+}
+
 typedef struct acc {
     int64_t cpu_sum, mem_sum, cpu_init, mem_init;
     bool native, aliyun;
@@ -135,44 +214,20 @@ static int decode_container(const json_t *c, const char *where, bool init,
     if (!res)
         return 0;
 
-    int64_t gmem = 0, count = 0, core = 0, amem = 0;
-    int has_mem = container_int(res, n->mem, where, &gmem, err);
-    if (has_mem < 0)
-        return -1;
-    int has_count = container_int(res, n->count, where, &count, err);
-    if (has_count < 0)
-        return -1;
-    int has_core = container_int(res, n->core, where, &core, err);
-    if (has_core < 0)
-        return -1;
-    int has_amem = 0;
-    if (n->aliyun_mem[0]) {
-        has_amem = container_int(res, n->aliyun_mem, where, &amem, err);
-        if (has_amem < 0)
-            return -1;
-    }
-    if (!(has_mem && gmem) && !(has_count && count) && !(has_core && core) && !(has_amem && amem))
-        return 0;   /* not a GPU container */
-    if (core > 100)
-        return gp_fail(err, "%s: %s is %lld, compute share is a percent from 0 to 100", where,
-                       n->core, (long long)core);
-    if (count > GP_MAX_GPUS_PER_CTR)
-        return gp_fail(err, "%s: %s is %lld, at most %d GPUs per container", where, n->count,
-                       (long long)count, GP_MAX_GPUS_PER_CTR);
-    if (strlen(name) >= GP_CTR_NAME_MAX)
-        return gp_fail(err, "%s.name: longer than %d characters", where, GP_CTR_NAME_MAX - 1);
-    int64_t munit = n->mem_unit_mib > 0 ? n->mem_unit_mib : 1;
-    int64_t aunit = n->aliyun_unit_mib > 0 ? n->aliyun_unit_mib : 1;
-    if (gmem > MAX_GPU_MEM_MIB / munit || amem > MAX_GPU_MEM_MIB / aunit)
-        return gp_fail(err, "%s: GPU memory request is out of range (more than any GPU: 16 TiB)", where);
+    gpu_fields f;
+    int asks = read_gpu_fields(res, name, where, n, &f, err);
+    if (asks <= 0)
+        return asks;   /* 0: not a GPU container */
+    gp_ctr_req one;
+    gp_profile profile = fill_req(&f, name, n, &one);
 
-    if (has_amem && amem) {
+    if (profile == GP_PROFILE_ALIYUN) {
         a->aliyun = true;
         if (a->native)
             goto mixed;
         /* aliyun profile: the whole pod shares one GPU; regular containers
          * add up, init containers (one at a time) take the largest */
-        int64_t add = amem * aunit;
+        int64_t add = one.mem_mib;
         for (int i = 0; i < out->nctrs; i++) {
             gp_ctr_req *r = &out->ctrs[i];
             if (r->init != init)
@@ -188,27 +243,16 @@ static int decode_container(const json_t *c, const char *where, bool init,
             }
             return 0;
         }
-        gp_ctr_req *r = new_ctr(out, name, init);
-        if (!r)
-            goto too_many;
-        r->count = 1;
-        r->mem_mib = add;
-        return 0;
+    } else {
+        a->native = true;
+        if (a->aliyun)
+            goto mixed;
     }
-    a->native = true;
-    if (a->aliyun)
-        goto mixed;
     gp_ctr_req *r = new_ctr(out, name, init);
     if (!r)
         goto too_many;
-    r->count = (has_count && count) ? (int)count : 1;
-    r->mem_mib = gmem * munit;
-    r->core = (int)core * 10;
-    if (r->mem_mib == 0 && r->core == 0) {
-        /* only a GPU count: whole GPUs */
-        r->mem_permille = GP_CORE_FULL;
-        r->core = GP_CORE_FULL;
-    }
+    *r = one;
+    r->init = init;
     return 0;
 mixed:
     return gp_fail(err, "%s: pod mixes %s with %s resources; use one profile per pod", where,

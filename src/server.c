@@ -10,12 +10,16 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "webhook.h"
 #include "yamljson.h"
 
-typedef enum { V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_COUNT } verb;
+typedef enum { V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_COUNT } verb;
 
 static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",   "healthz",
-                                                "readyz",  "metrics",    "inspect"};
+                                                "readyz",  "metrics",    "inspect", "mutate"};
+
+/* Which listener serves a route: the extender's, the webhook's, or both. */
+enum { L_MAIN = 1, L_WEBHOOK = 2, L_BOTH = 3 };
 
 struct gp_server {
     struct MHD_Daemon *d;
@@ -26,6 +30,7 @@ struct gp_server {
     size_t max_body;
     int port;
     char *tls_cert, *tls_key;
+    const gp_resource_names *webhook;   /* non-NULL: the webhook listener */
     gp_histo latency[V_COUNT];
     atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
     atomic_ulong not_found, too_large;
@@ -48,6 +53,7 @@ typedef struct route {
     bool under_prefix;      /* the extender verbs follow --url-prefix */
     verb v;
     handler_fn fn;
+    int listeners;          /* L_MAIN, L_WEBHOOK or both */
 } route;
 
 /* ------------------------------------------------------------ helpers -- */
@@ -193,15 +199,22 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     return 200;
 }
 
+static int h_mutate(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                    char **out, const char **ct)
+{
+    return webhook_review(rs->body.data ? rs->body.data : "", rs->body.len, s->webhook, out);
+}
+
 static const route routes[] = {
-    {"POST", "filter", true, V_FILTER, h_filter},
-    {"POST", "prioritize", true, V_PRIORITIZE, h_prioritize},
-    {"POST", "bind", true, V_BIND, h_bind},
-    {"GET", "/healthz", false, V_HEALTHZ, h_healthz},
-    {"GET", "/readyz", false, V_READYZ, h_readyz},
-    {"GET", "/metrics", false, V_METRICS, h_metrics},
-    {"GET", "/inspect", false, V_INSPECT, h_inspect},
-    {"GET", "/inspect/", false, V_INSPECT, h_inspect},
+    {"POST", "filter", true, V_FILTER, h_filter, L_MAIN},
+    {"POST", "prioritize", true, V_PRIORITIZE, h_prioritize, L_MAIN},
+    {"POST", "bind", true, V_BIND, h_bind, L_MAIN},
+    {"GET", "/healthz", false, V_HEALTHZ, h_healthz, L_BOTH},
+    {"GET", "/readyz", false, V_READYZ, h_readyz, L_MAIN},
+    {"GET", "/metrics", false, V_METRICS, h_metrics, L_MAIN},
+    {"GET", "/inspect", false, V_INSPECT, h_inspect, L_MAIN},
+    {"GET", "/inspect/", false, V_INSPECT, h_inspect, L_MAIN},
+    {"POST", "/mutate", false, V_MUTATE, h_mutate, L_WEBHOOK},
 };
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
@@ -215,6 +228,8 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
     for (size_t i = 0; i < GP_ARRAY_LEN(routes); i++) {
         const route *r = &routes[i];
         const char *p = url;
+        if (!(r->listeners & (s->webhook ? L_WEBHOOK : L_MAIN)))
+            continue;
         if (r->under_prefix) {
             size_t pl = strlen(s->prefix);
             if (strncmp(p, s->prefix, pl) != 0 || p[pl] != '/')
@@ -289,10 +304,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return respond(conn, 405, error_json(msg), "application/json",
                                strcmp(method, "GET") == 0 ? "POST" : "GET");
             }
-            snprintf(msg, sizeof msg,
-                     "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
-                     "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE]",
-                     method, url, s->prefix, s->prefix, s->prefix);
+            if (s->webhook)
+                snprintf(msg, sizeof msg,
+                         "no route %.16s %.200s; the webhook listener serves POST /mutate and "
+                         "GET /healthz", method, url);
+            else
+                snprintf(msg, sizeof msg,
+                         "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
+                         "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE]",
+                         method, url, s->prefix, s->prefix, s->prefix);
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -396,6 +416,7 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
     gp_server *s = xcalloc(1, sizeof *s);
     s->e = e;
     s->c = c;
+    s->webhook = cfg->webhook;
     if (hooks)
         s->hooks = *hooks;
     s->max_body = cfg->max_body ? cfg->max_body : GP_MAX_BODY_DEFAULT;

@@ -298,7 +298,7 @@ END_TEST
 typedef struct fake_binder {
     int calls;
     bool fail;
-    char last_ann[1024];
+    char last_ann[4096];
 } fake_binder;
 
 static int binder(void *ud, const gp_bind_call *call, gp_err *err)
@@ -353,6 +353,51 @@ START_TEST(binder_failure_rolls_back)
     ck_assert_int_eq(st, GP_POD_ASSUMED);
     ck_assert_int_eq(a.ctrs[0].gpus[0].core, 250);
     ck_assert_int_eq(total_used(c), 4096);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* With the webhook on, bind refuses a GPU pod whose containers lack the
+ * injected env (created while the webhook was down), and for a mutated pod
+ * hands the binder the per-container annotations the env points at. The pod
+ * comes through filter, so this also proves the request reader keeps env. */
+START_TEST(webhook_env_required_and_filled)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    fake_binder fb = {0};
+    gp_resource_names names;
+    podreq_default_names(&names);
+    gp_extender_config cfg = {.binder = binder, .binder_ud = &fb, .webhook_names = &names};
+    gp_extender *e = extender_new(c, &cfg);
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, gpu_pod_filter, &out), 200);
+    json_decref(out);
+    ck_assert_int_eq(call(extender_bind, e, gpu_pod_bind, &out), 200);
+    const char *msg = json_string_value(json_object_get(out, "Error"));
+    ck_assert_msg(strstr(msg, "containers[0] (c) lacks the NVIDIA_VISIBLE_DEVICES"), "%s", msg);
+    json_decref(out);
+    ck_assert_int_eq(fb.calls, 0);
+    ck_assert_int_eq(total_used(c), 0);
+    static const char *mutated =
+        "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\"},\"spec\":{\"containers\":"
+        "[{\"name\":\"c\",\"image\":\"x\",\"env\":[{\"name\":\"X\",\"value\":\"1\"},{\"name\":\"NVIDIA_VISIBLE_DEVICES\","
+        "\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":"
+        "\"metadata.annotations['gpupack.io/ctr-0-visible-devices']\"}}}],"
+        "\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"4096\",\"gpupack.io/gpu-core\":\"25\"}}}]}},"
+        "\"NodeNames\":[\"n0\"]}";
+    ck_assert_int_eq(call(extender_filter, e, mutated, &out), 200);
+    json_decref(out);
+    ck_assert_int_eq(call(extender_bind, e, gpu_pod_bind, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(fb.calls, 1);
+    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-visible-devices\":\"GPU-0\""), "%s", fb.last_ann);
+    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-mem-limit\":\"4096m\""), "%s", fb.last_ann);
+    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-sm-limit\":\"25\""), "%s", fb.last_ann);
     extender_free(e);
     cluster_free(c);
 }
@@ -671,6 +716,7 @@ Suite *suite_extender(void)
     tcase_add_loop_test(t, bad_requests_are_400_and_change_nothing, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(t, unschedulable_pod_reasons);
     tcase_add_test(t, binder_failure_rolls_back);
+    tcase_add_test(t, webhook_env_required_and_filled);
     tcase_add_test(t, answers_escape_names_and_reasons);
     tcase_add_test(t, large_lists_split_across_threads);
     tcase_add_test(t, shared_verdicts_equal_per_node_evaluation);
