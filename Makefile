@@ -6,6 +6,7 @@
 #   make valgrind   the unit suites under valgrind (no fork, leak check)
 #   make e2e        end-to-end scenarios against a real control plane (GPUPACK_K8S;
 #                   E2E="basic restart" runs only those; see test/e2e/README.md)
+#   make install PREFIX=/usr/local   bin/gpupack and the kubectl plugin kubectl-gpupack
 #   WERROR=1        turn warnings into errors (CI sets it)
 
 CC      ?= cc
@@ -59,7 +60,7 @@ E2E_SUP := $(filter-out $(E2E_SRC),$(wildcard test/e2e/*.c))
 E2E_OBJ := $(E2E_SRC:test/%.c=$(BUILD)/%.o) $(E2E_SUP:test/%.c=$(BUILD)/%.o)
 GPUPACK_K8S ?= ../shared/k8s
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e
+.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e install
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -81,6 +82,9 @@ $(BUILD)/libgpupack.a: $(LIB_OBJ)
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# the /ui page is assembled into ui_page.o (.incbin): rebuild it when the page changes
+$(BUILD)/src/ui_page.o: src/ui/index.html
 
 # Test suites: test/test_NAME.c defines `Suite *suite_NAME(void)`; the list is generated.
 $(BUILD)/test/suites.h: $(TEST_SRC)
@@ -136,7 +140,7 @@ valgrind: $(BUILD)/unit-tests $(GPUPACK)
 	  --error-exitcode=3 --quiet $(BUILD)/unit-tests
 
 # bench/e2e.sh's load tool shares the scheduler-config rewrite with the e2e suite
-bin/e2eload: bench/e2eload.c test/e2e/schedcfg.c $(BUILD)/libgpupack.a
+bin/e2eload: bench/e2eload.c test/e2e/schedrw.c $(BUILD)/libgpupack.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -Itest/e2e -o $@ $^ $(LDLIBS)
 
@@ -146,6 +150,12 @@ bin/%: bench/%.c $(BUILD)/libgpupack.a
 
 bench: deps
 	@$(MAKE) --no-print-directory build $(BENCH_BIN)
+
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/gpupack $(DESTDIR)$(PREFIX)/bin/gpupack
+	install -m 0755 scripts/kubectl-gpupack $(DESTDIR)$(PREFIX)/bin/kubectl-gpupack
 
 clean:
 	rm -rf build bin

@@ -18,7 +18,7 @@
 #include "k8s_obs.h"
 #include "kube.h"
 #include "kubeconfig.h"
-#include "schedcfg.h"
+#include "schedrw.h"
 #include "strmap.h"
 #include "watchstream.h"
 
@@ -353,12 +353,12 @@ static int cmd_nodes(const opts *o)
 static int cmd_sched_config(const opts *o)
 {
     gp_err err;
-    json_t *cfg = schedcfg_load(o->shipped, &err);
+    json_t *cfg = schedrw_load(o->shipped, &err);
     if (!cfg) {
         fprintf(stderr, "e2eload: %s\n", err.msg);
         return 1;
     }
-    schedcfg_rewrite(cfg, o->port);
+    schedrw_rewrite(cfg, o->port);
     if (o->no_extender)
         json_object_del(cfg, "extenders");
     json_t *cc = json_object_get(cfg, "clientConnection");

@@ -12,6 +12,7 @@
 
 /* 1. PATCH /api/v1/namespaces/NS/pods/NAME (application/merge-patch+json)
  *    {"metadata":{"annotations":{...call->annotations}}} -> expects 200;
+ *    skipped when call->annotations is empty (a pod without GPUs);
  * 2. POST .../pods/NAME/binding, a v1 Binding to call->node (with the pod's
  *    uid) -> expects 201; a 409 is success when the pod turns out to be bound
  *    to that same node already (a retried bind).

@@ -50,13 +50,30 @@ typedef enum {
 } gp_pod_state;
 
 /* Atomically: place req on node `node` under the write lock and record the
- * result as `state` (ASSUMED for live bind, BOUND in embedded mode).
+ * result as `state` (ASSUMED for live bind, BOUND in embedded mode). A request
+ * without GPU containers records the pod's host CPU and memory only.
  * If the pod (by uid) already holds GPUs on that node, returns 0 with its
  * existing assignment (idempotent bind); on another node, -1.
  * Returns 0 and fills *out, or -1 with a reason in err (no state changed). */
 int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
                              const gp_place_opts *opts, const char *policy,
                              gp_pod_state state, gp_assignment *out, gp_err *err) GP_WUR;
+
+/* Filter-time reservation (policies with nodeDecision: filter): like
+ * cluster_place_and_assume(..., GP_POD_ASSUMED, ...), after dropping this
+ * pod's earlier reservation, but the record lapses ttl_s seconds from now
+ * (cluster_expire_assumed) unless a bind takes it over: cluster_place_and_assume
+ * on the same node returns the reserved assignment and makes it an ordinary
+ * assumption; on another node it drops the reservation and places anew. So
+ * the next pod's filter already sees the GPUs (and CPU) this pod will get,
+ * before kube-scheduler's asynchronous bind arrives. */
+int cluster_reserve(gp_cluster *c, const char *node, const gp_pod_req *req,
+                    const gp_place_opts *opts, const char *policy, double ttl_s,
+                    gp_assignment *out, gp_err *err) GP_WUR;
+
+/* Drops the pod's filter-time reservation, if it has one (a new filter call
+ * for the pod decides afresh). */
+void cluster_unreserve(gp_cluster *c, const char *uid);
 
 /* Bind's API calls succeeded: ASSUMED -> stays ASSUMED until the watch
  * confirms it (cluster_pod_observed), but is no longer subject to rollback. */
@@ -73,11 +90,14 @@ typedef struct gp_pod_obs {
     bool terminal;                 /* deleted, or phase Succeeded/Failed */
     const gp_assignment *assign;   /* decoded from annotations; NULL = none */
     const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
+    int64_t cpu_milli, mem_mib;    /* host requests (podreq_host) */
 } gp_pod_obs;
 
 /* Applies an observation: terminal -> release; bound with an assignment whose
  * node matches -> record/confirm as BOUND (the annotations are the truth, even
- * if they differ from what was assumed); anything else leaves ASSUMED state
+ * if they differ from what was assumed); bound without gpupack annotations ->
+ * recorded as a host-only pod (its CPU and memory count on the node, no GPUs)
+ * unless gpupack has GPUs assumed for it; anything else leaves ASSUMED state
  * alone. Holds may over-commit a GPU here (the cluster says so); placement then
  * sees no free capacity there. */
 void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs);
@@ -87,8 +107,8 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs);
 void cluster_pods_resync_begin(gp_cluster *c);
 void cluster_pods_resync_end(gp_cluster *c);
 
-/* Releases ASSUMED pods older than ttl_s seconds (monotonic clock). Returns
- * how many expired. */
+/* Releases ASSUMED pods older than ttl_s seconds (monotonic clock) and
+ * reservations past their own TTL. Returns how many expired. */
 int cluster_expire_assumed(gp_cluster *c, double ttl_s);
 
 /* GPUs of `node` that pods of namespace `ns` hold (distinct devices). Call

@@ -15,6 +15,10 @@
 
 typedef struct gp_extender gp_extender;
 
+/* How long a filter-time reservation (nodeDecision: filter) waits for its
+ * bind before it lapses; the live loop sweeps every --assume-ttl/4 s. */
+#define GP_RESERVE_TTL_S 30.0
+
 /* What bind asks the binder to do for one pod. */
 typedef struct gp_bind_call {
     const char *ns, *name, *uid, *node;
@@ -57,15 +61,13 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
  * pods, so bind knows them even without a preceding filter). Borrows pod. */
 void extender_note_pod(gp_extender *e, const json_t *pod);
 
-/* A pod found bound to `node` without gpupack's bind (created with
- * spec.nodeName, or bound by another scheduler) that asks gpupack resources:
- * chooses GPUs for it on that node under its governing policy (borrowed pod),
- * so that their capacity is not handed out again. Returns 0 (fits), 1 (fits
- * only by over-committing: chosen as if the node's GPUs were free), 2 (not a
- * gpupack pod), or -1 with a message (cannot be placed there at all).
- * *out and policy are filled on 0 and 1. Nothing is recorded. Thread-safe. */
-int extender_place_bound(gp_extender *e, const json_t *pod, const char *node, gp_assignment *out,
-                         char policy[GP_NAME_MAX], gp_err *err) GP_WUR;
+/* The policy set in force, referenced (release with policy_set_unref). */
+gp_policy_set *extender_policies(gp_extender *e);
+/* The pod's request under the policy of `set` that governs it, as filter
+ * decodes it (`view` points into `set`: keep the set referenced while using
+ * it). Returns 0, or -1 with why the pod cannot be scheduled as it stands. */
+int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                         gp_policy_view *view, gp_err *err) GP_WUR;
 
 /* Counters for /metrics. */
 typedef struct gp_extender_stats {

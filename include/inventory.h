@@ -18,6 +18,8 @@ typedef struct gp_inventory {
     char source[16];                 /* "gpupack", "hami", "gfd", "aliyun", "" = none */
     int n;
     gp_gpu_info gpus[GP_MAX_GPUS_PER_NODE];   /* sorted by index */
+    int64_t cpu_alloc_milli;         /* status.allocatable.cpu; 0 = unknown */
+    int64_t mem_alloc_mib;           /* status.allocatable.memory; 0 = unknown */
 } gp_inventory;
 
 /* Reads a node's GPUs. Returns 0 (inv->n may be 0: no source present), or -1

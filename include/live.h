@@ -8,6 +8,7 @@
 
 #include "cluster.h"
 #include "extender.h"
+#include "kube.h"
 #include "reflector.h"
 #include "util.h"
 
@@ -23,6 +24,18 @@ typedef struct gp_live gp_live;
 gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err);
 /* The binder the extender calls in live mode (ud = the gp_live). */
 gp_binder_fn live_binder(void);
+/* Decides whether a bind may start now (leader election's fencing rule) and
+ * sets *budget_s to the time the whole bind may take. Called from request
+ * threads: must be thread-safe. */
+typedef struct gp_live_gate {
+    bool (*fn)(void *ud, double *budget_s);
+    void *ud;
+} gp_live_gate;
+/* Every bind asks gate first; a refused bind fails without API calls (the
+ * store rolls back). Set before the server starts; borrows gate.ud. */
+void live_set_bind_gate(gp_live *l, gp_live_gate gate);
+/* The API client (borrowed; lives as long as l). */
+gp_kube *live_kube(gp_live *l);
 /* Starts the node and pod reflectors (threads). Borrows e for note_pod. */
 int live_start(gp_live *l, gp_extender *e, gp_err *err) GP_WUR;
 /* True once the first full LIST of nodes and of pods has been applied. */
@@ -39,6 +52,7 @@ typedef struct gp_live_stats {
     unsigned long binds, bind_errors;   /* binder calls and failed ones */
     unsigned long assumed_expired;      /* assumed pods released by the TTL */
     unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
+    unsigned long binds_refused;        /* binds the gate refused (not the leader) */
 } gp_live_stats;
 void live_stats(gp_live *l, gp_live_stats *out);
 

@@ -28,6 +28,12 @@ void podreq_default_names(gp_resource_names *n);
 int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out,
                   gp_err *err) GP_WUR;
 
+/* The pod's host requests as kube-scheduler counts them: per resource, the
+ * larger of the regular containers' sum and the biggest init container
+ * (requests, limits as a fallback). cpu in milli-CPU, memory in MiB; 0 when
+ * absent or malformed. Never fails. `pod` is borrowed. */
+void podreq_host(const json_t *pod, int64_t *cpu_milli, int64_t *mem_mib);
+
 /* One container object (borrowed) of a pod: 1 when it asks gpupack resources
  * (out = its own request, not merged with its siblings as podreq_decode does
  * in the aliyun profile; *profile = which resources it asked), 0 when it asks

@@ -19,12 +19,17 @@
 
 #include "frag.h"
 #include "placement.h"
+#include "schedcfg.h"
 #include "trace.h"
 #include "util.h"
 
 /* The extender weight the shipped manifests configure
  * (manifests/scheduler-config.yaml, extenders[0].weight; test_sim checks). */
-#define SIM_DEFAULT_WEIGHT 5
+#define SIM_DEFAULT_WEIGHT 25
+
+/* What `gpupack simulate` plays by default: the shipped deployment. */
+#define SIM_SCHEDULER_CONFIG "manifests/scheduler-config.yaml"
+#define SIM_POLICIES_DIR "policies"
 
 #define SIM_MAX_STEPS 64   /* report points at 10 % of capacity each */
 
@@ -49,6 +54,14 @@ typedef struct sim_config {
     bool departures;           /* replay creation/deletion times instead (no shuffle, no inflation) */
     bool shuffle;              /* arrivals: shuffle the pod order (reference protocol: yes) */
     bool cache;                /* memoise fit+score per (node state, pod shape) */
+    /* Non-NULL: play kube-scheduler v1.26 as this configuration says (node
+     * sampling, round robin, plugin scores, extender interest and weight,
+     * ignored resources); `mode` is then the policy's nodeDecision and
+     * `weight`, `ties`, `cpu_pods` are not used. */
+    const schedcfg *kube;
+    bool extender_cpu;         /* kube mode: gpupack sees host CPU and memory and
+                                * decides CPU-only pods too (live gpupack does, from
+                                * node allocatable and every pod's requests) */
 } sim_config;
 
 typedef struct sim_point {

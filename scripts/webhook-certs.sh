@@ -6,7 +6,7 @@
 # Writes DIR/ca.crt, DIR/ca.key (a CA valid 10 years) and DIR/tls.crt, DIR/tls.key (the serving
 # certificate, valid 2 years, signed by that CA) with every NAME as a subject alternative name:
 # IP addresses become IP SANs, anything else DNS SANs. Default names: the in-cluster Service,
-#   gpupack.gpupack-system.svc and gpupack.gpupack-system.svc.cluster.local.
+#   gpupack-webhook.gpupack-system.svc and gpupack-webhook.gpupack-system.svc.cluster.local.
 # Then (see docs/node-side.md):
 #   kubectl -n gpupack-system create secret tls gpupack-webhook-tls --cert=DIR/tls.crt --key=DIR/tls.key
 #   sed "s|caBundle: .*|caBundle: $(base64 -w0 < DIR/ca.crt)|" manifests/webhook.yaml | kubectl apply -f -
@@ -14,7 +14,7 @@
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 DIR [NAME...]" >&2; exit 2; }
 dir=$1; shift
-[ $# -ge 1 ] || set -- gpupack.gpupack-system.svc gpupack.gpupack-system.svc.cluster.local
+[ $# -ge 1 ] || set -- gpupack-webhook.gpupack-system.svc gpupack-webhook.gpupack-system.svc.cluster.local
 mkdir -p "$dir"
 umask 077
 san=""

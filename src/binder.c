@@ -59,7 +59,9 @@ int binder_bind(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *
     patch_body = json_dumps(patch, JSON_COMPACT);
     bind_body = json_dumps(binding, JSON_COMPACT);
 
-    /* step 1: the annotations */
+    /* step 1: the annotations (none for a pod without GPUs: a plain Binding) */
+    if (json_object_size(call->annotations) == 0)
+        goto binding;
     if (kube_request(k, "PATCH", patch_path, "application/merge-patch+json", patch_body, timeout_s,
                      NULL, &resp, &e) < 0) {
         gp_fail(err, "PATCH annotations of pod %s/%s: %s", call->ns, call->name, e.msg);
@@ -73,6 +75,7 @@ int binder_bind(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *
     }
     kube_resp_free(&resp);
 
+binding:
     /* step 2: the Binding */
     if (kube_request(k, "POST", bind_path, "application/json", bind_body, timeout_s, NULL, &resp,
                      &e) < 0) {

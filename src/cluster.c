@@ -17,8 +17,10 @@ typedef struct pod_rec {
     gp_pod_state state;
     bool bind_done;
     double assumed_at;          /* monotonic seconds */
+    double reserved_until;      /* > 0: a filter-time reservation lapsing then */
     unsigned gen;               /* last resync generation it was observed in */
-    gp_assignment *a;           /* allocated to a->nctrs containers */
+    gp_assignment *a;           /* allocated to a->nctrs containers (0: host-only pod) */
+    int64_t cpu_milli, mem_mib; /* host requests, counted on a->node */
 } pod_rec;
 
 typedef struct node_ent {
@@ -119,8 +121,9 @@ void cluster_unlock(gp_cluster *c)
 /* --------------------------------------------------------- accounting -- */
 
 /* Adds (sign 1) or removes (-1) a pod's holds on the GPUs of e that exist. */
-static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
+static void apply_holds(node_ent *e, const pod_rec *r, int sign)
 {
+    const gp_assignment *a = r->a;
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
     int nh = gp_assignment_holds(a, holds);
     for (int h = 0; h < nh; h++) {
@@ -132,6 +135,8 @@ static void apply_holds(node_ent *e, const gp_assignment *a, int sign)
         g->core_used += sign * holds[h].core;
         g->pods += sign;
     }
+    e->node.cpu_used_milli += sign * r->cpu_milli;
+    e->node.host_mem_used_mib += sign * r->mem_mib;
     e->node.state_hash = placement_state_hash(&e->node);
 }
 
@@ -147,7 +152,7 @@ static void attach(gp_cluster *c, pod_rec *r)
         e->pods = xrealloc(e->pods, e->cappods * sizeof *e->pods);
     }
     e->pods[e->npods++] = r;
-    apply_holds(e, r->a, 1);
+    apply_holds(e, r, 1);
 }
 
 static void detach(gp_cluster *c, pod_rec *r)
@@ -160,7 +165,7 @@ static void detach(gp_cluster *c, pod_rec *r)
     for (size_t i = 0; i < e->npods; i++) {
         if (e->pods[i] == r) {
             e->pods[i] = e->pods[--e->npods];
-            apply_holds(e, r->a, -1);
+            apply_holds(e, r, -1);
             return;
         }
     }
@@ -174,7 +179,8 @@ static void pod_remove(gp_cluster *c, pod_rec *r)
 }
 
 static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const char *name,
-                        const char *policy, const gp_assignment *a, gp_pod_state state)
+                        const char *policy, const gp_assignment *a, gp_pod_state state,
+                        int64_t cpu_milli, int64_t mem_mib)
 {
     pod_rec *r = xcalloc(1, sizeof *r);
     gp_strlcpy(r->uid, uid, sizeof r->uid);
@@ -185,6 +191,8 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
     r->assumed_at = gp_mono_s();
     r->gen = c->pod_gen;
     r->a = assign_dup(a);
+    r->cpu_milli = cpu_milli > 0 ? cpu_milli : 0;
+    r->mem_mib = mem_mib > 0 ? mem_mib : 0;
     strmap_put(c->pods, r->uid, r);
     attach(c, r);
     return r;
@@ -194,7 +202,8 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
 
 static bool same_inventory(const gp_node *n, const gp_inventory *inv)
 {
-    if (n->ngpus != inv->n || strcmp(n->source, inv->source) != 0)
+    if (n->ngpus != inv->n || strcmp(n->source, inv->source) != 0 ||
+        n->cpu_alloc_milli != inv->cpu_alloc_milli || n->host_mem_alloc_mib != inv->mem_alloc_mib)
         return false;
     for (int i = 0; i < inv->n; i++)
         if (memcmp(&n->gpus[i].info, &inv->gpus[i], sizeof inv->gpus[i]) != 0)
@@ -217,6 +226,8 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
     gp_strlcpy(e->node.name, name, sizeof e->node.name);
     gp_strlcpy(e->node.source, inv->source, sizeof e->node.source);
     e->node.ngpus = inv->n;
+    e->node.cpu_alloc_milli = inv->cpu_alloc_milli;
+    e->node.host_mem_alloc_mib = inv->mem_alloc_mib;
     for (int i = 0; i < inv->n; i++)
         e->node.gpus[i].info = inv->gpus[i];
     e->node.state_hash = placement_state_hash(&e->node);
@@ -294,7 +305,16 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
     int rc = -1;
     wrlock(c);
     pod_rec *r = strmap_get(c->pods, req->uid);
+    if (r && r->reserved_until > 0 && strcmp(r->a->node, node) != 0) {
+        pod_remove(c, r);   /* kube-scheduler chose another node than reserved */
+        r = NULL;
+    }
     if (r) {
+        if (r->reserved_until > 0) {   /* the bind takes the reservation over */
+            r->reserved_until = 0;
+            r->assumed_at = gp_mono_s();
+            r->state = state;
+        }
         if (strcmp(r->a->node, node) != 0) {
             gp_fail(err, "pod %s/%s already holds GPUs on node %s", req->ns, req->name,
                     r->a->node);
@@ -315,11 +335,43 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
         goto out;
     }
-    pod_add(c, req->uid, req->ns, req->name, policy, out, state);
+    pod_add(c, req->uid, req->ns, req->name, policy, out, state, req->cpu_milli, req->host_mem_mib);
     rc = 0;
 out:
     cluster_unlock(c);
     return rc;
+}
+
+int cluster_reserve(gp_cluster *c, const char *node, const gp_pod_req *req,
+                    const gp_place_opts *opts, const char *policy, double ttl_s,
+                    gp_assignment *out, gp_err *err)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, req->uid);
+    if (r && r->reserved_until > 0)
+        pod_remove(c, r);
+    else if (r) {
+        cluster_unlock(c);
+        return gp_fail(err, "pod %s/%s is already being bound", req->ns, req->name);
+    }
+    cluster_unlock(c);
+    if (cluster_place_and_assume(c, node, req, opts, policy, GP_POD_ASSUMED, out, err))
+        return -1;
+    wrlock(c);
+    r = strmap_get(c->pods, req->uid);
+    if (r && r->state == GP_POD_ASSUMED && !r->bind_done)
+        r->reserved_until = gp_mono_s() + (ttl_s > 0 ? ttl_s : 0) + 1e-9;
+    cluster_unlock(c);
+    return 0;
+}
+
+void cluster_unreserve(gp_cluster *c, const char *uid)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && r->reserved_until > 0 && r->state == GP_POD_ASSUMED)
+        pod_remove(c, r);
+    cluster_unlock(c);
 }
 
 void cluster_bind_done(gp_cluster *c, const char *uid)
@@ -357,6 +409,7 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
     if (bound) {
         if (r && gp_assignment_equal(r->a, obs->assign)) {
             r->state = GP_POD_BOUND;
+            r->reserved_until = 0;
             r->gen = c->pod_gen;
             if (obs->policy && *obs->policy)
                 gp_strlcpy(r->policy, obs->policy, sizeof r->policy);
@@ -367,14 +420,33 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
                      "annotations", obs->ns, obs->name);
             pod_remove(c, r);
         }
-        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND,
+                obs->cpu_milli, obs->mem_mib);
         goto out;
     }
+    bool host_only = obs->node_name && *obs->node_name && !obs->assign;
     if (r) {
         r->gen = c->pod_gen;
+        bool same_host = host_only && r->a->nctrs == 0 && strcmp(r->a->node, obs->node_name) == 0 &&
+                         r->cpu_milli == obs->cpu_milli && r->mem_mib == obs->mem_mib;
+        if (same_host) {
+            r->state = GP_POD_BOUND;
+            r->reserved_until = 0;
+            goto out;
+        }
+        /* still being bound (GPUs: the annotations arrive with or before the
+         * binding; host-only: until the watch shows it bound) */
+        if (r->state == GP_POD_ASSUMED && (!host_only || r->a->nctrs > 0))
+            goto out;
         /* a recorded binding whose pod no longer carries it: the cluster is the truth */
-        if (r->state == GP_POD_BOUND)
-            pod_remove(c, r);
+        pod_remove(c, r);
+    }
+    if (host_only && strlen(obs->node_name) < GP_NAME_MAX) {
+        gp_assignment a;
+        memset(&a, 0, sizeof a);
+        gp_strlcpy(a.node, obs->node_name, sizeof a.node);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, &a, GP_POD_BOUND, obs->cpu_milli,
+                obs->mem_mib);
     }
 out:
     cluster_unlock(c);
@@ -417,6 +489,13 @@ static bool assumed_before(const gp_cluster *c, const pod_rec *r, double cutoff)
     return r->state == GP_POD_ASSUMED && r->assumed_at < cutoff;
 }
 
+static bool assumed_or_reserved_before(const gp_cluster *c, const pod_rec *r, double cutoff)
+{
+    if (r->reserved_until > 0 && r->state == GP_POD_ASSUMED && r->reserved_until <= gp_mono_s())
+        return true;
+    return r->reserved_until <= 0 && assumed_before(c, r, cutoff);
+}
+
 void cluster_pods_resync_end(gp_cluster *c)
 {
     wrlock(c);
@@ -429,7 +508,7 @@ void cluster_pods_resync_end(gp_cluster *c)
 int cluster_expire_assumed(gp_cluster *c, double ttl_s)
 {
     wrlock(c);
-    int n = sweep_pods(c, assumed_before, gp_mono_s() - ttl_s);
+    int n = sweep_pods(c, assumed_or_reserved_before, gp_mono_s() - ttl_s);
     cluster_unlock(c);
     if (n)
         LOG_WARN("%d assumed pods expired: never seen bound within %.0f s", n, ttl_s);
@@ -516,6 +595,8 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
     it = 0;
     pod_rec *r;
     while ((r = strmap_next(c->pods, &it, NULL))) {
+        if (r->a->nctrs == 0)
+            continue;   /* host-only pods: counted for CPU, not GPU pods */
         if (r->state == GP_POD_BOUND)
             s->pods_bound++;
         else

@@ -237,10 +237,15 @@ void extender_note_pod(gp_extender *e, const json_t *pod)
 
 /* ------------------------------------------------------ request parts -- */
 
+gp_policy_set *extender_policies(gp_extender *e)
+{
+    return policies_get(e);
+}
+
 /* The pod's request under the policy that governs it. Returns 0, or -1 with
  * a message (the pod cannot be scheduled by gpupack as it stands). */
-static int pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
-                       gp_policy_view *view, gp_err *err)
+int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                         gp_policy_view *view, gp_err *err)
 {
     const json_t *md = json_object_get(pod, "metadata");
     const json_t *ns = json_object_get(md, "namespace");
@@ -389,6 +394,7 @@ typedef struct verdict {
     unsigned char arena;    /* which worker's arena holds the reason */
     unsigned reason;        /* offset into that arena */
     double raw;             /* node score, when asked for */
+    bool unknown;           /* host-only pod, node not in the store: passes, unranked */
 } verdict;
 
 typedef struct verdicts {
@@ -498,6 +504,10 @@ static void *eval_range(void *arg)
         const gp_node *node = cluster_rd_node(j->e->c, name);
         verdict *v = &j->vs->v[i];
         *v = (verdict){0};
+        if (!node && req->nctrs == 0) {
+            v->fits = v->unknown = true;   /* nothing of gpupack's to check there */
+            continue;
+        }
         if (!node) {
             v->unresolvable = true;
             set_reason_w(j->vs, j->arena, i, "node is not known to gpupack (no GPU inventory seen)");
@@ -579,7 +589,7 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
 
 /* The filter answer, written directly: 5,000-node answers are built per
  * request, and an object tree plus serialisation cost more than the fitting. */
-static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
+static char *filter_answer(const node_list *nl, const verdicts *vs)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
@@ -588,7 +598,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
         rc |= jsonw_raw(&b, "{\"NodeNames\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
-            if (!ok_all && !vs->v[i].fits)
+            if (!vs->v[i].fits)
                 continue;
             rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i));
             first = false;
@@ -598,7 +608,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
         rc |= jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
-            if (!ok_all && !vs->v[i].fits)
+            if (!vs->v[i].fits)
                 continue;
             rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_value(&b, json_array_get(nl->items, i));
             first = false;
@@ -608,7 +618,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
     for (int pass = 0; pass < 2; pass++) {
         rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
         bool first = true;
-        for (size_t i = 0; i < nl->n && !ok_all; i++) {
+        for (size_t i = 0; i < nl->n; i++) {
             if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
                 continue;
             rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
@@ -623,7 +633,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool ok_all)
     return b.data;
 }
 
-typedef enum { ASSESSED, NOT_OURS, BAD_POD } assess_result;
+typedef enum { ASSESSED, BAD_POD } assess_result;
 
 /* The half filter and prioritize share: the pod's request under the policy
  * that governs it, remembered for bind, and every node evaluated (with node
@@ -638,16 +648,51 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, ve
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;
     assess_result r = ASSESSED;
-    if (pod_request(e, va->pod, set, &req, view, err)) {
+    if (extender_pod_request(e, va->pod, set, &req, view, err)) {
         r = BAD_POD;
-    } else if (req.nctrs == 0) {
-        r = NOT_OURS;
     } else {
+        /* pods without GPU containers too: where their CPU and memory go
+         * decides what GPU pods can still use (fragmentation-aware policies
+         * weigh it; docs/simulator.md) */
         remember(e, va->pod, req.uid);
+        if (!scores)
+            cluster_unreserve(e->c, req.uid);   /* filter decides afresh */
         evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
     }
     policy_set_unref(set);
     return r;
+}
+
+/* nodeDecision: filter, some nodes tied best: keep the first of them in
+ * kube-scheduler's order (it starts each search where the last one stopped)
+ * and reserve the pod's GPUs and CPU there at once, so the next pod's filter
+ * sees them before this pod's bind arrives (kube-scheduler binds
+ * asynchronously). If no reservation can be made (a bind raced us), every
+ * tied node stays and bind re-checks the fit. */
+static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs,
+                        const gp_policy_view *view)
+{
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view v2;
+    gp_err err;
+    size_t chosen = nl->n;
+    if (extender_pod_request(e, va->pod, set, &req, &v2, &err) == 0) {
+        for (size_t i = 0; i < nl->n && chosen == nl->n; i++) {
+            gp_assignment a;
+            if (vs->v[i].fits && !vs->v[i].unknown &&
+                cluster_reserve(e->c, node_list_name(nl, i), &req, &v2.place, v2.name,
+                                GP_RESERVE_TTL_S, &a, &err) == 0)
+                chosen = i;
+        }
+    }
+    policy_set_unref(set);
+    for (size_t i = 0; chosen < nl->n && i < nl->n; i++)
+        if (i != chosen && vs->v[i].fits) {
+            vs->v[i].fits = false;
+            set_reason(vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
+                       view->name);
+        }
 }
 
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
@@ -674,18 +719,20 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
         double best = 0;
         bool any = false;
         for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits && (!any || v[i].raw > best)) {
+            if (v[i].fits && !v[i].unknown && (!any || v[i].raw > best)) {
                 best = v[i].raw;
                 any = true;
             }
         for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits && v[i].raw < best - 1e-12) {
+            if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12)) {
                 v[i].fits = false;
                 set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
                            view.name);
             }
+        if (any)
+            reserve_one(e, &va, nl, &vs, &view);
     }
-    *out = filter_answer(nl, &vs, r == NOT_OURS);   /* not a gpupack pod: every node passes */
+    *out = filter_answer(nl, &vs);
     verdicts_free(&vs);
     status = 200;
 done:
@@ -713,12 +760,12 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
         int *sc = xcalloc(nl->n ? nl->n : 1, sizeof *sc);
         size_t k = 0;
         for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits)
+            if (v[i].fits && !v[i].unknown)
                 raw[k++] = v[i].raw;
         placement_normalize(raw, (int)k, sc);
         k = 0;
         for (size_t i = 0; i < nl->n; i++)
-            scores[i] = v[i].fits ? sc[k++] : 0;
+            scores[i] = v[i].fits && !v[i].unknown ? sc[k++] : 0;
         free(raw);
         free(sc);
     }
@@ -752,6 +799,35 @@ static int bind_field(const json_t *args, const char *key, size_t max, const cha
     return 0;
 }
 
+/* Binds a pod that asks no GPUs: its CPU and memory are recorded on the node
+ * (when gpupack knows the node) so the next decisions see them, then a plain
+ * Binding goes out through the same binder (no annotations to write). *a gets
+ * the (GPU-less) assignment; leaves a message in msg on failure. */
+static void bind_host_only(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
+                           const char *node, gp_assignment *a, char *msg, size_t cap)
+{
+    gp_err err;
+    bool recorded = cluster_place_and_assume(e->c, node, req, &view->place, view->name,
+                                             e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, a,
+                                             &err) == 0;
+    if (!recorded)
+        a->nctrs = 0;   /* a node gpupack does not know: nothing to record */
+    if (!e->cfg.binder)
+        return;
+    json_t *none = json_object();
+    gp_bind_call call = {req->ns, req->name, req->uid, node, none, recorded ? a : NULL,
+                         view->name};
+    if (e->cfg.binder(e->cfg.binder_ud, &call, &err)) {
+        if (recorded)
+            cluster_forget(e->c, req->uid);
+        snprintf(msg, cap, "binding pod %.200s/%.200s to %.200s failed: %.500s", req->ns,
+                 req->name, node, err.msg);
+    } else if (recorded) {
+        cluster_bind_done(e->c, req->uid);
+    }
+    json_decref(none);
+}
+
 int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_bind, 1);
@@ -780,10 +856,10 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
         snprintf(msg, sizeof msg,
                  "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
                  ns, name, uid);
-    } else if (pod_request(e, pod, set, &req, &view, &err)) {
+    } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
-        snprintf(msg, sizeof msg, "pod %.200s/%.200s asks for no gpupack resources", ns, name);
+        bind_host_only(e, &req, &view, node, &a, msg, sizeof msg);
     } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.name,
@@ -832,52 +908,4 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
 done:
     json_decref(args);
     return status;
-}
-
-/* ----------------------------------------------------- bypassed pods -- */
-
-int extender_place_bound(gp_extender *e, const json_t *pod, const char *node, gp_assignment *out,
-                         char policy[GP_NAME_MAX], gp_err *err)
-{
-    gp_policy_set *set = policies_get(e);
-    gp_pod_req req;
-    gp_policy_view view;
-    gp_node *copy = NULL;
-    int rc = -1;
-    if (pod_request(e, pod, set, &req, &view, err) < 0)
-        goto done;
-    rc = 2;
-    if (req.nctrs == 0)
-        goto done;
-    gp_strlcpy(policy, view.name, GP_NAME_MAX);
-    cluster_rdlock(e->c);
-    const gp_node *n = cluster_rd_node(e->c, node);
-    if (n) {
-        copy = xmalloc(gp_node_size(n->ngpus));
-        memcpy(copy, n, gp_node_size(n->ngpus));
-    }
-    cluster_unlock(e->c);
-    rc = -1;
-    if (!copy) {
-        gp_fail(err, "node %.200s is unknown to gpupack", node);
-        goto done;
-    }
-    gp_fit_fail why;
-    rc = 0;
-    if (placement_fit(copy, &req, &view.place, out, NULL) == 0)
-        goto done;
-    /* no room left: choose as if the GPUs were free, so that the pod's use shows */
-    for (int g = 0; g < copy->ngpus; g++) {
-        copy->gpus[g].mem_used = 0;
-        copy->gpus[g].core_used = 0;
-        copy->gpus[g].pods = 0;
-    }
-    copy->state_hash = 0;
-    rc = 1;
-    if (placement_fit(copy, &req, &view.place, out, &why) < 0)
-        rc = gp_fail(err, "%s", why.reason);
-done:
-    free(copy);
-    policy_set_unref(set);
-    return rc;
 }

@@ -226,11 +226,25 @@ static int src_aliyun(const json_t *node, int64_t unit, gp_inventory *inv, gp_er
 
 static const source_fn sources[] = {src_gpupack, src_hami, src_gfd, src_aliyun};
 
+/* status.allocatable[name] in thousandths, 0 when absent or malformed. */
+static int64_t allocatable_milli(const json_t *node, const char *name)
+{
+    const json_t *v =
+        json_object_get(json_object_get(json_object_get(node, "status"), "allocatable"), name);
+    int64_t m = 0;
+    if (!json_is_string(v) || quantity_parse_milli(json_string_value(v), &m, NULL) != 0 || m < 0)
+        return 0;
+    return m;
+}
+
 int inventory_decode(const json_t *node, int64_t aliyun_unit_mib, gp_inventory *inv, gp_err *err)
 {
     memset(inv, 0, sizeof *inv);
     if (!json_is_object(node))
         return gp_fail(err, "Node: must be an object");
+    /* host resources, for strategies that weigh CPU (fragmentation-aware) */
+    inv->cpu_alloc_milli = allocatable_milli(node, "cpu");
+    inv->mem_alloc_mib = allocatable_milli(node, "memory") / 1000 / (1024 * 1024);
     for (size_t i = 0; i < GP_ARRAY_LEN(sources); i++) {
         int rc = sources[i](node, aliyun_unit_mib > 0 ? aliyun_unit_mib : 1024, inv, err);
         if (rc < 0) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "annotations.h"
+#include "podreq.h"
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
 {
@@ -69,6 +70,7 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
     out->obs.node_name = out->node;
     out->obs.terminal = terminal;
     out->obs.policy = out->policy[0] ? out->policy : NULL;
+    podreq_host(pod, &out->obs.cpu_milli, &out->obs.mem_mib);
     if (json_is_object(ann)) {
         gp_err aerr;
         int rc = annotations_decode(ann, out->node, aliyun_unit_mib, &out->assign, &aerr);

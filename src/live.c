@@ -27,6 +27,8 @@ struct gp_live {
     pthread_t hk;
     bool hk_started;
     atomic_ulong binds, bind_errors, expired, bypassed;
+    gp_live_gate gate;              /* NULL fn: every bind may go ahead */
+    atomic_ulong binds_refused;
 };
 
 /* ------------------------------------------------------------- nodes --- */
@@ -82,6 +84,55 @@ static void pods_end(void *ud)
     cluster_pods_resync_end(l->c);
 }
 
+/* GPUs for a pod already bound to `node` without gpupack's bind, under the
+ * policy that governs it: 0 (fits), 1 (fits only by over-committing: chosen as
+ * if the node's GPUs were free), 2 (not a gpupack pod), -1 with a message
+ * (cannot be placed there at all). Nothing is recorded. */
+static int place_bound(gp_live *l, gp_extender *e, const json_t *pod, const char *node,
+                       gp_assignment *out, char policy[GP_NAME_MAX], gp_err *err)
+{
+    gp_policy_set *set = extender_policies(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_node *copy = NULL;
+    int rc = -1;
+    if (extender_pod_request(e, pod, set, &req, &view, err) < 0)
+        goto done;
+    rc = 2;
+    if (req.nctrs == 0)
+        goto done;
+    gp_strlcpy(policy, view.name, GP_NAME_MAX);
+    cluster_rdlock(l->c);
+    const gp_node *n = cluster_rd_node(l->c, node);
+    if (n) {
+        copy = xmalloc(gp_node_size(n->ngpus));
+        memcpy(copy, n, gp_node_size(n->ngpus));
+    }
+    cluster_unlock(l->c);
+    rc = -1;
+    if (!copy) {
+        gp_fail(err, "node %.200s is unknown to gpupack", node);
+        goto done;
+    }
+    rc = 0;
+    if (placement_fit(copy, &req, &view.place, out, NULL) == 0)
+        goto done;
+    for (int g = 0; g < copy->ngpus; g++) {
+        copy->gpus[g].mem_used = 0;
+        copy->gpus[g].core_used = 0;
+        copy->gpus[g].pods = 0;
+    }
+    copy->state_hash = 0;
+    gp_fit_fail why;
+    rc = 1;
+    if (placement_fit(copy, &req, &view.place, out, &why) < 0)
+        rc = gp_fail(err, "%s", why.reason);
+done:
+    free(copy);
+    policy_set_unref(set);
+    return rc;
+}
+
 /* A pod bound without gpupack's bind that asks gpupack resources (created
  * with spec.nodeName, or bound by another scheduler): its GPUs are chosen on
  * its node by the governing policy, even if that over-commits, so that the
@@ -98,7 +149,7 @@ static void account_bypassed(gp_live *l, const json_t *obj, bool announce, gp_po
     gp_extender *e = atomic_load(&l->ext);
     gp_err err;
     char policy[GP_NAME_MAX];
-    int rc = e ? extender_place_bound(e, obj, v->node, &v->assign, policy, &err) : 2;
+    int rc = e ? place_bound(l, e, obj, v->node, &v->assign, policy, &err) : 2;
     if (rc == 2)
         return;
     if (rc < 0) {
@@ -132,7 +183,7 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
         account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
     gp_extender *e = atomic_load(&l->ext);
-    if (e && v->pending && v->wants_gpu)
+    if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
     free(v);
 }
@@ -145,8 +196,20 @@ static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_o
 static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
 {
     gp_live *l = ud;
+    double timeout = GP_BINDER_TIMEOUT_S, budget = 0;
+    if (l->gate.fn) {
+        /* leader election: only the leader binds, and within its fencing budget
+         * (a bind makes up to three API calls) */
+        if (!l->gate.fn(l->gate.ud, &budget)) {
+            atomic_fetch_add(&l->binds_refused, 1);
+            return gp_fail(err, "this gpupack replica does not lead (standby or fenced); "
+                                "kube-scheduler retries the pod");
+        }
+        if (budget / 3 < timeout)
+            timeout = budget / 3;
+    }
     atomic_fetch_add(&l->binds, 1);
-    int rc = binder_bind(l->kube, call, GP_BINDER_TIMEOUT_S, err);
+    int rc = binder_bind(l->kube, call, timeout, err);
     if (rc < 0) {
         atomic_fetch_add(&l->bind_errors, 1);
         LOG_DEBUG("bind %s/%s -> %s failed: %s", call->ns, call->name, call->node, err->msg);
@@ -157,6 +220,16 @@ static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
 gp_binder_fn live_binder(void)
 {
     return live_bind;
+}
+
+void live_set_bind_gate(gp_live *l, gp_live_gate gate)
+{
+    l->gate = gate;
+}
+
+gp_kube *live_kube(gp_live *l)
+{
+    return l->kube;
 }
 
 /* ------------------------------------------------------ housekeeping --- */
@@ -258,6 +331,7 @@ void live_stats(gp_live *l, gp_live_stats *out)
     out->bind_errors = atomic_load(&l->bind_errors);
     out->assumed_expired = atomic_load(&l->expired);
     out->bypassed = atomic_load(&l->bypassed);
+    out->binds_refused = atomic_load(&l->binds_refused);
 }
 
 void live_free(gp_live *l)

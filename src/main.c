@@ -9,8 +9,14 @@
 
 #include "cluster.h"
 #include "clusterfile.h"
+#include "events.h"
+#include "explain_cli.h"
 #include "extender.h"
 #include "inspect_cli.h"
+#include "kubeconfig.h"
+#include "leader.h"
+#include "leader_label.h"
+#include "lease_kube.h"
 #include "live.h"
 #include "log.h"
 #include "podreq.h"
@@ -28,6 +34,9 @@ typedef struct serve_opts {
     unsigned threads;
     double assume_ttl;
     int64_t aliyun_unit_mib;
+    bool leader_elect;
+    const char *lease_ns, *lease_name, *identity, *leader_pod;
+    double lease_duration, renew_deadline, retry_period, takeover_quiet;
 } serve_opts;
 
 static void usage(FILE *f)
@@ -39,6 +48,9 @@ static void usage(FILE *f)
             "  gpupack serve [flags]          run the extender\n"
             "  gpupack inspect [--server URL] [--json] [NODE]\n"
             "                                 per-node, per-GPU allocation table\n"
+            "  gpupack explain NAMESPACE/POD [--server URL | --cluster FILE [--policies DIR]]\n"
+            "                [--pod FILE|-] [--kubeconfig FILE] [--json]\n"
+            "                                 why a pending pod fits no node, and what would help\n"
             "  gpupack policy check FILE|DIR...  validate policy files (exit 1 on errors)\n"
             "  gpupack simulate --nodes N.csv --pods P.csv --policy FILE [--seeds 42..51] ...\n"
             "                                 replay a trace through the placement code\n"
@@ -58,13 +70,24 @@ static void usage(FILE *f)
             "  --threads N          HTTP worker threads (default 2)\n"
             "  --assume-ttl SEC     live mode: forget assumed pods never seen bound (default 120)\n"
             "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
-            "  --log-level L        debug, info, warn, error (default info)\n",
+            "  --log-level L        debug, info, warn, error (default info)\n"
+            "  --leader-elect       run as one of several replicas: only the Lease holder binds\n"
+            "  --leader-elect-lease-duration D   (default 15s)\n"
+            "  --leader-elect-renew-deadline D   (default 10s)\n"
+            "  --leader-elect-retry-period D     (default 2s)\n"
+            "  --leader-elect-takeover-quiet D   no bind this long after taking over (default 1s)\n"
+            "  --leader-elect-resource-namespace NS  (default gpupack-system)\n"
+            "  --leader-elect-resource-name NAME     the Lease (default gpupack)\n"
+            "  --leader-elect-identity ID   (default HOSTNAME_RANDOM)\n"
+            "  --leader-elect-pod NS/NAME   this replica's Pod: the leader labels it gpupack.io/leader=true\n"
+            "                       (the Service selects it; standbys stay Ready). Without it a\n"
+            "                       standby reports not ready on /readyz instead\n",
             GP_MAX_BODY_DEFAULT);
 }
 
 typedef struct flag {
     const char *name;
-    int kind;          /* 0 string, 1 size, 2 uint, 3 double */
+    int kind;          /* 0 string, 1 size, 2 uint, 3 double, 4 duration (15s, 500ms, 1m) */
     size_t off;
 } flag;
 
@@ -77,6 +100,14 @@ static const flag flags[] = {
     F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
     F("--webhook-listen", 0, webhook_listen), F("--webhook-cert", 0, webhook_cert),
     F("--webhook-key", 0, webhook_key),
+    F("--leader-elect-lease-duration", 4, lease_duration),
+    F("--leader-elect-renew-deadline", 4, renew_deadline),
+    F("--leader-elect-retry-period", 4, retry_period),
+    F("--leader-elect-takeover-quiet", 4, takeover_quiet),
+    F("--leader-elect-resource-namespace", 0, lease_ns),
+    F("--leader-elect-resource-name", 0, lease_name),
+    F("--leader-elect-identity", 0, identity),
+    F("--leader-elect-pod", 0, leader_pod),
 };
 #undef F
 
@@ -86,11 +117,19 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     o->listen = "127.0.0.1:8765";
     o->assume_ttl = 120;
     o->aliyun_unit_mib = 1024;
+    o->lease_ns = "gpupack-system";
+    o->lease_name = "gpupack";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             exit(0);
+        }
+        /* the one boolean flag: --leader-elect[=true|false] */
+        if (strcmp(a, "--leader-elect") == 0 || strcmp(a, "--leader-elect=true") == 0 ||
+            strcmp(a, "--leader-elect=false") == 0) {
+            o->leader_elect = strcmp(a, "--leader-elect=false") != 0;
+            continue;
         }
         /* --flag value, or --flag=value */
         char name[64];
@@ -158,6 +197,16 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
                 *(unsigned *)field = (unsigned)n;
             break;
         }
+        case 4: {
+            double d = strtod(v, &end);
+            double unit = strcmp(end, "ms") == 0 ? 0.001 : strcmp(end, "m") == 0 ? 60 : 1;
+            if ((*end && strcmp(end, "s") != 0 && unit == 1) || end == v || !(d > 0) || d * unit > 3600) {
+                fprintf(stderr, "gpupack serve: %s: %s is not a duration such as 15s or 500ms\n", a, v);
+                return -1;
+            }
+            *(double *)field = d * unit;
+            break;
+        }
         default: {
             double d = strtod(v, &end);
             if (*end || !*v || d <= 0) {
@@ -172,6 +221,10 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
         fprintf(stderr, "gpupack serve: --cluster and --kubeconfig exclude each other\n");
         return -1;
     }
+    if (o->cluster_file && o->leader_elect) {
+        fprintf(stderr, "gpupack serve: --leader-elect needs live mode (not --cluster)\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -179,8 +232,26 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
 
 typedef struct app {
     gp_live *live;
+    gp_events *events;          /* live mode: Events on bound pods */
+    gp_binder_fn binder;        /* live mode: the binder the events hook wraps */
+    void *binder_ud;
     policy_store *policies;     /* NULL: the built-in default policy */
+    gp_leader *leader;          /* NULL: no leader election, this replica binds */
+    gp_lease_kube *lease;
+    gp_leader_label *label;     /* NULL: standbys say not ready instead */
 } app;
+
+static void label_hook(void *ud, bool leading)
+{
+    leader_label_sync(ud, leading);
+}
+
+/* Only a leader with a complete map binds (live.c asks before every bind). */
+static bool bind_gate(void *ud, double *budget_s)
+{
+    app *a = ud;
+    return live_ready(a->live) && leader_may_bind(a->leader, budget_s);
+}
 
 static bool ready_hook(void *ud, char *detail, size_t len)
 {
@@ -192,6 +263,20 @@ static bool ready_hook(void *ud, char *detail, size_t len)
     if (!live_ready(a->live)) {
         snprintf(detail, len, "waiting for the first full list of nodes and pods");
         return false;
+    }
+    if (a->leader && !a->label) {
+        /* standbys are not ready, so the Service sends every verb to the leader */
+        gp_leader_status st;
+        leader_status(a->leader, &st);
+        if (!st.may_bind) {
+            if (st.leading)
+                snprintf(detail, len, "leader %s, not binding yet (takeover quiet period or renew late)",
+                         st.identity);
+            else
+                snprintf(detail, len, "standby %s: %s leads", st.identity,
+                         st.holder[0] ? st.holder : "nobody");
+            return false;
+        }
     }
     char why[200] = "";
     if (live_stale(a->live, why, sizeof why))
@@ -261,16 +346,48 @@ static void metrics_hook(void *ud, gp_buf *out)
                              "gpupack_pods_bypassed_total %lu\n",
                              ls.bypassed);
     }
+    events_metrics(a->events, out);
+    if (a->leader) {
+        gp_live_stats ls;
+        live_stats(a->live, &ls);
+        leader_metrics(a->leader, out);
+        (void)!gp_buf_printf(out,
+                             "# HELP gpupack_binds_refused_total Binds refused because this replica does not lead.\n"
+                             "# TYPE gpupack_binds_refused_total counter\ngpupack_binds_refused_total %lu\n",
+                             ls.binds_refused);
+    }
     if (a->policies)
         (void)!policy_store_metrics(a->policies, out);
+}
+
+/* The bind path's one events hook: the binder's outcome becomes an Event. */
+static int bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
+{
+    app *a = ud;
+    int rc = a->binder(a->binder_ud, call, err);
+    events_bind_result(a->events, call, rc == 0, rc ? err->msg : NULL);
+    return rc;
+}
+
+/* The events sender gets its own API client, with the credentials live uses. */
+static gp_events *start_events(const char *kubeconfig, gp_cluster *c, gp_err *err)
+{
+    gp_kube_auth auth = {0};
+    int rc = kubeconfig && *kubeconfig ? kubeconfig_load(kubeconfig, NULL, &auth, err)
+                                       : kube_auth_incluster(NULL, &auth, err);
+    gp_events *ev = rc ? NULL : events_new(&auth, c, err);
+    kube_auth_clear(&auth);
+    return ev;
 }
 
 static json_t *inspect_hook(void *ud)
 {
     app *a = ud;
-    if (!a->policies)
-        return json_pack("{s:{s:s}}", "policies", "active", "built-in default");
-    return json_pack("{s:o}", "policies", policy_store_inspect(a->policies));
+    json_t *o = a->policies ? json_pack("{s:o}", "policies", policy_store_inspect(a->policies))
+                            : json_pack("{s:{s:s}}", "policies", "active", "built-in default");
+    if (a->leader)
+        json_object_set_new(o, "leader", leader_inspect(a->leader));
+    return o;
 }
 
 static void print_try_it(const char *listen, int port)
@@ -290,6 +407,40 @@ static void print_try_it(const char *listen, int port)
             "  bin/gpupack inspect --server http://%s:%d\n"
             "Ctrl-C stops it.\n\n",
             host, port, host, port, host, port, host, port, host, port, host, port);
+}
+
+/* Leader election over the Lease; binds wait for it (bind_gate). */
+static int start_leader(const serve_opts *o, app *a, gp_err *err)
+{
+    char id[GP_LEADER_ID_MAX];
+    if (o->identity)
+        gp_strlcpy(id, o->identity, sizeof id);
+    else
+        leader_identity(id, sizeof id);
+    double renew = o->renew_deadline > 0 ? o->renew_deadline : 10;
+    /* each Lease call may take half the renew deadline (as kube-scheduler's client) */
+    a->lease = lease_kube_new(live_kube(a->live), o->lease_ns, o->lease_name, renew / 2);
+    gp_leader_config lc = {id, o->lease_duration, o->renew_deadline, o->retry_period,
+                           o->takeover_quiet, NULL, NULL};
+    if (o->leader_pod) {
+        const char *slash = strchr(o->leader_pod, '/');
+        if (!slash || slash == o->leader_pod || !slash[1] || strchr(slash + 1, '/') ||
+            slash - o->leader_pod >= GP_NAME_MAX || strlen(slash + 1) >= GP_NAME_MAX)
+            return gp_fail(err, "--leader-elect-pod: want NAMESPACE/NAME, got \"%.200s\"", o->leader_pod);
+        char ns[GP_NAME_MAX];
+        snprintf(ns, sizeof ns, "%.*s", (int)(slash - o->leader_pod), o->leader_pod);
+        a->label = leader_label_new(live_kube(a->live), ns, slash + 1, renew / 2);
+        lc.on_step = label_hook;
+        lc.on_step_ud = a->label;
+    }
+    gp_lease_store st = lease_kube_store(a->lease);
+    a->leader = leader_new(&lc, &st, NULL, err);
+    if (!a->leader)
+        return -1;
+    gp_live_gate gate = {bind_gate, a};
+    live_set_bind_gate(a->live, gate);
+    LOG_INFO("leader election on lease %s/%s as %s", o->lease_ns, o->lease_name, id);
+    return leader_start(a->leader, err);
 }
 
 static int cmd_serve(int argc, char **argv)
@@ -340,8 +491,19 @@ static int cmd_serve(int argc, char **argv)
             LOG_ERROR("%s", err.msg);
             goto out;
         }
-        ecfg.binder = live_binder();
-        ecfg.binder_ud = a.live;
+        a.binder = live_binder();
+        a.binder_ud = a.live;
+        a.events = start_events(o.kubeconfig, c, &err);
+        if (!a.events) {
+            LOG_ERROR("events: %s", err.msg);
+            goto out;
+        }
+        ecfg.binder = bind_with_events;
+        ecfg.binder_ud = &a;
+        if (o.leader_elect && start_leader(&o, &a, &err)) {
+            LOG_ERROR("%s", err.msg);
+            goto out;
+        }
     }
     if (o.policies_dir) {
         if (policy_store_open(o.policies_dir, &a.policies, &err) ||
@@ -393,7 +555,18 @@ static int cmd_serve(int argc, char **argv)
 out:
     server_stop(ws);
     server_stop(s);       /* no request in flight after this */
+    if (a.leader) {       /* then hand the Lease over: no bind can follow */
+        leader_stop(a.leader);
+        if (a.label)      /* the Service stops routing here before the next leader labels itself */
+            leader_label_sync(a.label, false);
+        if (leader_release(a.leader, &err))
+            LOG_WARN("leader election: could not release the lease (it expires instead): %s", err.msg);
+    }
+    leader_free(a.leader);
+    lease_kube_free(a.lease);
+    leader_label_free(a.label);
     live_free(a.live);    /* then the watchers */
+    events_free(a.events);
     extender_free(e);
     policy_store_free(a.policies);
     cluster_free(c);
@@ -415,6 +588,14 @@ static int cmd_inspect(int argc, char **argv)
     return rc;
 }
 
+static int cmd_explain(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = explain_main(argc, argv);
+    curl_global_cleanup();
+    return rc;
+}
+
 static int cmd_policy(int argc, char **argv)
 {
     return policy_check_main(argc, argv);
@@ -431,6 +612,7 @@ static const struct command {
 } commands[] = {
     {"serve", cmd_serve},
     {"inspect", cmd_inspect},
+    {"explain", cmd_explain},
     {"policy", cmd_policy},
     {"simulate", cmd_simulate},
     {"version", cmd_version},

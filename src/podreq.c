@@ -94,6 +94,32 @@ static int64_t sat_add(int64_t a, int64_t b)
     return a > MAX_HOST_MILLI - b ? MAX_HOST_MILLI : a + b;
 }
 
+void podreq_host(const json_t *pod, int64_t *cpu_milli, int64_t *mem_mib)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    int64_t cpu[2] = {0, 0}, mem[2] = {0, 0};   /* [0] sum of regular, [1] max of init */
+    const json_t *spec = json_object_get(pod, "spec");
+    for (int l = 0; l < 2; l++) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            const json_t *res = json_object_get(c, "resources");
+            int64_t cm = host_milli(res, "cpu");
+            int64_t mm = host_milli(res, "memory") / 1000 / (1024 * 1024);
+            if (l == 0) {
+                cpu[0] = sat_add(cpu[0], cm);
+                mem[0] = sat_add(mem[0], mm);
+            } else {
+                cpu[1] = cm > cpu[1] ? cm : cpu[1];
+                mem[1] = mm > mem[1] ? mm : mem[1];
+            }
+        }
+    }
+    *cpu_milli = cpu[0] > cpu[1] ? cpu[0] : cpu[1];
+    *mem_mib = mem[0] > mem[1] ? mem[0] : mem[1];
+}
+
 /* A fresh request entry for a container, or NULL when the pod has too many. */
 static gp_ctr_req *new_ctr(gp_pod_req *out, const char *name, bool init)
 {

@@ -1142,7 +1142,7 @@ static void h_s_gpus(pctx *c, yaml_node_t *v, void *obj)
 {
     shape_tmp *t = obj;
     long x;
-    if (get_int(c, v, 1, GP_MAX_GPUS_PER_CTR, &x))
+    if (get_int(c, v, 0, GP_MAX_GPUS_PER_CTR, &x))   /* 0: a CPU-only task */
         t->s.count = (int)x;
 }
 
@@ -1188,6 +1188,8 @@ static void shape_item(pctx *c, yaml_node_t *it, void *obj)
     shape_tmp t = {.s = {.count = 1}};
     int before = c->errors;
     walk_map(c, it, shape_keys, GP_ARRAY_LEN(shape_keys), &t);
+    if (c->errors == before && t.s.count == 0 && t.s.cpu_milli == 0)
+        fail_at(c, it, "a shape with gpus: 0 (a CPU-only task) needs cpuMilli");
     if (c->errors == before)
         p->shapes.s[p->shapes.n++] = t.s;
 }

@@ -8,15 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clusterview.h"
+#include "explain.h"
+#include "inspect_cli.h"
 #include "log.h"
 #include "metrics.h"
+#include "ui_page.h"
 #include "webhook.h"
 #include "yamljson.h"
 
-typedef enum { V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_COUNT } verb;
+typedef enum {
+    V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_UI,
+    V_EXPLAIN, V_COUNT
+} verb;
 
-static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",   "healthz",
-                                                "readyz",  "metrics",    "inspect", "mutate"};
+static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",
+                                                "healthz", "readyz",     "metrics",
+                                                "inspect", "mutate",     "ui",
+                                                "explain"};
 
 /* Which listener serves a route: the extender's, the webhook's, or both. */
 enum { L_MAIN = 1, L_WEBHOOK = 2, L_BOTH = 3 };
@@ -166,6 +175,10 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
                    "GPU compute of healthy GPUs, in percent of one GPU.");
     (void)!gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
                          cs.core_total / 10.0, cs.core_used / 10.0);
+    clusterview cv;
+    clusterview_of_cluster(s->c, NULL, &cv);
+    clusterview_metrics(&cv, &b);
+    clusterview_node_metrics(s->c, &b);
     if (s->hooks.metrics)
         s->hooks.metrics(s->hooks.ud, &b);
     *ct = "text/plain; version=0.0.4; charset=utf-8";
@@ -188,14 +201,78 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
         *out = error_json(msg);
         return 404;
     }
+    if (!node) {
+        clusterview cv;
+        clusterview_of_cluster(s->c, NULL, &cv);
+        json_object_set_new(j, "summary", clusterview_json(&cv));
+    }
     if (!node && s->hooks.inspect) {
         json_t *extra = s->hooks.inspect(s->hooks.ud);
         if (json_is_object(extra))
             json_object_update(j, extra);
         json_decref(extra);
     }
-    *out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers);
+     * ?format=text: gpupack inspect's table (kubectl gpupack inspect) */
+    bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        size_t len;
+        FILE *f = open_memstream(out, &len);
+        if (!f)
+            abort();
+        inspect_print_table(f, j);
+        fclose(f);
+        *ct = "text/plain; charset=utf-8";
+    } else {
+        *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    }
     json_decref(j);
+    return 200;
+}
+
+static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                char **out, const char **ct)
+{
+    size_t len;
+    const char *page = ui_page_html(&len);
+    *ct = "text/html; charset=utf-8";
+    *out = xstrndup(page, len);
+    return 200;
+}
+
+/* POST /explain with a Pod: why it fits no node ([?format=text] for people). */
+static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    json_error_t je;
+    json_t *pod = json_loadb(rs->body.data ? rs->body.data : "", rs->body.len, 0, &je);
+    if (!json_is_object(pod)) {
+        json_decref(pod);
+        *out = error_json("the body must be a Pod object (kubectl get pod NAME -o json)");
+        return 400;
+    }
+    gp_err err;
+    json_t *ex = explain_pod(s->e, s->c, pod, &err);
+    json_decref(pod);
+    if (!ex) {
+        *out = error_json(err.msg);
+        return 422;
+    }
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        size_t len;
+        FILE *f = open_memstream(out, &len);
+        if (!f)
+            abort();
+        explain_print(f, ex);
+        fclose(f);
+        *ct = "text/plain; charset=utf-8";
+    } else {
+        *out = dump(ex);
+        ex = NULL;
+    }
+    json_decref(ex);
     return 200;
 }
 
@@ -215,6 +292,8 @@ static const route routes[] = {
     {"GET", "/inspect", false, V_INSPECT, h_inspect, L_MAIN},
     {"GET", "/inspect/", false, V_INSPECT, h_inspect, L_MAIN},
     {"POST", "/mutate", false, V_MUTATE, h_mutate, L_WEBHOOK},
+    {"GET", "/ui", false, V_UI, h_ui, L_MAIN},
+    {"POST", "/explain", false, V_EXPLAIN, h_explain, L_MAIN},
 };
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
@@ -311,7 +390,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             else
                 snprintf(msg, sizeof msg,
                          "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
-                         "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE]",
+                         "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE], /ui; "
+                         "POST /explain",
                          method, url, s->prefix, s->prefix, s->prefix);
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }

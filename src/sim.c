@@ -1,6 +1,7 @@
 /* sim.c -- trace replay through gpupack's placement code: the reference protocol,
  * the two deployment modes, and the reports of `gpupack simulate`. */
 #include "sim.h"
+#include "sim_plot.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -13,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kubesim.h"
 #include "policy.h"
+#include "policy_store.h"
 
 /* ---------------------------------------------------------------- rng -- */
 
@@ -58,8 +61,18 @@ typedef struct placed {
     gp_hold holds[GP_MAX_GPUS_PER_CTR];
 } placed;
 
+/* kube-scheduler's accounting of a node (NodeInfo.Requested / NonZeroRequested). */
+typedef struct kacct {
+    int64_t cpu_alloc, mem_alloc;   /* milli-CPU, MiB */
+    int64_t cpu_req, mem_req;       /* sum of pod requests */
+    int64_t cpu_nz, mem_nz;         /* same with kube's defaults for absent requests */
+} kacct;
+
 typedef struct run {
     const sim_config *cfg;
+    kacct *ka;
+    size_t start;        /* kube mode: nextStartNodeIndex */
+    bool blind;          /* gpupack's nodes carry no CPU/memory */
     rng r;
     gp_node *nodes;
     uint32_t *ver;
@@ -138,25 +151,37 @@ static int classify(const trace_pod *pods, size_t n, int *cls)
 }
 
 /* kube-scheduler's NodeResourcesFit filter, for the two resources the trace has. */
-static bool kube_fits(const gp_node *n, const trace_pod *p)
+static bool kube_fits(const kacct *n, const trace_pod *p)
 {
-    if (n->cpu_used_milli + p->cpu_milli > n->cpu_alloc_milli)
+    if (n->cpu_req + p->cpu_milli > n->cpu_alloc)
         return false;
-    if (n->host_mem_used_mib + p->mem_mib > n->host_mem_alloc_mib)
+    if (n->mem_req + p->mem_mib > n->mem_alloc)
         return false;
     return true;
 }
 
+/* A trace pod's CPU and memory as kube's scoring counts them: an absent
+ * (zero) request counts as 100m / 200 MiB (schedutil.GetRequestForResource). */
+static int64_t nz_cpu(const trace_pod *p)
+{
+    return p->cpu_milli ? p->cpu_milli : KUBESIM_DEFAULT_MILLI_CPU;
+}
+
+static int64_t nz_mem(const trace_pod *p)
+{
+    return p->mem_mib ? p->mem_mib : KUBESIM_DEFAULT_MEMORY_MIB;
+}
+
 /* kube-scheduler's LeastAllocated score (NodeResourcesFit, CPU and memory
  * weighted 1:1), 0..100, integer arithmetic as kube-scheduler does it. */
-static int64_t least_allocated(const gp_node *n, const trace_pod *p)
+static int64_t least_allocated(const kacct *n, const trace_pod *p)
 {
     int64_t s = 0;
-    int64_t a = n->cpu_alloc_milli, r = n->cpu_used_milli + p->cpu_milli;
+    int64_t a = n->cpu_alloc, r = n->cpu_req + p->cpu_milli;
     if (a > 0 && r <= a)
         s += (a - r) * 100 / a;
-    a = n->host_mem_alloc_mib;
-    r = n->host_mem_used_mib + p->mem_mib;
+    a = n->mem_alloc;
+    r = n->mem_req + p->mem_mib;
     if (a > 0 && r <= a)
         s += (a - r) * 100 / a;
     return s / 2;
@@ -212,7 +237,7 @@ static int choose_node(run *R, size_t pi, const gp_pod_req *req)
     bool kube_only = p->num_gpu == 0 && c->cpu_pods == SIM_CPU_PODS_KUBE;
     for (size_t i = 0; i < R->nn; i++) {
         const gp_node *n = &R->nodes[i];
-        if (!kube_fits(n, p))
+        if (!kube_fits(&R->ka[i], p))
             continue;
         if (p->num_gpu > n->ngpus)
             continue;   /* placement_fit would say the same, only slower */
@@ -229,12 +254,12 @@ static int choose_node(run *R, size_t pi, const gp_pod_req *req)
     int chosen;
     if (kube_only) {
         for (int k = 0; k < nf; k++)
-            key[k] = least_allocated(&R->nodes[R->fits[k]], p);
+            key[k] = least_allocated(&R->ka[R->fits[k]], p);
         chosen = pick_max_i64(R, R->fits, nf, key);
     } else if (c->mode == SIM_MODE_PRIORITIZE) {
         placement_normalize(R->raw, nf, R->norm);
         for (int k = 0; k < nf; k++)
-            key[k] = least_allocated(&R->nodes[R->fits[k]], p) +
+            key[k] = least_allocated(&R->ka[R->fits[k]], p) +
                      (int64_t)R->norm[k] * c->weight * 10;
         chosen = pick_max_i64(R, R->fits, nf, key);
     } else {
@@ -246,12 +271,143 @@ static int choose_node(run *R, size_t pi, const gp_pod_req *req)
         for (int k = 0; k < nf; k++) {
             if (R->raw[k] >= best - SCORE_EPS) {
                 R->fits[nt] = R->fits[k];
-                key[nt] = c->ties == SIM_TIES_KUBE ? least_allocated(&R->nodes[R->fits[k]], p) : 0;
+                key[nt] = c->ties == SIM_TIES_KUBE ? least_allocated(&R->ka[R->fits[k]], p) : 0;
                 nt++;
             }
         }
         chosen = pick_max_i64(R, R->fits, nt, key);
     }
+    free(key);
+    return chosen;
+}
+
+/* ------------------------------------------------------ kube-scheduler -- */
+
+/* What a GPU trace pod asks kube-scheduler for (a CPU-only pod asks none). */
+static const char *const gpu_resources[] = {"gpupack.io/gpu-mem", "gpupack.io/gpu-core",
+                                            "gpupack.io/gpu-count"};
+
+/* kube's (allocatable, requested-with-pod) of one scoring resource; (0, 0)
+ * for resources the trace has no notion of. */
+static void kube_resource(const kacct *n, const trace_pod *p, const char *name, bool nonzero,
+                          int64_t *alloc, int64_t *req)
+{
+    *alloc = 0;
+    *req = 0;
+    if (strcmp(name, "cpu") == 0) {
+        *alloc = n->cpu_alloc;
+        *req = nonzero ? n->cpu_nz + nz_cpu(p) : n->cpu_req + p->cpu_milli;
+    } else if (strcmp(name, "memory") == 0) {
+        *alloc = n->mem_alloc;
+        *req = nonzero ? n->mem_nz + nz_mem(p) : n->mem_req + p->mem_mib;
+    }
+}
+
+/* The score plugins that vary between trace nodes: NodeResourcesFit (on
+ * NonZeroRequested) and NodeResourcesBalancedAllocation (on Requested), each
+ * times its weight. TaintToleration, NodeAffinity, PodTopologySpread,
+ * InterPodAffinity and ImageLocality give every trace node the same score. */
+static int64_t kube_plugin_score(const schedcfg *k, const kacct *n, const trace_pod *p)
+{
+    int64_t req[SCHEDCFG_MAX_RES], alloc[SCHEDCFG_MAX_RES], total = 0;
+    if (k->w_fit > 0) {
+        for (int i = 0; i < k->nfit_res; i++)
+            kube_resource(n, p, k->fit_res[i].name, true, &alloc[i], &req[i]);
+        total += k->w_fit * kubesim_fit_score(k, req, alloc);
+    }
+    if (k->w_bal > 0) {
+        for (int i = 0; i < k->nbal_res; i++)
+            kube_resource(n, p, k->bal_res[i].name, false, &alloc[i], &req[i]);
+        total += k->w_bal * kubesim_balanced_score(req, alloc, k->nbal_res);
+    }
+    return total;
+}
+
+/* One scheduling cycle of kube-scheduler v1.26 with gpupack as its extender
+ * (schedule_one.go: findNodesThatPassFilters, findNodesThatPassExtenders,
+ * prioritizeNodes, selectHost). gpupack answers as src/extender.c does:
+ * filter keeps the nodes the pod fits (in nodeDecision: filter only the first
+ * best one, reserved), prioritize normalises raw scores 0..10; gpupack decides
+ * CPU-only pods the same way when it knows host CPU (extender_cpu), else
+ * they pass every node and score 0. Returns the node or -1. */
+static int choose_node_kube(run *R, size_t pi, const gp_pod_req *req)
+{
+    const sim_config *c = R->cfg;
+    const schedcfg *k = c->kube;
+    const trace_pod *p = &c->pods[pi];
+    bool gpu = p->num_gpu > 0;
+    int nres = gpu ? (int)GP_ARRAY_LEN(gpu_resources) : 0;
+    int nall = (int)R->nn;
+    if (nall == 0)
+        return -1;
+    /* NodeResourcesFit filter: no node advertises gpupack's resources */
+    for (int i = 0; i < nres; i++)
+        if (kubesim_checks_resource(k, gpu_resources[i])) {
+            R->start = (R->start + R->nn) % R->nn;   /* every node was examined */
+            return -1;
+        }
+    int want = kubesim_num_feasible(k->pct, nall), nf = 0;
+    size_t processed = 0;
+    for (int i = 0; i < nall && nf < want; i++) {
+        size_t ni = (R->start + (size_t)i) % R->nn;
+        processed++;
+        if (kube_fits(&R->ka[ni], p))
+            R->fits[nf++] = (int)ni;
+    }
+    R->start = (R->start + processed) % R->nn;
+    /* gpupack decides GPU pods, and CPU-only pods too when it knows host CPU */
+    bool ours = k->has_extender && (gpu || c->extender_cpu) &&
+                kubesim_interested(k, gpu_resources, nres);
+    bool evaluated = false;
+    if (ours && k->ext_filter) {
+        int nk = 0;
+        double best = -INFINITY;
+        for (int i = 0; i < nf; i++) {
+            double s = 0;
+            if (p->num_gpu > R->nodes[R->fits[i]].ngpus ||
+                !node_eval(R, (size_t)R->fits[i], pi, req, &s))
+                continue;
+            R->fits[nk] = R->fits[i];
+            R->raw[nk++] = s;
+            if (s > best)
+                best = s;
+        }
+        nf = nk;
+        if (c->mode == SIM_MODE_FILTER) {
+            /* the first best node in kube-scheduler's order, reserved at
+             * filter time (extender.c reserve_one): the only node passed on */
+            for (int i = 0; i < nf; i++)
+                if (R->raw[i] >= best - 1e-12)
+                    return R->fits[i];
+        }
+        evaluated = true;
+    }
+    if (nf <= 1)
+        return nf == 1 ? R->fits[0] : -1;
+    int64_t *key = xmalloc((size_t)nf * sizeof *key);
+    for (int i = 0; i < nf; i++)
+        key[i] = kube_plugin_score(k, &R->ka[R->fits[i]], p);
+    if (ours && k->ext_prioritize) {
+        /* the live extender normalises over the nodes the pod fits; the others score 0 */
+        double *raw = xmalloc((size_t)nf * sizeof *raw);
+        bool *fit = xmalloc((size_t)nf * sizeof *fit);
+        int nk = 0;
+        for (int i = 0; i < nf; i++) {
+            double s = evaluated ? R->raw[i] : 0;
+            fit[i] = evaluated || (p->num_gpu <= R->nodes[R->fits[i]].ngpus &&
+                                   node_eval(R, (size_t)R->fits[i], pi, req, &s));
+            if (fit[i])
+                raw[nk++] = s;
+        }
+        placement_normalize(raw, nk, R->norm);
+        nk = 0;
+        for (int i = 0; i < nf; i++)
+            if (fit[i])
+                key[i] += kubesim_extender_score(R->norm[nk++], k->ext_weight);
+        free(fit);
+        free(raw);
+    }
+    int chosen = pick_max_i64(R, R->fits, nf, key);
     free(key);
     return chosen;
 }
@@ -262,6 +418,21 @@ static void node_changed(run *R, int ni)
         R->ver[ni] = 1;
 }
 
+/* CPU and memory of a pod joining (+1) or leaving (-1) a node: kube's
+ * accounting, and gpupack's when it sees host resources. */
+static void account(run *R, int ni, const trace_pod *p, int sign)
+{
+    kacct *k = &R->ka[ni];
+    k->cpu_req += sign * p->cpu_milli;
+    k->mem_req += sign * p->mem_mib;
+    k->cpu_nz += sign * nz_cpu(p);
+    k->mem_nz += sign * nz_mem(p);
+    if (!R->blind) {
+        R->nodes[ni].cpu_used_milli = k->cpu_req;
+        R->nodes[ni].host_mem_used_mib = k->mem_req;
+    }
+}
+
 static int place_pod(run *R, size_t pi, const char *name, placed *out)
 {
     const trace_pod *p = &R->cfg->pods[pi];
@@ -269,7 +440,7 @@ static int place_pod(run *R, size_t pi, const char *name, placed *out)
     trace_pod_to_req(p, name, &req);
     out->node = -1;
     out->ngpus = 0;
-    int ni = choose_node(R, pi, &req);
+    int ni = R->cfg->kube ? choose_node_kube(R, pi, &req) : choose_node(R, pi, &req);
     if (ni < 0)
         return -1;
     gp_node *n = &R->nodes[ni];
@@ -278,8 +449,7 @@ static int place_pod(run *R, size_t pi, const char *name, placed *out)
         return -1;   /* cannot happen: the node was chosen because it fits */
     if (placement_apply(n, &a, +1) != 0)
         return -1;
-    n->cpu_used_milli += p->cpu_milli;
-    n->host_mem_used_mib += p->mem_mib;
+    account(R, ni, p, +1);
     node_changed(R, ni);
     out->node = ni;
     out->ngpus = gp_assignment_holds(&a, out->holds);
@@ -303,8 +473,7 @@ static void remove_pod(run *R, size_t pi, const placed *pl)
                                            pl->holds[g].core};
     if (pl->ngpus > 0 && placement_apply(n, &a, -1) != 0)
         return;
-    n->cpu_used_milli -= p->cpu_milli;
-    n->host_mem_used_mib -= p->mem_mib;
+    account(R, pl->node, p, -1);
     node_changed(R, pl->node);
     R->alloc_milli -= trace_pod_gpu_milli(p);
 }
@@ -424,8 +593,17 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
 
     R.nodes = xcalloc(R.nn, sizeof *R.nodes);
     R.ver = xcalloc(R.nn, sizeof *R.ver);
+    R.ka = xcalloc(R.nn ? R.nn : 1, sizeof *R.ka);
+    R.blind = cfg->kube && !cfg->extender_cpu;
     for (size_t i = 0; i < R.nn; i++) {
-        trace_node_to_gp(&cfg->nodes[i], &R.nodes[i]);
+        gp_node *n = &R.nodes[i];
+        trace_node_to_gp(&cfg->nodes[i], n);
+        R.ka[i] = (kacct){n->cpu_alloc_milli, n->host_mem_alloc_mib, n->cpu_used_milli,
+                          n->host_mem_used_mib, n->cpu_used_milli, n->host_mem_used_mib};
+        if (R.blind) {
+            n->cpu_alloc_milli = n->cpu_used_milli = 0;
+            n->host_mem_alloc_mib = n->host_mem_used_mib = 0;
+        }
         R.ver[i] = 1;
     }
     R.cls = xmalloc(cfg->npods * sizeof *R.cls);
@@ -504,6 +682,7 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     free(R.cache);
     free(R.cls);
     free(R.ver);
+    free(R.ka);
     free(R.nodes);
     return rc;
 }
@@ -514,6 +693,10 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
 
 typedef struct cli {
     const char *nodes_path, *pods_path, *policy_path, *label;
+    const char *plot_path;        /* --plot FILE.png: gnuplot chart of the mean curves */
+    const char *policies_dir;     /* --policies DIR */
+    const char *sched_path;       /* --scheduler-config FILE; NULL = ideal mode */
+    bool sched_explicit, ideal_knob, extender_no_cpu;
     const char *node_strategy, *gpu_strategy;
     const char *format;           /* table | csv | json */
     const char *shapes_src;       /* trace | trace-gpu | policy */
@@ -526,18 +709,30 @@ typedef struct cli {
     int jobs;
     bool quiet;
     bool by_gpus;                 /* typical shapes weighted by GPU demand */
+    bool emit_shapes;             /* print the trace's shapes as spec.shapes and stop */
 } cli;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gpupack simulate --nodes NODES.csv --pods PODS.csv [options]\n"
+            "  --scheduler-config FILE\n"
+            "                         play kube-scheduler v1.26 as this KubeSchedulerConfiguration\n"
+            "                         says (default: manifests/scheduler-config.yaml, the shipped\n"
+            "                         deployment); \"none\" = ideal mode: gpupack places every pod\n"
+            "                         over every node (--weight, --ties, --cpu-pods imply it)\n"
+            "  --policies DIR         the policy set `gpupack serve --policies DIR` would use,\n"
+            "                         trace pods matched as namespace \"trace\", no labels\n"
+            "                         (default with a scheduler configuration: policies/)\n"
+            "  --extender-no-cpu      with a scheduler configuration: gpupack does not see host\n"
+            "                         CPU and memory and passes CPU-only pods everywhere (what\n"
+            "                         gpupack did before it tracked them)\n"
             "  --policy FILE          packing policy (YAML); default: the built-in default\n"
             "  --node-strategy NAME   override the policy's node strategy\n"
             "  --gpu-strategy NAME    override the policy's GPU strategy\n"
             "  --mode filter|prioritize|both\n"
             "                         deployment mode (default: the policy's nodeDecision)\n"
-            "  --weight N             extender weight in prioritize mode (default 5, as\n"
+            "  --weight N             extender weight in prioritize mode (default 25, as\n"
             "                         manifests/scheduler-config.yaml ships it)\n"
             "  --ties random|kube     filter mode: break equal best scores by RNG (default)\n"
             "                         or by kube-scheduler's LeastAllocated score, as live\n"
@@ -548,16 +743,22 @@ static void usage(FILE *f)
             "  --departures           replay creation/deletion times (no shuffle, no inflation)\n"
             "  --no-shuffle           keep the file order\n"
             "  --shapes trace|trace-gpu|policy\n"
-            "                         typical task shapes: the pod list's with CPU (default),\n"
-            "                         its GPU pods only, or the policy's\n"
+            "                         typical task shapes the strategies use: the pod list's\n"
+            "                         with CPU, its GPU pods only, or the policy's (its\n"
+            "                         spec.shapes, else the built-in ones, as live gpupack;\n"
+            "                         the default with a scheduler configuration, else trace)\n"
             "  --coverage X           share of pods the typical shapes cover (default 0.95)\n"
             "  --shape-weight pods|gpus\n"
             "                         shape popularity by pod count (the paper) or by GPUs,\n"
             "                         a multi-GPU pod counting once per GPU (default)\n"
             "  --format table|csv|json, --csv, --json\n"
             "  --label NAME           policy name in the reports\n"
+            "  --plot FILE.png        chart allocation and fragmentation against arrived load\n"
+            "                         (mean over seeds, one curve per mode; needs gnuplot)\n"
             "  --jobs N               seeds run in parallel (default: online CPUs)\n"
             "  --no-cache             evaluate every node for every pod (slow; for checking)\n"
+            "  --emit-shapes          print the pod list's typical shapes (--coverage,\n"
+            "                         --shape-weight) as a policy's spec.shapes, and stop\n"
             "  --quiet                no progress on stderr\n"
             "strategies: node:");
     for (const char *const *n = placement_node_strategy_names(); *n; n++)
@@ -825,6 +1026,18 @@ static void print_csv(FILE *f, const cli *c, const sim_result *res, sim_mode mod
     }
 }
 
+/* --plot: the mean curve of every mode run. */
+static int plot_modes(const cli *c, sim_result *const *res, gp_err *err)
+{
+    sim_result mean[2];
+    sim_plot_series series[2];
+    for (int m = 0; m < c->nmodes; m++) {
+        mean_result(res[m], c->nseeds, &mean[m]);
+        series[m] = (sim_plot_series){c->label, mode_name(c->modes[m]), &mean[m]};
+    }
+    return sim_plot_write(c->plot_path, series, c->nmodes, err);
+}
+
 static json_t *json_point(const sim_point *p)
 {
     return json_pack("{s:f,s:f,s:f}", "arrived", p->arrived, "alloc", p->alloc, "frag", p->frag);
@@ -862,19 +1075,57 @@ static json_t *json_mode(const cli *c, const sim_result *res, sim_mode mode, int
                      json_result(&m, gpus, c->nseeds));
 }
 
+/* spec.shapes of a policy (docs/policies.md), from typical shapes. */
+static void print_shapes(FILE *f, const gp_shapes *sh, const char *src)
+{
+    fprintf(f, "  # typical task shapes of %s (gpupack simulate --emit-shapes)\n", src);
+    fprintf(f, "  shapes:\n");
+    for (int i = 0; i < sh->n; i++) {
+        const gp_shape *s = &sh->s[i];
+        fprintf(f, "    - {gpus: %d, core: %g, weight: %.5f", s->count, s->core / 10.0, s->weight);
+        if (s->cpu_milli > 0)
+            fprintf(f, ", cpuMilli: %lld", (long long)s->cpu_milli);
+        if (s->models[0]) {
+            fprintf(f, ", gpuModels: [");
+            const char *m = s->models;
+            for (int k = 0; *m; k++) {
+                size_t len = strcspn(m, "|");
+                fprintf(f, "%s\"%.*s\"", k ? ", " : "", (int)len, m);
+                m += len;
+                if (*m == '|')
+                    m++;
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "}\n");
+    }
+}
+
 /* ------------------------------------------------------------- main -- */
 
 /* The policy that governs trace pods: --policy FILE through the policy
  * loader when given, else the built-in default set. A file with one policy
  * is replayed under that policy whatever its match says (that is what tuning
  * it offline means); a file with several is matched like a live cluster
- * would match pods of a namespace "trace" without labels. */
-static int load_policy(const char *path, gp_policy_view *view, gp_err *err)
+ * would match pods of a namespace "trace" without labels. --policies DIR
+ * loads a directory as `gpupack serve --policies` does and matches the same
+ * way. The set behind the view is returned in *keep (unref when done). */
+static int load_policy(const char *path, const char *dir, gp_policy_view *view,
+                       gp_policy_set **keep, gp_err *err)
 {
     gp_policy_set *set = NULL;
+    *keep = NULL;
     if (path) {
         if (policy_set_load_file(path, &set, err) != 0)
             return -1;
+    } else if (dir) {
+        policy_store *st = NULL;
+        if (policy_store_open(dir, &st, err) != 0)
+            return -1;
+        set = policy_store_current(st);
+        policy_store_free(st);   /* the set stays valid while referenced */
+        *keep = set;
+        return policy_select(set, "trace", NULL, NULL, time(NULL), view, err);
     } else {
         set = policy_set_default();
     }
@@ -889,10 +1140,12 @@ static int load_policy(const char *path, gp_policy_view *view, gp_err *err)
     }
     int rc = path && own == 1 ? policy_view_by_name(set, only, view, err)
                               : policy_select(set, "trace", NULL, NULL, time(NULL), view, err);
-    /* the view points into static tables or into the set: a set loaded from
-     * a file stays referenced for the rest of the process */
+    /* the view points into static tables or into the set: the caller keeps
+     * a set loaded from a file until it is done */
     if (!path)
         policy_set_unref(set);
+    else
+        *keep = set;
     return rc;
 }
 
@@ -901,7 +1154,7 @@ int sim_main(int argc, char **argv)
     cli c;
     memset(&c, 0, sizeof c);
     c.format = "table";
-    c.shapes_src = "trace";
+    c.shapes_src = NULL;   /* default: policy with a scheduler configuration, else trace */
     c.coverage = 0.95;
     c.by_gpus = true;
     c.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -917,6 +1170,8 @@ int sim_main(int argc, char **argv)
     trace_pod *pods = NULL;
     size_t nnodes = 0, npods = 0;
     sim_result *res[2] = {NULL, NULL};
+    schedcfg kube;
+    gp_policy_set *set = NULL;
     int status = 2;
     char label[256];
 
@@ -943,6 +1198,15 @@ int sim_main(int argc, char **argv)
         } else if (strcmp(a, "--policy") == 0) {
             NEED_ARG();
             c.policy_path = v;
+        } else if (strcmp(a, "--policies") == 0) {
+            NEED_ARG();
+            c.policies_dir = v;
+        } else if (strcmp(a, "--scheduler-config") == 0) {
+            NEED_ARG();
+            c.sched_path = strcmp(v, "none") == 0 ? NULL : v;
+            c.sched_explicit = true;
+        } else if (strcmp(a, "--extender-no-cpu") == 0) {
+            c.extender_no_cpu = true;
         } else if (strcmp(a, "--node-strategy") == 0) {
             NEED_ARG();
             c.node_strategy = v;
@@ -968,6 +1232,7 @@ int sim_main(int argc, char **argv)
             }
         } else if (strcmp(a, "--weight") == 0) {
             NEED_ARG();
+            c.ideal_knob = true;
             double w;
             if (parse_double(a, v, 1, 100, &w, &err)) {
                 fprintf(stderr, "gpupack simulate: %s\n", err.msg);
@@ -976,6 +1241,7 @@ int sim_main(int argc, char **argv)
             weight = (int)w;
         } else if (strcmp(a, "--ties") == 0) {
             NEED_ARG();
+            c.ideal_knob = true;
             if (strcmp(v, "random") == 0)
                 ties = SIM_TIES_RANDOM;
             else if (strcmp(v, "kube") == 0)
@@ -986,6 +1252,7 @@ int sim_main(int argc, char **argv)
             }
         } else if (strcmp(a, "--cpu-pods") == 0) {
             NEED_ARG();
+            c.ideal_knob = true;
             if (strcmp(v, "policy") == 0)
                 cpu_pods = SIM_CPU_PODS_POLICY;
             else if (strcmp(v, "kube") == 0)
@@ -1040,6 +1307,9 @@ int sim_main(int argc, char **argv)
             c.format = "csv";
         } else if (strcmp(a, "--json") == 0) {
             c.format = "json";
+        } else if (strcmp(a, "--plot") == 0) {
+            NEED_ARG();
+            c.plot_path = v;
         } else if (strcmp(a, "--label") == 0) {
             NEED_ARG();
             c.label = v;
@@ -1057,6 +1327,8 @@ int sim_main(int argc, char **argv)
             shuffle = false;
         } else if (strcmp(a, "--no-cache") == 0) {
             cache = false;
+        } else if (strcmp(a, "--emit-shapes") == 0) {
+            c.emit_shapes = true;
         } else if (strcmp(a, "--quiet") == 0) {
             c.quiet = true;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -1077,8 +1349,18 @@ int sim_main(int argc, char **argv)
     }
 
     status = 1;
+    if (!c.sched_explicit && !c.ideal_knob && access(SIM_SCHEDULER_CONFIG, R_OK) == 0)
+        c.sched_path = SIM_SCHEDULER_CONFIG;
+    if (c.sched_path) {
+        if (schedcfg_load(c.sched_path, &kube, &err)) {
+            fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+            goto done;
+        }
+        if (!c.policy_path && !c.policies_dir && access(SIM_POLICIES_DIR, R_OK) == 0)
+            c.policies_dir = SIM_POLICIES_DIR;
+    }
     gp_policy_view view;
-    if (load_policy(c.policy_path, &view, &err)) {
+    if (load_policy(c.policy_path, c.policies_dir, &view, &set, &err)) {
         fprintf(stderr, "gpupack simulate: %s\n", err.msg);
         goto done;
     }
@@ -1108,7 +1390,16 @@ int sim_main(int argc, char **argv)
         goto done;
     }
 
+    if (c.emit_shapes) {
+        gp_shapes sh;
+        frag_shapes_from_trace(pods, npods, c.coverage, true, c.by_gpus, &sh);
+        print_shapes(stdout, &sh, c.pods_path);
+        status = 0;
+        goto done;
+    }
     gp_shapes *shapes = xcalloc(1, sizeof *shapes);
+    if (!c.shapes_src)
+        c.shapes_src = c.sched_path ? "policy" : "trace";
     frag_shapes_from_trace(pods, npods, c.coverage, strcmp(c.shapes_src, "trace-gpu") != 0,
                            c.by_gpus, shapes);
     sim_config cfg;
@@ -1118,7 +1409,9 @@ int sim_main(int argc, char **argv)
     cfg.pods = pods;
     cfg.npods = npods;
     cfg.place = view.place;
-    if (strcmp(c.shapes_src, "policy") != 0 || !cfg.place.shapes)
+    /* the policy's shapes are what live gpupack uses (the built-in ones when
+     * the policy has none): the default when playing the deployment */
+    if (strcmp(c.shapes_src, "policy") != 0)
         cfg.place.shapes = shapes;
     cfg.shapes = shapes;
     cfg.weight = weight;
@@ -1128,6 +1421,8 @@ int sim_main(int argc, char **argv)
     cfg.departures = departures;
     cfg.shuffle = shuffle && !departures;
     cfg.cache = cache;
+    cfg.kube = c.sched_path ? &kube : NULL;
+    cfg.extender_cpu = !c.extender_no_cpu;
 
     if (!c.label) {
         snprintf(label, sizeof label, "%s/%s", cfg.place.node ? cfg.place.node->name : "binpack",
@@ -1170,6 +1465,8 @@ int sim_main(int argc, char **argv)
             ties == SIM_TIES_KUBE ? "kube" : "random", "cpu_pods",
             cpu_pods == SIM_CPU_PODS_KUBE ? "kube" : "policy", "shapes", shapes->n, "modes",
             modes, "wall_s", wall);
+        json_object_set_new(root, "scheduler_config",
+                            c.sched_path ? json_string(c.sched_path) : json_null());
         char *s = json_dumps(root, JSON_INDENT(2));
         if (s)
             printf("%s\n", s);
@@ -1180,17 +1477,38 @@ int sim_main(int argc, char **argv)
                "%d seeds, %d typical shapes\n",
                c.nodes_path, nnodes, gpus, c.pods_path, npods, cfg.inflate,
                departures ? ", departures" : "", c.nseeds, shapes->n);
+        if (cfg.kube)
+            printf("scheduler: %s (percentageOfNodesToScore %d%s, NodeResourcesFit %s x%d, "
+                   "BalancedAllocation x%d, extender %s weight %d, %d managedResources), "
+                   "policies %s, gpupack %s host CPU\n",
+                   c.sched_path, kube.pct, kube.pct ? "" : " = adaptive",
+                   kube.strategy == SCHEDCFG_MOST_ALLOCATED ? "MostAllocated"
+                   : kube.strategy == SCHEDCFG_LEAST_ALLOCATED ? "LeastAllocated"
+                                                               : "RequestedToCapacityRatio",
+                   kube.w_fit, kube.w_bal, kube.has_extender ? "yes" : "none", kube.ext_weight,
+                   kube.nmanaged, c.policy_path ? c.policy_path : c.policies_dir ? c.policies_dir
+                                                                               : "built-in",
+                   cfg.extender_cpu ? "sees" : "does not see");
+        else
+            printf("scheduler: none (ideal: gpupack places every pod over every node)\n");
         printf("columns: arrived%% and alloc%% of GPU capacity at the end; unalloc = "
                "unallocated GPUs; frag%% = fragment / idle GPU share; failed pods by kind\n");
         for (int m = 0; m < c.nmodes; m++)
             print_table(stdout, &c, res[m], c.modes[m]);
         printf("\nwall time: %.2f s\n", wall);
     }
+    if (c.plot_path && plot_modes(&c, res, &err)) {
+        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+        free(shapes);
+        status = 1;
+        goto done;
+    }
     if (!c.quiet)
         fprintf(stderr, "simulate: wall time %.2f s\n", wall);
     free(shapes);
     status = 0;
 done:
+    policy_set_unref(set);
     free(res[0]);
     free(res[1]);
     free(pods);

@@ -117,6 +117,134 @@ START_TEST(observe_confirms_and_releases)
 }
 END_TEST
 
+static void host_used(gp_cluster *c, const char *name, int64_t *cpu, int64_t *mem)
+{
+    cluster_rdlock(c);
+    const gp_node *n = cluster_rd_node(c, name);
+    *cpu = n ? n->cpu_used_milli : -1;
+    *mem = n ? n->host_mem_used_mib : -1;
+    cluster_unlock(c);
+}
+
+/* Every pod's CPU and memory count on its node (GPU pods and pods without
+ * GPUs alike), so strategies that weigh host resources see them. */
+START_TEST(host_resources_of_every_pod)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    inv.cpu_alloc_milli = 8000;
+    inv.mem_alloc_mib = 32768;
+    cluster_upsert_node(c, "n0", &inv);
+    int64_t cpu, mem;
+    cluster_rdlock(c);
+    ck_assert_int_eq(cluster_rd_node(c, "n0")->cpu_alloc_milli, 8000);
+    ck_assert_int_eq(cluster_rd_node(c, "n0")->host_mem_alloc_mib, 32768);
+    cluster_unlock(c);
+    /* a pod bound by someone else, no gpupack annotations */
+    gp_pod_obs obs = {.uid = "h1", .ns = "d", .name = "h1", .node_name = "n0", .cpu_milli = 2000,
+                      .mem_mib = 1024};
+    cluster_pod_observed(c, &obs);
+    cluster_pod_observed(c, &obs);   /* seen again: counted once */
+    host_used(c, "n0", &cpu, &mem);
+    ck_assert_int_eq(cpu, 2000);
+    ck_assert_int_eq(mem, 1024);
+    gp_cluster_stats s;
+    cluster_stats(c, &s);
+    ck_assert_int_eq(s.pods_bound, 0);   /* not a GPU pod */
+    /* its requests change (resize): followed */
+    obs.cpu_milli = 3000;
+    cluster_pod_observed(c, &obs);
+    host_used(c, "n0", &cpu, &mem);
+    ck_assert_int_eq(cpu, 3000);
+    /* a pod without GPUs placed by bind: assumed, kept while pending, then bound */
+    gp_pod_req r;
+    memset(&r, 0, sizeof r);
+    gp_strlcpy(r.uid, "h2", sizeof r.uid);
+    gp_strlcpy(r.ns, "d", sizeof r.ns);
+    gp_strlcpy(r.name, "h2", sizeof r.name);
+    r.cpu_milli = 500;
+    r.host_mem_mib = 256;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(a.nctrs, 0);
+    gp_pod_obs pend = {.uid = "h2", .ns = "d", .name = "h2", .node_name = "", .cpu_milli = 500,
+                       .mem_mib = 256};
+    cluster_pod_observed(c, &pend);
+    host_used(c, "n0", &cpu, &mem);
+    ck_assert_int_eq(cpu, 3500);
+    pend.node_name = "n0";
+    cluster_pod_observed(c, &pend);
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "h2", &a, &st), 0);
+    ck_assert_int_eq(st, GP_POD_BOUND);
+    host_used(c, "n0", &cpu, &mem);
+    ck_assert_int_eq(cpu, 3500);
+    ck_assert_int_eq(mem, 1280);
+    /* a GPU pod's host requests count too */
+    gp_pod_req g;
+    tu_req(&g, "g1", 1, 4096, 0);
+    g.cpu_milli = 1000;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &g, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    host_used(c, "n0", &cpu, &mem);
+    ck_assert_int_eq(cpu, 4500);
+    /* a new allocatable keeps what is used */
+    inv.cpu_alloc_milli = 16000;
+    cluster_upsert_node(c, "n0", &inv);
+    host_used(c, "n0", &cpu, &mem);
+    ck_assert_int_eq(cpu, 4500);
+    /* terminal pods release */
+    obs.terminal = true;
+    cluster_pod_observed(c, &obs);
+    pend.terminal = true;
+    cluster_pod_observed(c, &pend);
+    host_used(c, "n0", &cpu, &mem);
+    ck_assert_int_eq(cpu, 1000);
+    ck_assert_int_eq(mem, 0);
+    cluster_free(c);
+}
+END_TEST
+
+/* Reservations lapse on their own TTL; bound binds and plain assumptions
+ * follow the assume TTL. No clock games: TTL 0 has lapsed by the sweep. */
+START_TEST(reservations_lapse)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_pod_req r1, r2, r3;
+    tu_req(&r1, "r1", 1, 4096, 0);
+    tu_req(&r2, "r2", 1, 4096, 0);
+    tu_req(&r3, "r3", 1, 4096, 0);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r1, &o, "p", 0, &a, &err), 0);
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, "p", 1e6, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r3, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 3 * 4096);
+    /* reserving again replaces, never adds */
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, "p", 1e6, &a, &err), 0);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 3 * 4096);
+    /* a pod being bound is not reserved over */
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r3, &o, "p", 1e6, &a, &err), -1);
+    ck_assert_int_eq(cluster_expire_assumed(c, 1e6), 1);   /* r1 only */
+    ck_assert_int_eq(node_mem_used(c, "n0"), 2 * 4096);
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "r1", &a, &st), -1);
+    ck_assert_int_eq(cluster_pod_get(c, "r2", &a, &st), 0);
+    /* the bind takes r2 over: from now on it follows the assume TTL */
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r2, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(node_mem_used(c, "n0"), 2 * 4096);
+    ck_assert_int_eq(cluster_expire_assumed(c, 1e6), 0);
+    ck_assert_int_eq(cluster_expire_assumed(c, -1), 2);     /* r2, r3 past a negative TTL */
+    ck_assert_int_eq(node_mem_used(c, "n0"), 0);
+    cluster_free(c);
+}
+END_TEST
+
 START_TEST(pods_before_their_node_and_inventory_changes)
 {
     gp_cluster *c = cluster_new();
@@ -300,6 +428,8 @@ Suite *suite_cluster(void)
     tcase_add_test(t, assume_forget_and_idempotence);
     tcase_add_test(t, forget_spares_a_completed_bind);
     tcase_add_test(t, observe_confirms_and_releases);
+    tcase_add_test(t, host_resources_of_every_pod);
+    tcase_add_test(t, reservations_lapse);
     tcase_add_test(t, pods_before_their_node_and_inventory_changes);
     tcase_add_test(t, resync_removes_unseen);
     tcase_add_test(t, ns_gpus_and_inspect);

@@ -358,6 +358,74 @@ START_TEST(binder_failure_rolls_back)
 }
 END_TEST
 
+/* A pod without GPU containers reaches gpupack when kube-scheduler has no
+ * managedResources: filter passes it (nodes unknown to gpupack included),
+ * bind records its CPU on the node and hands the binder no annotations (a
+ * plain Binding). It used to fail: "asks for no gpupack resources". */
+START_TEST(cpu_only_pod_is_placed_and_bound)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 16384, "A100");
+    inv.cpu_alloc_milli = 8000;
+    cluster_upsert_node(c, "n0", &inv);
+    fake_binder fb = {0};
+    gp_extender_config cfg = {.binder = binder, .binder_ud = &fb};
+    gp_extender *e = extender_new(c, &cfg);
+    static const char *filter =
+        "{\"Pod\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"u9\"},\"spec\":"
+        "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1500m\"}}}]}},"
+        "\"NodeNames\":[\"n0\",\"elsewhere\"]}";
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, filter, &out), 200);
+    ck_assert_int_eq(json_array_size(json_object_get(out, "NodeNames")), 2);
+    json_decref(out);
+    ck_assert_int_eq(call(extender_prioritize, e, filter, &out), 200);
+    ck_assert_int_eq(json_array_size(out), 2);
+    json_decref(out);
+    static const char *bind =
+        "{\"PodName\":\"c\",\"PodNamespace\":\"ns\",\"PodUID\":\"u9\",\"Node\":\"n0\"}";
+    ck_assert_int_eq(call(extender_bind, e, bind, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(fb.calls, 1);
+    ck_assert_str_eq(fb.last_ann, "{}");
+    cluster_rdlock(c);
+    ck_assert_int_eq(cluster_rd_node(c, "n0")->cpu_used_milli, 1500);
+    cluster_unlock(c);
+    ck_assert_int_eq(total_used(c), 0);
+    /* a failed Binding rolls the CPU back */
+    static const char *filter2 =
+        "{\"Pod\":{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\",\"uid\":\"u10\"},\"spec\":"
+        "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}},"
+        "\"NodeNames\":[\"n0\"]}";
+    ck_assert_int_eq(call(extender_filter, e, filter2, &out), 200);
+    json_decref(out);
+    fb.fail = true;
+    ck_assert_int_eq(
+        call(extender_bind, e,
+             "{\"PodName\":\"d\",\"PodNamespace\":\"ns\",\"PodUID\":\"u10\",\"Node\":\"n0\"}", &out),
+        200);
+    ck_assert(strstr(json_string_value(json_object_get(out, "Error")), "409 Conflict"));
+    json_decref(out);
+    cluster_rdlock(c);
+    ck_assert_int_eq(cluster_rd_node(c, "n0")->cpu_used_milli, 1500);
+    cluster_unlock(c);
+    /* a node gpupack does not know: still a plain Binding */
+    fb.fail = false;
+    ck_assert_int_eq(
+        call(extender_bind, e,
+             "{\"PodName\":\"d\",\"PodNamespace\":\"ns\",\"PodUID\":\"u10\",\"Node\":\"elsewhere\"}",
+             &out),
+        200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(fb.calls, 3);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 /* With the webhook on, bind refuses a GPU pod whose containers lack the
  * injected env (created while the webhook was down), and for a mutated pod
  * hands the binder the per-container annotations the env points at. The pod
@@ -716,6 +784,7 @@ Suite *suite_extender(void)
     tcase_add_loop_test(t, bad_requests_are_400_and_change_nothing, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(t, unschedulable_pod_reasons);
     tcase_add_test(t, binder_failure_rolls_back);
+    tcase_add_test(t, cpu_only_pod_is_placed_and_bound);
     tcase_add_test(t, webhook_env_required_and_filled);
     tcase_add_test(t, answers_escape_names_and_reasons);
     tcase_add_test(t, large_lists_split_across_threads);

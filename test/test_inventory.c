@@ -287,6 +287,34 @@ static const bad_case bad_cases[] = {
      "annotation gpupack.io/gpus"},
 };
 
+/* Host resources from status.allocatable (0 when absent or malformed; never
+ * an error: the GPU inventory does not depend on them). */
+START_TEST(allocatable_host_resources)
+{
+    static const struct {
+        const char *json;
+        int64_t cpu, mem;
+    } cases[] = {
+        {"{\"status\":{\"allocatable\":{\"cpu\":\"3500m\",\"memory\":\"16Gi\"}}}", 3500, 16384},
+        {"{\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"785738Mi\"}}}", 96000, 785738},
+        {"{\"status\":{\"allocatable\":{\"cpu\":\"lots\",\"memory\":12}}}", 0, 0},
+        {"{\"status\":{\"capacity\":{\"cpu\":\"8\"}}}", 0, 0},
+        {"{}", 0, 0},
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(cases); i++) {
+        json_error_t je;
+        json_t *node = json_loads(cases[i].json, 0, &je);
+        ck_assert_msg(node != NULL, "%s", je.text);
+        gp_inventory inv;
+        gp_err err;
+        ck_assert_int_eq(inventory_decode(node, 1024, &inv, &err), 0);
+        ck_assert_int_eq(inv.cpu_alloc_milli, cases[i].cpu);
+        ck_assert_int_eq(inv.mem_alloc_mib, cases[i].mem);
+        json_decref(node);
+    }
+}
+END_TEST
+
 START_TEST(malformed)
 {
     const bad_case *c = &bad_cases[_i];
@@ -366,6 +394,7 @@ Suite *suite_inventory(void)
     tcase_add_loop_test(t, malformed, 0, (int)GP_ARRAY_LEN(bad_cases));
     tcase_add_test(t, gpu_count_limit);
     tcase_add_test(t, node_name);
+    tcase_add_test(t, allocatable_host_resources);
     suite_add_tcase(s, t);
     return s;
 }

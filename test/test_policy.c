@@ -121,6 +121,7 @@ static const struct bad_case {
     {"bad_memory_unit.yaml", 5, 27, "unknown memory unit \"KiB\""},
     {"bad_gpu_model.yaml", 5, 24, "bad GPU model \"T4|A10\""},
     {"bad_shape_weight.yaml", 6, 35, "weight: 0 is out of range"},
+    {"cpu_shape_without_cpu.yaml", 6, 7, "a shape with gpus: 0 (a CPU-only task) needs cpuMilli"},
     {"bad_policy_name.yaml", 3, 18, "bad policy name \"Bad_Name\""},
 };
 
@@ -268,7 +269,8 @@ START_TEST(view_fields)
                                     "    profile: native\n"
                                     "  shapes:\n"
                                     "    - {gpus: 1, core: 50, weight: 3, cpuMilli: 4000, gpuModels: [A100, H100]}\n"
-                                    "    - {core: 100, weight: 1}\n");
+                                    "    - {core: 100, weight: 1}\n"
+                                    "    - {gpus: 0, core: 0, weight: 4, cpuMilli: 8000}\n");
     gp_policy_view v;
     gp_err err;
     ck_assert_int_eq(policy_select(s, "ml", NULL, NULL, 0, &v, &err), 0);
@@ -287,14 +289,17 @@ START_TEST(view_fields)
     ck_assert_str_eq(v.names.core, "example.com/sm");
     ck_assert_str_eq(v.names.aliyun_mem, "");
     ck_assert_ptr_nonnull(v.place.shapes);
-    ck_assert_int_eq(v.place.shapes->n, 2);
+    ck_assert_int_eq(v.place.shapes->n, 3);
+    ck_assert_int_eq(v.place.shapes->s[2].count, 0);   /* a CPU-only task */
+    ck_assert_int_eq(v.place.shapes->s[2].cpu_milli, 8000);
     ck_assert_int_eq(v.place.shapes->s[0].core, 500);
     ck_assert_int_eq(v.place.shapes->s[0].cpu_milli, 4000);
     ck_assert_str_eq(v.place.shapes->s[0].models, "A100|H100");
     ck_assert_str_eq(v.place.shapes->s[1].models, "");
     ck_assert_int_eq(v.place.shapes->s[1].count, 1);
     ck_assert_int_eq(v.place.shapes->s[1].core, 1000);
-    ck_assert(v.place.shapes->s[0].weight == 0.75 && v.place.shapes->s[1].weight == 0.25);
+    ck_assert(v.place.shapes->s[0].weight == 0.375 && v.place.shapes->s[1].weight == 0.125 &&
+              v.place.shapes->s[2].weight == 0.5);
 
     /* Another namespace gets the built-in default: placement and podreq defaults. */
     gp_place_opts dp;

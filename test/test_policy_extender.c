@@ -145,10 +145,39 @@ START_TEST(node_decision_filter_follows_strategy)
     out = filter(&f, "nb", "p2", "gpupack.io/gpu-mem", "1024", NULL);
     ck_assert_str_eq(passed(out), "a");
     json_decref(out);
-    /* spread in filter mode: the emptiest nodes (b and t tie) */
+    /* spread in filter mode: the emptiest nodes (b and t tie): the first in
+     * kube-scheduler's order, with the GPUs reserved there at once... */
     out = filter(&f, "svc", "p3", "gpupack.io/gpu-mem", "1024", NULL);
-    ck_assert_str_eq(passed(out), "b,t");
+    ck_assert_str_eq(passed(out), "b");
     json_decref(out);
+    gp_cluster_stats st;
+    cluster_stats(f.c, &st);
+    ck_assert_int_eq(st.pods_assumed, 2);   /* p2's reservation and p3's */
+    /* ...so the next pod, before p3's bind arrives, sees b fuller than t */
+    out = filter(&f, "svc", "p4", "gpupack.io/gpu-mem", "1024", NULL);
+    ck_assert_str_eq(passed(out), "t");
+    json_decref(out);
+    /* the bind takes the reservation over (nothing placed twice; embedded
+     * mode: bound at once) */
+    do_bind(&f, "svc", "p3", "b");
+    cluster_stats(f.c, &st);
+    ck_assert_int_eq(st.pods_assumed, 2);
+    ck_assert_int_eq(st.mem_used, 8192 + 3 * 1024);
+    /* filtering p4 again replaces its reservation instead of adding one */
+    out = filter(&f, "svc", "p4", "gpupack.io/gpu-mem", "1024", NULL);
+    ck_assert_str_eq(passed(out), "t");
+    json_decref(out);
+    cluster_stats(f.c, &st);
+    ck_assert_int_eq(st.pods_assumed, 2);
+    /* kube-scheduler may still bind elsewhere: the reservation moves */
+    do_bind(&f, "svc", "p4", "b");
+    gp_assignment a;
+    gp_pod_state ps;
+    ck_assert_int_eq(cluster_pod_get(f.c, "p4", &a, &ps), 0);
+    ck_assert_str_eq(a.node, "b");
+    cluster_stats(f.c, &st);
+    ck_assert_int_eq(st.pods_assumed, 1);
+    ck_assert_int_eq(st.mem_used, 8192 + 3 * 1024);
     teardown(&f);
 }
 END_TEST

@@ -140,6 +140,49 @@ START_TEST(departures_need_times)
 }
 END_TEST
 
+/* Kube mode on the hand-computed trace: with the shipped kind of
+ * configuration (gpupack sees every pod and every node, filter mode) the
+ * result is the one gpupack reaches alone (hand_computed_arrivals); with
+ * gpupack's resources neither ignored nor advertised, kube-scheduler's
+ * NodeResourcesFit rejects every GPU pod before gpupack is asked. */
+static const char shipped_like[] =
+    "apiVersion: kubescheduler.config.k8s.io/v1\n"
+    "kind: KubeSchedulerConfiguration\n"
+    "percentageOfNodesToScore: 100\n"
+    "profiles: [{pluginConfig: [{name: NodeResourcesFit, args: {ignoredResourceGroups: "
+    "[gpupack.io]}}]}]\n"
+    "extenders: [{filterVerb: filter, prioritizeVerb: prioritize, weight: 25}]\n";
+static const char not_ignored[] =
+    "apiVersion: kubescheduler.config.k8s.io/v1\n"
+    "kind: KubeSchedulerConfiguration\n"
+    "extenders: [{filterVerb: filter, prioritizeVerb: prioritize, weight: 5, "
+    "managedResources: [{name: gpupack.io/gpu-mem}]}]\n";
+
+START_TEST(kube_mode_as_configured)
+{
+    schedcfg k;
+    gp_err err;
+    ck_assert_msg(schedcfg_parse(shipped_like, strlen(shipped_like), &k, &err) == 0, "%s", err.msg);
+    sim_config c = base_config();
+    c.kube = &k;
+    c.extender_cpu = true;
+    for (int cache = 0; cache < 2; cache++) {
+        c.cache = cache;
+        sim_result r;
+        ck_assert_int_eq(sim_run(&c, 42, &r, &err), 0);
+        ck_assert_double_eq_tol(r.end.alloc, 2.0 / 3.0, 1e-9);
+        ck_assert_int_eq(r.failed_total, 1);
+        ck_assert_int_eq(r.failed[TRACE_KIND_GPU2], 1);
+    }
+    ck_assert_int_eq(schedcfg_parse(not_ignored, strlen(not_ignored), &k, &err), 0);
+    sim_result r;
+    ck_assert_int_eq(sim_run(&c, 42, &r, &err), 0);
+    ck_assert_double_eq_tol(r.end.alloc, 0.0, 1e-9);
+    ck_assert_int_eq(r.failed_total, 4);                  /* every GPU pod */
+    ck_assert_int_eq(r.failed[TRACE_KIND_CPU], 0);        /* the CPU-only pod binds */
+}
+END_TEST
+
 START_TEST(default_weight_is_the_manifests)
 {
     /* prioritize mode must model the extender weight the manifests ship */
@@ -165,6 +208,7 @@ Suite *suite_sim(void)
     tcase_add_test(tc, inflation_reaches_the_target_and_seeds_repeat);
     tcase_add_test(tc, departures_need_times);
     tcase_add_test(tc, default_weight_is_the_manifests);
+    tcase_add_test(tc, kube_mode_as_configured);
     suite_add_tcase(s, tc);
     return s;
 }

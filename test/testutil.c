@@ -1,7 +1,10 @@
 /* testutil.c -- builders for nodes and requests, fixture loading (tests only). */
 #include "testutil.h"
 
+#include "yamljson.h"
+
 #include <check.h>
+#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,4 +79,36 @@ const char *tu_shared(const char *rel)
     const char *root = getenv("GPUPACK_SHARED");
     snprintf(buf, sizeof buf, "%s/%s", root && *root ? root : "../shared", rel);
     return buf;
+}
+
+static size_t tu_on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    return gp_buf_append(ud, p, sz * n) ? 0 : sz * n;
+}
+
+char *tu_http(const char *method, const char *url, const char *body, long *status)
+{
+    gp_buf b;
+    gp_buf_init(&b, 256u << 20);
+    CURL *h = curl_easy_init();
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tu_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    if (body)
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    CURLcode rc = curl_easy_perform(h);
+    ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, url, curl_easy_strerror(rc));
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_cleanup(h);
+    return b.data ? b.data : xstrdup("");
+}
+
+char *tu_read_text(const char *path)
+{
+    gp_err err;
+    char *s = gp_read_file(path, 64u << 20, NULL, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    return s;
 }

@@ -21,5 +21,9 @@ void tu_add_ctr(gp_pod_req *r, const char *name, bool init, int count, int64_t m
 json_t *tu_load_json(const char *path);
 /* Path of a file under shared/ (GPUPACK_SHARED, default ../shared); static buffer. */
 const char *tu_shared(const char *rel);
+/* One HTTP request (body NULL: none); returns the answer body, owned. */
+char *tu_http(const char *method, const char *url, const char *body, long *status);
+/* A whole text file (aborts the test on failure); owned. */
+char *tu_read_text(const char *path);
 
 #endif

@@ -31,25 +31,38 @@ run() {   # label trace extra-args...
 
 : > "$OUT/wall_times.txt"
 D=openb_pod_list_default
-# default trace: both deployment modes (prioritize: extender weight 5, simulate's
-# default, as manifests/scheduler-config.yaml ships it)
-run random      $D --node-strategy random --gpu-strategy random --mode both
-run best-fit    $D --node-strategy best-fit --gpu-strategy best-fit --mode both
-run fgd-paper   $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode both --shape-weight pods
-run fgd         $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode both
-run fgd-bestfit  $D --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode both
-run fgd-lookahead-policy $D --policy policies/fragmentation-aware.yaml --mode both
-run fgd-lookahead-kubecpu $D --policy policies/fragmentation-aware.yaml --cpu-pods kube
+I="--scheduler-config none --weight 5"   # ideal: gpupack alone over every node (prioritize: weight 5)
+# the shipped deployment (manifests/scheduler-config.yaml + policies/) on every trace
+for V in $D openb_pod_list_gpushare40 openb_pod_list_gpuspec10 openb_pod_list_multigpu20 openb_pod_list_cpu050; do
+  run shipped $V
+done
+# ... with each node strategy in place of the default policy's (filter mode)
+run shipped-random   $D --node-strategy random --gpu-strategy random
+run shipped-best-fit $D --node-strategy best-fit --gpu-strategy best-fit
+run shipped-fgd      $D --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware
+run shipped-fgd-bestfit $D --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware
+# the previous deployment: managedResources, adaptive sample, weight 5, binpack prioritize,
+# gpupack blind to CPU (CPU-only pods placed by kube-scheduler alone)
+run previous $D --scheduler-config bench/sim/scheduler-config-managed.yaml \
+  --policy bench/sim/policy-binpack.yaml --extender-no-cpu
+# ideal mode: both deployment modes
+run random      $D $I --node-strategy random --gpu-strategy random --mode both
+run best-fit    $D $I --node-strategy best-fit --gpu-strategy best-fit --mode both
+run fgd-paper   $D $I --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode both --shape-weight pods
+run fgd         $D $I --node-strategy fragmentation-aware --gpu-strategy fragmentation-aware --mode both
+run fgd-bestfit  $D $I --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode both
+run fgd-lookahead-policy $D $I --policy policies/fragmentation-aware.yaml --mode both
+run fgd-lookahead-kubecpu $D $I --policy policies/fragmentation-aware.yaml --cpu-pods kube
 for V in openb_pod_list_gpushare40 openb_pod_list_gpuspec10 openb_pod_list_multigpu20 openb_pod_list_cpu050; do
-  run best-fit    $V --node-strategy best-fit --gpu-strategy best-fit --mode filter
-  run fgd-bestfit $V --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode filter
-  run fgd-lookahead-policy $V --policy policies/fragmentation-aware.yaml --mode filter
+  run best-fit    $V $I --node-strategy best-fit --gpu-strategy best-fit --mode filter
+  run fgd-bestfit $V $I --node-strategy fragmentation-aware-bestfit --gpu-strategy fragmentation-aware --mode filter
+  run fgd-lookahead-policy $V $I --policy policies/fragmentation-aware.yaml --mode filter
 done
 # speed: wall time of one full 10-seed default-trace experiment per policy, filter mode only
 speed() {   # label args...
   label=$1; shift
   start=$(date +%s.%N)
-  $SIM --nodes "$NODES" --pods "$T/$D.csv" --quiet --csv --mode filter "$@" > /dev/null
+  $SIM --nodes "$NODES" --pods "$T/$D.csv" --quiet --csv --mode filter $I "$@" > /dev/null
   end=$(date +%s.%N)
   printf 'speed %s filter %.1f s\n' "$label" "$(echo "$end - $start" | bc)" | tee -a "$OUT/wall_times.txt"
 }

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "kubeconfig.h"
-#include "schedcfg.h"
+#include "schedrw.h"
 #include "yamljson.h"
 #include "util.h"
 
@@ -334,7 +334,7 @@ static json_t *shipped_sched(void)
 {
     char *path = xasprintf("%s/manifests/scheduler-config.yaml", e2e_env.repo);
     gp_err err;
-    json_t *cfg = schedcfg_load(path, &err);
+    json_t *cfg = schedrw_load(path, &err);
     if (!cfg)
         ck_abort_msg("%s", err.msg);
     free(path);
@@ -355,7 +355,7 @@ const char *e2e_scheduler_name(void)
 
 void e2e_sched_rewrite(json_t *cfg, int gpupack_port)
 {
-    schedcfg_rewrite(cfg, gpupack_port);
+    schedrw_rewrite(cfg, gpupack_port);
 }
 
 json_t *e2e_sched_config(int gpupack_port)
@@ -617,7 +617,7 @@ void e2e_gp_stop(e2e_gp *g)
 static char *shipped_url_path(void)
 {
     json_t *cfg = shipped_sched();
-    char *path = schedcfg_url_path(json_string_value(json_object_get(json_array_get(json_object_get(cfg, "extenders"), 0), "urlPrefix")));
+    char *path = schedrw_url_path(json_string_value(json_object_get(json_array_get(json_object_get(cfg, "extenders"), 0), "urlPrefix")));
     json_decref(cfg);
     return path;
 }

@@ -1,5 +1,5 @@
-/* schedcfg.c -- the shipped scheduler configuration, rewritten for a test cluster. */
-#include "schedcfg.h"
+/* schedrw.c -- the shipped scheduler configuration, rewritten for a test cluster. */
+#include "schedrw.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "yamljson.h"
 
-json_t *schedcfg_load(const char *path, gp_err *err)
+json_t *schedrw_load(const char *path, gp_err *err)
 {
     json_t *docs = yamljson_load_file(path, err);
     if (!docs)
@@ -22,14 +22,14 @@ json_t *schedcfg_load(const char *path, gp_err *err)
     return cfg;
 }
 
-char *schedcfg_url_path(const char *url)
+char *schedrw_url_path(const char *url)
 {
     const char *p = url ? strstr(url, "://") : NULL;
     p = p ? strchr(p + 3, '/') : NULL;
     return xstrdup(p && strcmp(p, "/") != 0 ? p : "");
 }
 
-void schedcfg_rewrite(json_t *cfg, int gpupack_port)
+void schedrw_rewrite(json_t *cfg, int gpupack_port)
 {
     json_t *cc = json_object_get(cfg, "clientConnection");
     if (!json_is_object(cc)) {
@@ -42,7 +42,7 @@ void schedcfg_rewrite(json_t *cfg, int gpupack_port)
     json_t *ext;
     json_array_foreach(json_object_get(cfg, "extenders"), i, ext) {
         bool https = json_is_true(json_object_get(ext, "enableHTTPS"));
-        char *path = schedcfg_url_path(json_string_value(json_object_get(ext, "urlPrefix")));
+        char *path = schedrw_url_path(json_string_value(json_object_get(ext, "urlPrefix")));
         char *url = xasprintf("%s://127.0.0.1:%d%s", https ? "https" : "http", gpupack_port, path);
         json_object_set_new(ext, "urlPrefix", json_string(url));
         free(url);

@@ -1,0 +1,212 @@
+/* test_promtool.c -- /metrics passes `promtool check metrics` (Prometheus's
+ * own linter: names, units, _total on counters, HELP/TYPE), in embedded mode
+ * and in live mode against the fake API server; the Grafana dashboard's
+ * queries parse and use only served metric names. Skipped with a message when
+ * promtool is not installed (Debian package prometheus; .ci/run installs it). */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fakeapi.h"
+#include "testutil.h"
+
+static bool have_promtool(void)
+{
+    if (system("command -v promtool >/dev/null 2>&1") == 0)
+        return true;
+    printf("SKIP promtool checks: promtool not on PATH (apt-get install prometheus; .ci/run "
+           "installs it)\n");
+    return false;
+}
+
+/* Starts `gpupack serve ARGS --listen 127.0.0.1:0` and reads its port from
+ * the log line "listening on ... (port N)". */
+static pid_t serve(const char *const *args, int *port)
+{
+    const char *bin = getenv("GPUPACK_BIN");
+    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        const char *argv[16] = {bin, "serve", "--listen", "127.0.0.1:0", "--log-level", "info"};
+        int n = 6;
+        for (int i = 0; args[i] && n < 15; i++)
+            argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[1024];
+    *port = 0;
+    while (!*port && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "(port ");
+        if (strstr(line, "listening on") && p)
+            *port = atoi(p + 6);
+    }
+    ck_assert_msg(*port > 0, "the server never said where it listens");
+    /* keep reading the log in the background so the server never blocks on it */
+    if (fork() == 0) {
+        while (fgets(line, sizeof line, f))
+            ;
+        _exit(0);
+    }
+    fclose(f);
+    return pid;
+}
+
+static void stop(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+}
+
+/* Runs a shell command; returns its exit status, output in out. */
+static int run(const char *cmd, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    return pclose(p);
+}
+
+/* Every panel query of manifests/grafana-dashboard.json: valid PromQL
+ * (promtool check rules, one recording rule per query) over metric names
+ * that `metrics` has (kube-scheduler's excepted). */
+static void check_dashboard(const char *metrics)
+{
+    json_t *d = tu_load_json("manifests/grafana-dashboard.json");
+    char path[] = "/tmp/gpupack-dash-rules-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "groups:\n- name: dashboard\n  rules:\n");
+    size_t i, k;
+    json_t *panel, *target;
+    int n = 0;
+    json_array_foreach(json_object_get(d, "panels"), i, panel) {
+        json_array_foreach(json_object_get(panel, "targets"), k, target) {
+            const char *expr = json_string_value(json_object_get(target, "expr"));
+            ck_assert_ptr_nonnull(expr);
+            json_t *e = json_string(expr);
+            char *quoted = json_dumps(e, JSON_ENCODE_ANY);   /* a YAML double-quoted string */
+            json_decref(e);
+            char *lit = xstrdup(quoted);
+            char *v = strstr(lit, "$scheduler_job");
+            if (v)
+                memcpy(v, "kubesched_job_", 14);   /* the template variable, as a value */
+            fprintf(f, "  - record: dashboard:q%d\n    expr: %s\n", n++, lit);
+            free(lit);
+            free(quoted);
+            /* metric names the query uses must be served */
+            for (const char *p = strstr(expr, "gpupack_"); p; p = strstr(p + 1, "gpupack_")) {
+                char name[96];
+                size_t l = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
+                if (l > 7 && strncmp(p + l - 7, "_bucket", 7) == 0)
+                    l -= 7;   /* a histogram's series; its family is declared by base name */
+                snprintf(name, sizeof name, "# TYPE %.*s ", (int)l, p);
+                ck_assert_msg(strstr(metrics, name), "the dashboard queries %.*s, /metrics lacks it",
+                              (int)l, p);
+            }
+        }
+    }
+    fclose(f);
+    ck_assert_int_gt(n, 10);
+    char *cmd = xasprintf("promtool check rules %s 2>&1", path);
+    char out[4096];
+    ck_assert_msg(run(cmd, out, sizeof out) == 0, "promtool check rules: %s", out);
+    free(cmd);
+    unlink(path);
+    json_decref(d);
+}
+
+/* GET /metrics and lint it; fails with promtool's words. */
+static char *check_metrics(int port, const char *must_have)
+{
+    char url[96];
+    long st;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+    char *m = tu_http("GET", url, NULL, &st);
+    ck_assert_int_eq(st, 200);
+    ck_assert_msg(strstr(m, must_have), "/metrics lacks %s", must_have);
+    char path[] = "/tmp/gpupack-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, m, strlen(m)), (ssize_t)strlen(m));
+    close(fd);
+    char *cmd = xasprintf("promtool check metrics < %s 2>&1", path);
+    char out[4096];
+    int rc = run(cmd, out, sizeof out);
+    ck_assert_msg(rc == 0 && !out[0], "promtool check metrics: %s", out);
+    unlink(path);
+    free(cmd);
+    return m;
+}
+
+START_TEST(embedded_metrics_pass_promtool)
+{
+    if (!have_promtool())
+        return;
+    const char *args[] = {"--cluster", "examples/cluster.yaml", "--policies", "policies", NULL};
+    int port;
+    pid_t pid = serve(args, &port);
+    char url[96];
+    long st;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/filter", port);
+    char *body = tu_read_text("examples/filter-request.json");
+    free(tu_http("POST", url, body, &st));
+    free(body);
+    free(check_metrics(port, "gpupack_policy_loads_total"));
+    stop(pid);
+}
+END_TEST
+
+START_TEST(live_metrics_pass_promtool)
+{
+    if (!have_promtool())
+        return;
+    gp_fakeapi *f = fakeapi_start();
+    char kc[] = "/tmp/gpupack-kubeconfig-XXXXXX";
+    int fd = mkstemp(kc);
+    ck_assert_int_ge(fd, 0);
+    FILE *kf = fdopen(fd, "w");
+    fprintf(kf,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: f, cluster: {server: \"%s\"}}]\n"
+            "users: [{name: u, user: {token: t}}]\n"
+            "contexts: [{name: c, context: {cluster: f, user: u}}]\n",
+            fakeapi_url(f));
+    fclose(kf);
+    const char *args[] = {"--kubeconfig", kc, "--policies", "policies", NULL};
+    int port;
+    pid_t pid = serve(args, &port);
+    char *m = check_metrics(port, "gpupack_events_total");
+    check_dashboard(m);
+    free(m);
+    stop(pid);
+    unlink(kc);
+    fakeapi_stop(f);
+}
+END_TEST
+
+Suite *suite_promtool(void);
+Suite *suite_promtool(void)
+{
+    Suite *s = suite_create("promtool");
+    TCase *t = tcase_create("promtool");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, embedded_metrics_pass_promtool);
+    tcase_add_test(t, live_metrics_pass_promtool);
+    suite_add_tcase(s, t);
+    return s;
+}
