@@ -10,7 +10,7 @@
 #   WERROR=1        turn warnings into errors (CI sets it)
 
 CC      ?= cc
-PKGS    := libmicrohttpd libcurl jansson yaml-0.1
+PKGS    := libmicrohttpd libcurl jansson yaml-0.1 gnutls
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
 CSTD    := -std=c11 -D_GNU_SOURCE
@@ -60,7 +60,7 @@ E2E_SUP := $(filter-out $(E2E_SRC),$(wildcard test/e2e/*.c))
 E2E_OBJ := $(E2E_SRC:test/%.c=$(BUILD)/%.o) $(E2E_SUP:test/%.c=$(BUILD)/%.o)
 GPUPACK_K8S ?= ../shared/k8s
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e install
+.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e install fuzz fuzz-short FORCE
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -159,5 +159,39 @@ install: build
 
 clean:
 	rm -rf build bin
+
+# libFuzzer harnesses (clang): test/fuzz/fuzz_NAME.c -> build/fuzz/fuzz_NAME, linked
+# against the library built with -fsanitize=fuzzer-no-link,address,undefined.
+#   make fuzz                       build them all
+#   make fuzz-short                 each one for FUZZ_SECONDS (3) over its corpus, as CI does
+#   build/fuzz/fuzz_watch test/fuzz/corpus/watch     a long run by hand
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 3
+FUZZ_SRC     := $(wildcard test/fuzz/fuzz_*.c)
+FUZZ_NAMES   := $(FUZZ_SRC:test/fuzz/fuzz_%.c=%)
+FUZZ_BIN     := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
+FUZZ_LIB     := build/fuzz/lib/san/libgpupack.a
+
+ifeq ($(SAN),)
+fuzz: $(FUZZ_BIN)
+
+# always asks the sanitizer tree's own make, which knows the header dependencies
+$(FUZZ_LIB): FORCE
+	@$(MAKE) --no-print-directory CC=$(FUZZ_CC) SAN=fuzzer-no-link,address,undefined \
+	  BUILD_ROOT=build/fuzz/lib build/fuzz/lib/san/libgpupack.a
+
+build/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_LIB)
+	$(FUZZ_CC) $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -Iinclude $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB) $(LDLIBS)
+
+fuzz-short: $(FUZZ_BIN)
+	@for n in $(FUZZ_NAMES); do mkdir -p test/fuzz/corpus/$$n build/fuzz/new/$$n; \
+	  echo "== fuzz $$n ($(FUZZ_SECONDS) s)"; \
+	  build/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -rss_limit_mb=1024 \
+	    -print_final_stats=1 build/fuzz/new/$$n test/fuzz/corpus/$$n 2>build/fuzz/$$n.log \
+	    || { tail -40 build/fuzz/$$n.log; exit 1; }; \
+	  grep -E '^stat::number_of_executed_units' build/fuzz/$$n.log; done
+endif
+FORCE:
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(E2E_OBJ:.o=.d) $(BUILD)/src/main.d

@@ -73,4 +73,9 @@ char *annotations_assignment_json(const gp_assignment *a, const gp_node *node);
 int annotations_decode(const json_t *annotations, const char *node_name, int64_t aliyun_unit_mib,
                        gp_assignment *a, gp_err *err) GP_WUR;
 
+/* The GPUs the gpupack.io/assignment annotation names, with their UUIDs
+ * (borrowed annotations object; each index once; at most max). Returns how
+ * many were written; 0 when there is no (valid) assignment annotation. */
+int annotations_gpu_refs(const json_t *annotations, gp_gpu_ref *out, int max);
+
 #endif

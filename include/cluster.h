@@ -31,9 +31,12 @@ size_t gp_node_size(int ngpus);
 
 /* --- nodes ------------------------------------------------------------ */
 
-/* Adds or replaces a node's inventory. Allocations of pods on GPUs that still
- * exist (same device index) are kept; holds on vanished GPUs are kept in the
- * pod records and reapplied if the GPU returns. */
+/* Adds or replaces a node's inventory. A pod's hold on a GPU follows the
+ * GPU's UUID when the assignment recorded one and the node reports UUIDs
+ * (a GPU replaced or re-indexed after a reboot), else the device index.
+ * Holds on GPUs that are gone are kept in the pod records, reported
+ * (log, /inspect "missingGPUs", cluster_stats) and reapplied if the GPU
+ * returns. */
 void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *inv);
 void cluster_remove_node(gp_cluster *c, const char *name);
 
@@ -49,14 +52,30 @@ typedef enum {
     GP_POD_BOUND = 2      /* seen bound with its assignment (or bound in embedded mode) */
 } gp_pod_state;
 
-/* Atomically: place req on node `node` under the write lock and record the
- * result as `state` (ASSUMED for live bind, BOUND in embedded mode). A request
- * without GPU containers records the pod's host CPU and memory only.
- * If the pod (by uid) already holds GPUs on that node, returns 0 with its
- * existing assignment (idempotent bind); on another node, -1.
- * Returns 0 and fills *out, or -1 with a reason in err (no state changed). */
+/* What became of one Binding (see binder.h for how it is told). */
+typedef enum {
+    GP_BIND_BOUND = 0,     /* the API server applied it */
+    GP_BIND_REFUSED = 1,   /* definitely not applied */
+    GP_BIND_UNKNOWN = 2    /* may have been applied (timeout, 5xx, transport error) */
+} gp_bind_outcome;
+
+/* Where an ASSUMED pod's Binding stands. */
+typedef enum {
+    GP_PHASE_IN_FLIGHT = 0,  /* bind chose GPUs; its Binding has no answer yet */
+    GP_PHASE_ACCEPTED = 1,   /* the API server applied it; the watch has not shown it yet */
+    GP_PHASE_UNKNOWN = 2     /* the answer was lost: a GET (cluster_unsettled) or the watch decides */
+} gp_bind_phase;
+
+/* Atomically: place req on node `node` under the write lock, check the
+ * namespace's share of the node (ns_share_cap, 0 = none, as filter does),
+ * and record the result as `state` (ASSUMED for live bind, BOUND in
+ * embedded mode). A request without GPU containers records the pod's host
+ * CPU and memory only. If the pod (by uid) already holds GPUs on that node,
+ * returns 0 with its existing assignment (idempotent bind); on another
+ * node, -1. Returns 0 and fills *out, or -1 with a reason in err (no state
+ * changed). */
 int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
-                             const gp_place_opts *opts, const char *policy,
+                             const gp_place_opts *opts, double ns_share_cap, const char *policy,
                              gp_pod_state state, gp_assignment *out, gp_err *err) GP_WUR;
 
 /* Filter-time reservation (policies with nodeDecision: filter): like
@@ -68,20 +87,37 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
  * the next pod's filter already sees the GPUs (and CPU) this pod will get,
  * before kube-scheduler's asynchronous bind arrives. */
 int cluster_reserve(gp_cluster *c, const char *node, const gp_pod_req *req,
-                    const gp_place_opts *opts, const char *policy, double ttl_s,
-                    gp_assignment *out, gp_err *err) GP_WUR;
+                    const gp_place_opts *opts, double ns_share_cap, const char *policy,
+                    double ttl_s, gp_assignment *out, gp_err *err) GP_WUR;
 
 /* Drops the pod's filter-time reservation, if it has one (a new filter call
  * for the pod decides afresh). */
 void cluster_unreserve(gp_cluster *c, const char *uid);
 
-/* Bind's API calls succeeded: ASSUMED -> stays ASSUMED until the watch
- * confirms it (cluster_pod_observed), but is no longer subject to rollback. */
-void cluster_bind_done(gp_cluster *c, const char *uid);
+/* The maxNamespaceShare rule: 0 when pod assignment a on node keeps namespace
+ * ns within cap_share of the node's GPUs (or cap_share <= 0), else -1 with a
+ * reason in why. Call under cluster_rdlock. */
+int cluster_rd_ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                              const gp_assignment *a, double cap_share, char *why, size_t whylen);
 
-/* Undoes an ASSUMED pod (failed PATCH or Binding). No-op for BOUND pods and
- * for ASSUMED pods whose bind already succeeded once (cluster_bind_done). */
+/* Records a Binding's outcome for an ASSUMED pod: BOUND -> ACCEPTED (never
+ * expires; the watch turns it BOUND); UNKNOWN -> UNKNOWN (kept, settled
+ * later); REFUSED -> released. An ACCEPTED pod is never released or made
+ * UNKNOWN by the outcome of a later retry. No-op for BOUND pods. */
+void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome);
+
+/* Same as cluster_bind_outcome(c, uid, GP_BIND_REFUSED). */
 void cluster_forget(gp_cluster *c, const char *uid);
+
+/* ASSUMED pods in phase UNKNOWN for at least min_age_s: copies of up to max
+ * of them into out (caller's array); returns how many. The caller settles
+ * each with a GET and reports through cluster_bind_outcome (BOUND ->
+ * ACCEPTED, REFUSED -> released, UNKNOWN -> asked again later). */
+typedef struct gp_unsettled {
+    char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX];
+    gp_assignment a;
+} gp_unsettled;
+size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max);
 
 /* What the watch (or the cluster file) knows of a pod. */
 typedef struct gp_pod_obs {
@@ -89,6 +125,8 @@ typedef struct gp_pod_obs {
     const char *node_name;         /* spec.nodeName; NULL or "" = not bound */
     bool terminal;                 /* deleted, or phase Succeeded/Failed */
     const gp_assignment *assign;   /* decoded from annotations; NULL = none */
+    const gp_gpu_ref *refs;        /* the assignment's GPUs with UUIDs (may be NULL) */
+    int nrefs;
     const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
     int64_t cpu_milli, mem_mib;    /* host requests (podreq_host) */
 } gp_pod_obs;
@@ -96,19 +134,24 @@ typedef struct gp_pod_obs {
 /* Applies an observation: terminal -> release; bound with an assignment whose
  * node matches -> record/confirm as BOUND (the annotations are the truth, even
  * if they differ from what was assumed); bound without gpupack annotations ->
- * recorded as a host-only pod (its CPU and memory count on the node, no GPUs)
- * unless gpupack has GPUs assumed for it; anything else leaves ASSUMED state
- * alone. Holds may over-commit a GPU here (the cluster says so); placement then
+ * recorded as a host-only pod (its CPU and memory count on the node, no GPUs),
+ * releasing a BOUND GPU record, and an ASSUMED one whose Binding is ACCEPTED
+ * or UNKNOWN (ours carries the annotations, so it did not land); unbound
+ * leaves ASSUMED state alone. Holds may over-commit a GPU here (the cluster says so); placement then
  * sees no free capacity there. */
 void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs);
 
-/* Relist of pods: pods not observed between begin and end are released,
- * except ASSUMED ones (TTL handles those). */
+/* Relist of pods: BOUND pods not observed between begin and end are
+ * released; ACCEPTED ones not observed become UNKNOWN (a GET settles them);
+ * other ASSUMED ones are left to their bind. */
 void cluster_pods_resync_begin(gp_cluster *c);
 void cluster_pods_resync_end(gp_cluster *c);
 
-/* Releases ASSUMED pods older than ttl_s seconds (monotonic clock) and
- * reservations past their own TTL. Returns how many expired. */
+/* Releases ASSUMED pods still IN_FLIGHT after ttl_s seconds (monotonic
+ * clock): a safety net for a bind that never reported. Never touches
+ * ACCEPTED or UNKNOWN ones. Call only while the pod watch is healthy.
+ * Also releases filter-time reservations past their own TTL. Returns how
+ * many expired. */
 int cluster_expire_assumed(gp_cluster *c, double ttl_s);
 
 /* GPUs of `node` that pods of namespace `ns` hold (distinct devices). Call
@@ -129,6 +172,7 @@ int cluster_pod_get(gp_cluster *c, const char *uid, gp_assignment *out, gp_pod_s
 
 typedef struct gp_cluster_stats {
     size_t nodes, gpus, pods_bound, pods_assumed;
+    size_t pods_gpu_missing;        /* pods naming a GPU their node no longer has */
     int64_t mem_total, mem_used;    /* MiB over healthy GPUs */
     int64_t core_total, core_used;  /* per-mille */
 } gp_cluster_stats;

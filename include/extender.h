@@ -1,8 +1,9 @@
 /* extender.h -- kube-scheduler extender verbs: decoded request -> decision.
  *
  * No sockets here: server.c hands over request bodies and sends back what
- * these return. In live mode a binder (kube side) writes the annotations and
- * the Binding; in embedded mode there is none and bind only records. */
+ * these return. In live mode a binder (kube side) posts the Binding, which
+ * carries the annotations, from the extender's bind threads; in embedded
+ * mode there is none and bind only records. */
 #ifndef GP_EXTENDER_H
 #define GP_EXTENDER_H
 
@@ -22,14 +23,15 @@ typedef struct gp_extender gp_extender;
 /* What bind asks the binder to do for one pod. */
 typedef struct gp_bind_call {
     const char *ns, *name, *uid, *node;
-    const json_t *annotations;    /* the object to merge into metadata.annotations */
-    const gp_assignment *assign;
+    const char *rv;               /* the pod's resourceVersion bind decided on; NULL = none */
+    const json_t *annotations;    /* metadata.annotations of the Binding; NULL = none */
+    const gp_assignment *assign;  /* what they say; NULL for a plain Binding */
     const char *policy;
 } gp_bind_call;
 
-/* PATCHes the annotations and POSTs the Binding. Returns 0, or -1 with a
- * message that says which step failed and why. Called without store locks. */
-typedef int (*gp_binder_fn)(void *ud, const gp_bind_call *call, gp_err *err);
+/* Posts one Binding and classifies the outcome (binder.h); err says why for
+ * REFUSED and UNKNOWN. Called from a bind thread, without store locks. */
+typedef gp_bind_outcome (*gp_binder_fn)(void *ud, const gp_bind_call *call, gp_err *err);
 
 /* Returns the current policy set, referenced (caller unrefs). */
 typedef gp_policy_set *(*gp_policy_source_fn)(void *ud);
@@ -41,6 +43,7 @@ typedef struct gp_extender_config {
     void *policies_ud;
     size_t pending_max;           /* pod requests remembered between filter and bind (default 10000) */
     double pending_ttl_s;         /* how long they are remembered (default 600) */
+    int bind_threads;             /* binds talking to the API server at once (default 16) */
     /* Non-NULL: the admission webhook runs with these resource names, and
      * bind refuses pods asking them that it did not mutate (borrowed). */
     const gp_resource_names *webhook_names;
@@ -56,6 +59,16 @@ void extender_free(gp_extender *e);   /* accepts NULL */
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out);
 int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out);
 int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
+
+/* bind without waiting: *out/return as extender_bind when the answer is
+ * known at once (bad request, no fit, embedded mode) -- then returns the
+ * status and never calls done. Otherwise returns 0 and later calls
+ * done(ud, status, out) exactly once from a bind thread, out owned by the
+ * callee. The GPUs are assumed before this returns either way, so the next
+ * filter already sees them. */
+typedef void (*gp_bind_done_fn)(void *ud, int status, char *out);
+int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_done_fn done,
+                        void *ud, char **out);
 
 /* Remembers a pending pod's request (the watch calls this for unscheduled
  * pods, so bind knows them even without a preceding filter). Borrows pod. */

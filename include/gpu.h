@@ -110,6 +110,13 @@ typedef struct gp_assignment {
     gp_ctr_assign ctrs[GP_MAX_CTRS];   /* last member: stores keep only nctrs of them */
 } gp_assignment;
 
+/* A GPU as an assignment names it: the device index, and the UUID when the
+ * node's inventory knew one ("" otherwise). Holds follow the UUID. */
+typedef struct gp_gpu_ref {
+    int index;
+    char uuid[GP_UUID_MAX];
+} gp_gpu_ref;
+
 /* What a pod holds on one GPU over its life: max(any one init container,
  * sum of the regular containers), per dimension. */
 typedef struct gp_hold {

@@ -24,6 +24,7 @@ typedef struct gp_pod_view {
     bool pending;                    /* not bound, not terminal, not being deleted */
     bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu" */
     char assign_err[256];            /* annotations present but malformed ("" = fine) */
+    gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];   /* obs.uuids: the assignment's GPU UUIDs */
 } gp_pod_view;
 
 /* Decodes a pod (borrowed). deleted: the object came in a DELETED event.

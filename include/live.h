@@ -14,7 +14,10 @@
 
 typedef struct gp_live_config {
     const char *kubeconfig;        /* NULL: in-cluster service account */
-    double assume_ttl_s;           /* assumed pods not seen bound expire after this (default 120) */
+    double assume_ttl_s;           /* a bind that never reported is released after this (default 120) */
+    double watch_stall_s;          /* a watch silent this long is restarted (default 90);
+                                    * watches ask timeoutSeconds = 2/3 of it, so a healthy
+                                    * server always ends them first */
     int64_t aliyun_unit_mib;       /* for restoring aliyun annotations (default 1024) */
 } gp_live_config;
 
@@ -49,11 +52,15 @@ void live_free(gp_live *l);
 /* Counters for /metrics (thread-safe snapshot). */
 typedef struct gp_live_stats {
     gp_reflector_stats nodes, pods;
-    unsigned long binds, bind_errors;   /* binder calls and failed ones */
-    unsigned long assumed_expired;      /* assumed pods released by the TTL */
+    unsigned long binds;                /* Bindings posted */
+    unsigned long bound, refused, unknown;   /* their outcomes */
+    unsigned long settled_bound, settled_released;   /* UNKNOWN outcomes a GET settled */
+    unsigned long assumed_expired;      /* in-flight binds released by the TTL */
     unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
     unsigned long binds_refused;        /* binds the gate refused (not the leader) */
 } gp_live_stats;
 void live_stats(gp_live *l, gp_live_stats *out);
+/* Appends live mode's histograms (Prometheus text) to out. Thread-safe. */
+void live_metrics(gp_live *l, gp_buf *out);
 
 #endif

@@ -10,7 +10,11 @@
  *          HTTP 410 -> a fresh LIST; the server closing at timeoutSeconds ->
  *          re-watch at once; a dropped connection, 5xx, or a stream silent for
  *          longer than the stall limit -> re-watch after a capped exponential
- *          backoff with jitter. Bad event lines are logged and skipped.
+ *          backoff with jitter; a LIST page over the response cap -> the same page
+ *          again with half the limit. A malformed event line (maybe a lost
+ *          DELETED) -> re-watch from the last good resourceVersion, and a relist
+ *          when the same place fails again. The backoff resets only after a
+ *          watch held for backoff_reset_s, never after a LIST alone.
  * The view is "healthy" while the last attempt succeeded. */
 #ifndef GP_REFLECTOR_H
 #define GP_REFLECTOR_H
@@ -43,9 +47,13 @@ typedef struct gp_reflector_config {
     double stall_s;                /* no byte for this long = stuck stream (default timeout + 30) */
     double backoff_min_s;          /* first retry delay (default 0.2) */
     double backoff_max_s;          /* cap (default 30) */
+    double backoff_reset_s;        /* the backoff returns to its minimum only after a watch
+                                    * streamed this long (default 120, as client-go) */
     double request_timeout_s;      /* one LIST page (default 60) */
     size_t line_max;               /* default GP_WATCH_LINE_MAX */
     size_t list_max;               /* bytes of trimmed objects (compact JSON) buffered per LIST (default 1 GiB) */
+    size_t page_bytes_max;         /* a LIST page larger than this is asked again with half
+                                    * the limit (default and upper bound: GP_KUBE_BODY_MAX) */
 } gp_reflector_config;
 
 typedef struct gp_reflector gp_reflector;
@@ -68,6 +76,7 @@ bool reflector_healthy(gp_reflector *r, char *why, size_t whylen);
 typedef struct gp_reflector_stats {
     unsigned long lists, list_pages, list_failures;
     unsigned long watches, watch_failures, events, bookmarks, expired, bad_events;
+    unsigned long page_shrinks;    /* LIST pages asked again smaller (too large) */
     char rv[64];                   /* last resourceVersion seen */
 } gp_reflector_stats;
 void reflector_stats(gp_reflector *r, gp_reflector_stats *out);

@@ -10,7 +10,15 @@
 #include "podreq.h"
 #include "util.h"
 
-#define GP_MAX_BODY_DEFAULT (32u << 20)   /* 32 MiB: a 5,000-node Nodes list is ~25 MiB */
+/* 4 MiB: with nodeCacheCapable (node names only) a 5,000-node filter body is
+ * about 100 KiB plus the pod; clusters sending full Nodes raise it. */
+#define GP_MAX_BODY_DEFAULT (4u << 20)
+/* Memory all requests in flight may hold together: bodies as they arrive, then
+ * the estimated cost of decoding them (jsoncost.h). Past it: 503, or 413 for
+ * a request that could never fit. */
+#define GP_MAX_INFLIGHT_DEFAULT (32u << 20)
+/* Open connections at most (each costs a libmicrohttpd buffer, and TLS state). */
+#define GP_MAX_CONNECTIONS 256
 
 typedef struct gp_server_config {
     const char *listen;         /* "HOST:PORT", "[V6]:PORT" or ":PORT"; port 0 = any */
@@ -19,6 +27,11 @@ typedef struct gp_server_config {
     const char *tls_cert;       /* PEM files; both or neither */
     const char *tls_key;
     unsigned threads;           /* worker threads; 0 = 2 */
+    /* PEM file of the CA(s) whose client certificates may call the verbs
+     * (filter, prioritize, bind); needs TLS. NULL: the verbs are open (logged). */
+    const char *client_ca;
+    size_t max_inflight;        /* see GP_MAX_INFLIGHT_DEFAULT; 0 = default */
+    bool show_uids;             /* /inspect shows pod uids (hidden by default) */
     /* Non-NULL: this listener is the admission webhook (POST /mutate and
      * GET /healthz only; give it TLS, the API server calls webhooks over
      * HTTPS); the names say which resources ask gpupack (borrowed). */

@@ -348,3 +348,34 @@ int annotations_decode(const json_t *annotations, const char *node_name, int64_t
     a->ctrs[0].gpus[0] = (gp_gpu_grant){(int)idx, pod * unit, 0};
     return 1;
 }
+
+int annotations_gpu_refs(const json_t *annotations, gp_gpu_ref *out, int max)
+{
+    const char *text = json_string_value(json_object_get(annotations, GP_ANN_ASSIGNMENT));
+    if (!text)
+        return 0;
+    json_t *a = json_loads(text, 0, NULL);
+    int n = 0;
+    size_t c, g;
+    json_t *ctr, *gpu;
+    json_array_foreach(json_object_get(a, "containers"), c, ctr) {
+        json_array_foreach(json_object_get(ctr, "gpus"), g, gpu) {
+            json_t *idx = json_object_get(gpu, "index");
+            const char *uuid = json_string_value(json_object_get(gpu, "uuid"));
+            if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
+                json_integer_value(idx) > INT32_MAX)
+                continue;
+            int index = (int)json_integer_value(idx);
+            int k = 0;
+            while (k < n && out[k].index != index)
+                k++;
+            if (k < n || n == max)
+                continue;
+            out[n].index = index;
+            gp_strlcpy(out[n].uuid, uuid && strlen(uuid) < GP_UUID_MAX ? uuid : "", GP_UUID_MAX);
+            n++;
+        }
+    }
+    json_decref(a);
+    return n;
+}

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,10 +16,14 @@ typedef struct pod_rec {
     char name[GP_NAME_MAX];
     char policy[GP_NAME_MAX];
     gp_pod_state state;
-    bool bind_done;
+    gp_bind_phase phase;        /* ASSUMED only: where its Binding stands */
     double assumed_at;          /* monotonic seconds */
+    double phase_at;            /* when phase last changed */
     double reserved_until;      /* > 0: a filter-time reservation lapsing then */
     unsigned gen;               /* last resync generation it was observed in */
+    int nrefs;                  /* GPUs named with their UUIDs (holds follow the UUID) */
+    gp_gpu_ref *refs;
+    int missing;                /* held GPUs its node no longer has (while attached) */
     gp_assignment *a;           /* allocated to a->nctrs containers (0: host-only pod) */
     int64_t cpu_milli, mem_mib; /* host requests, counted on a->node */
 } pod_rec;
@@ -72,6 +77,7 @@ gp_cluster *cluster_new(void)
 static void rec_free(pod_rec *r)
 {
     if (r) {
+        free(r->refs);
         free(r->a);
         free(r);
     }
@@ -120,16 +126,44 @@ void cluster_unlock(gp_cluster *c)
 
 /* --------------------------------------------------------- accounting -- */
 
-/* Adds (sign 1) or removes (-1) a pod's holds on the GPUs of e that exist. */
-static void apply_holds(node_ent *e, const pod_rec *r, int sign)
+static bool node_has_uuids(const gp_node *n)
 {
-    const gp_assignment *a = r->a;
-    gp_hold holds[GP_MAX_GPUS_PER_NODE];
-    int nh = gp_assignment_holds(a, holds);
-    for (int h = 0; h < nh; h++) {
-        int pos = gp_node_gpu_pos(&e->node, holds[h].index);
-        if (pos < 0)
+    for (int g = 0; g < n->ngpus; g++)
+        if (n->gpus[g].info.uuid[0])
+            return true;
+    return false;
+}
+
+/* Where a pod's hold on device `index` sits on node n: by the UUID the
+ * assignment recorded when the node reports UUIDs, else by index; -1 when
+ * that GPU is not on the node. */
+static int hold_pos(const gp_node *n, const pod_rec *r, int index)
+{
+    for (int i = 0; i < r->nrefs; i++) {
+        if (r->refs[i].index != index || !r->refs[i].uuid[0])
             continue;
+        if (!node_has_uuids(n))
+            break;
+        for (int g = 0; g < n->ngpus; g++)
+            if (strcmp(n->gpus[g].info.uuid, r->refs[i].uuid) == 0)
+                return g;
+        return -1;
+    }
+    return gp_node_gpu_pos(n, index);
+}
+
+/* Adds (sign 1) or removes (-1) a pod's holds on the GPUs of e that exist. */
+static void apply_holds(node_ent *e, pod_rec *r, int sign)
+{
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(r->a, holds);
+    int missing = 0;
+    for (int h = 0; h < nh; h++) {
+        int pos = hold_pos(&e->node, r, holds[h].index);
+        if (pos < 0) {
+            missing++;
+            continue;
+        }
         gp_gpu *g = &e->node.gpus[pos];
         g->mem_used += sign * holds[h].mem_mib;
         g->core_used += sign * holds[h].core;
@@ -138,6 +172,11 @@ static void apply_holds(node_ent *e, const pod_rec *r, int sign)
     e->node.cpu_used_milli += sign * r->cpu_milli;
     e->node.host_mem_used_mib += sign * r->mem_mib;
     e->node.state_hash = placement_state_hash(&e->node);
+    if (sign > 0 && missing && !r->missing)
+        LOG_WARN("pod %s/%s: %d of the GPUs its assignment names are not on node %s (replaced "
+                 "or removed?); /inspect lists them under missingGPUs", r->ns, r->name, missing,
+                 e->node.name);
+    r->missing = sign > 0 ? missing : 0;
 }
 
 static void attach(gp_cluster *c, pod_rec *r)
@@ -178,9 +217,21 @@ static void pod_remove(gp_cluster *c, pod_rec *r)
     rec_free(r);
 }
 
+static void set_refs(pod_rec *r, const gp_gpu_ref *refs, int nrefs)
+{
+    free(r->refs);
+    r->refs = NULL;
+    r->nrefs = 0;
+    if (refs && nrefs > 0) {
+        r->refs = xmalloc((size_t)nrefs * sizeof *refs);
+        memcpy(r->refs, refs, (size_t)nrefs * sizeof *refs);
+        r->nrefs = nrefs;
+    }
+}
+
 static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const char *name,
                         const char *policy, const gp_assignment *a, gp_pod_state state,
-                        int64_t cpu_milli, int64_t mem_mib)
+                        const gp_gpu_ref *refs, int nrefs, int64_t cpu_milli, int64_t mem_mib)
 {
     pod_rec *r = xcalloc(1, sizeof *r);
     gp_strlcpy(r->uid, uid, sizeof r->uid);
@@ -188,11 +239,13 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
     gp_strlcpy(r->name, name ? name : "", sizeof r->name);
     gp_strlcpy(r->policy, policy ? policy : "", sizeof r->policy);
     r->state = state;
-    r->assumed_at = gp_mono_s();
+    r->phase = GP_PHASE_IN_FLIGHT;
+    r->assumed_at = r->phase_at = gp_mono_s();
     r->gen = c->pod_gen;
     r->a = assign_dup(a);
     r->cpu_milli = cpu_milli > 0 ? cpu_milli : 0;
     r->mem_mib = mem_mib > 0 ? mem_mib : 0;
+    set_refs(r, refs, nrefs);
     strmap_put(c->pods, r->uid, r);
     attach(c, r);
     return r;
@@ -298,9 +351,34 @@ void cluster_nodes_resync_end(gp_cluster *c)
 
 /* --------------------------------------------------------------- pods -- */
 
+/* The maxNamespaceShare rule, shared by filter and bind. GPUs the pod adds
+ * that the namespace already holds are not told apart: the pod's GPUs all
+ * count as new (conservative). */
+static int ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                          const gp_assignment *a, double cap_share, char *why, size_t whylen)
+{
+    if (cap_share <= 0 || node->ngpus <= 0)
+        return 0;
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(a, holds);
+    int held = cluster_rd_ns_gpus(c, node->name, ns);
+    int cap = (int)(cap_share * node->ngpus + 1e-9);
+    if (held + nh <= cap)
+        return 0;
+    snprintf(why, whylen, "namespace %.60s would hold %d of %d GPUs, the policy allows %d", ns,
+             held + nh, node->ngpus, cap);
+    return -1;
+}
+
+int cluster_rd_ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                              const gp_assignment *a, double cap_share, char *why, size_t whylen)
+{
+    return ns_share_check(c, node, ns, a, cap_share, why, whylen);
+}
+
 int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
-                             const gp_place_opts *opts, const char *policy, gp_pod_state state,
-                             gp_assignment *out, gp_err *err)
+                             const gp_place_opts *opts, double ns_share_cap, const char *policy,
+                             gp_pod_state state, gp_assignment *out, gp_err *err)
 {
     int rc = -1;
     wrlock(c);
@@ -314,6 +392,8 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
             r->reserved_until = 0;
             r->assumed_at = gp_mono_s();
             r->state = state;
+            r->phase = GP_PHASE_IN_FLIGHT;
+            r->phase_at = r->assumed_at;
         }
         if (strcmp(r->a->node, node) != 0) {
             gp_fail(err, "pod %s/%s already holds GPUs on node %s", req->ns, req->name,
@@ -335,7 +415,21 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
         goto out;
     }
-    pod_add(c, req->uid, req->ns, req->name, policy, out, state, req->cpu_milli, req->host_mem_mib);
+    char nswhy[200];
+    if (ns_share_check(c, &e->node, req->ns, out, ns_share_cap, nswhy, sizeof nswhy)) {
+        gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, nswhy);
+        goto out;
+    }
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(out, holds);
+    for (int h = 0; h < nh; h++) {
+        int pos = gp_node_gpu_pos(&e->node, holds[h].index);
+        refs[h].index = holds[h].index;
+        gp_strlcpy(refs[h].uuid, pos >= 0 ? e->node.gpus[pos].info.uuid : "", sizeof refs[h].uuid);
+    }
+    pod_add(c, req->uid, req->ns, req->name, policy, out, state, refs, nh, req->cpu_milli,
+            req->host_mem_mib);
     rc = 0;
 out:
     cluster_unlock(c);
@@ -343,8 +437,8 @@ out:
 }
 
 int cluster_reserve(gp_cluster *c, const char *node, const gp_pod_req *req,
-                    const gp_place_opts *opts, const char *policy, double ttl_s,
-                    gp_assignment *out, gp_err *err)
+                    const gp_place_opts *opts, double ns_share_cap, const char *policy,
+                    double ttl_s, gp_assignment *out, gp_err *err)
 {
     wrlock(c);
     pod_rec *r = strmap_get(c->pods, req->uid);
@@ -355,11 +449,11 @@ int cluster_reserve(gp_cluster *c, const char *node, const gp_pod_req *req,
         return gp_fail(err, "pod %s/%s is already being bound", req->ns, req->name);
     }
     cluster_unlock(c);
-    if (cluster_place_and_assume(c, node, req, opts, policy, GP_POD_ASSUMED, out, err))
+    if (cluster_place_and_assume(c, node, req, opts, ns_share_cap, policy, GP_POD_ASSUMED, out, err))
         return -1;
     wrlock(c);
     r = strmap_get(c->pods, req->uid);
-    if (r && r->state == GP_POD_ASSUMED && !r->bind_done)
+    if (r && r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_IN_FLIGHT)
         r->reserved_until = gp_mono_s() + (ttl_s > 0 ? ttl_s : 0) + 1e-9;
     cluster_unlock(c);
     return 0;
@@ -374,23 +468,60 @@ void cluster_unreserve(gp_cluster *c, const char *uid)
     cluster_unlock(c);
 }
 
-void cluster_bind_done(gp_cluster *c, const char *uid)
+static void set_phase(pod_rec *r, gp_bind_phase phase)
+{
+    r->phase = phase;
+    r->phase_at = gp_mono_s();
+}
+
+void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome)
 {
     wrlock(c);
     pod_rec *r = strmap_get(c->pods, uid);
-    if (r)
-        r->bind_done = true;
+    if (!r || r->state != GP_POD_ASSUMED)
+        goto out;
+    switch (outcome) {
+    case GP_BIND_BOUND:
+        set_phase(r, GP_PHASE_ACCEPTED);
+        break;
+    case GP_BIND_UNKNOWN:
+        /* an accepted Binding stays accepted whatever a retry meets */
+        if (r->phase != GP_PHASE_ACCEPTED)
+            set_phase(r, GP_PHASE_UNKNOWN);
+        break;
+    case GP_BIND_REFUSED:
+        /* a retried bind that is refused must not undo an earlier one that landed */
+        if (r->phase != GP_PHASE_ACCEPTED)
+            pod_remove(c, r);
+        break;
+    }
+out:
     cluster_unlock(c);
 }
 
 void cluster_forget(gp_cluster *c, const char *uid)
 {
-    wrlock(c);
-    pod_rec *r = strmap_get(c->pods, uid);
-    /* a retried bind that fails must not undo an earlier one that succeeded */
-    if (r && r->state == GP_POD_ASSUMED && !r->bind_done)
-        pod_remove(c, r);
+    cluster_bind_outcome(c, uid, GP_BIND_REFUSED);
+}
+
+size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max)
+{
+    size_t n = 0, it = 0;
+    double cutoff = gp_mono_s() - min_age_s;
+    pod_rec *r;
+    cluster_rdlock(c);
+    while (n < max && (r = strmap_next(c->pods, &it, NULL))) {
+        if (r->state != GP_POD_ASSUMED || r->phase != GP_PHASE_UNKNOWN || r->phase_at > cutoff)
+            continue;
+        gp_unsettled *u = &out[n++];
+        gp_strlcpy(u->uid, r->uid, sizeof u->uid);
+        gp_strlcpy(u->ns, r->ns, sizeof u->ns);
+        gp_strlcpy(u->name, r->name, sizeof u->name);
+        memset(&u->a, 0, sizeof u->a);
+        memcpy(&u->a, r->a, assign_size(r->a->nctrs));
+    }
     cluster_unlock(c);
+    return n;
 }
 
 void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
@@ -420,8 +551,8 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
                      "annotations", obs->ns, obs->name);
             pod_remove(c, r);
         }
-        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND,
-                obs->cpu_milli, obs->mem_mib);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND, obs->refs,
+                obs->nrefs, obs->cpu_milli, obs->mem_mib);
         goto out;
     }
     bool host_only = obs->node_name && *obs->node_name && !obs->assign;
@@ -434,19 +565,28 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
             r->reserved_until = 0;
             goto out;
         }
-        /* still being bound (GPUs: the annotations arrive with or before the
-         * binding; host-only: until the watch shows it bound) */
-        if (r->state == GP_POD_ASSUMED && (!host_only || r->a->nctrs > 0))
+        bool elsewhere = obs->node_name && *obs->node_name;
+        bool keep;
+        if (r->state == GP_POD_BOUND)
+            keep = false;   /* a recorded binding whose pod no longer carries it: the cluster is the truth */
+        else if (r->a->nctrs > 0)
+            /* GPUs assumed: seen bound without our assignment after our Binding
+             * landed or may have landed means ours did not land (a Binding
+             * carries the annotations in the same write); one still in flight
+             * waits for its own answer */
+            keep = !(elsewhere && r->phase != GP_PHASE_IN_FLIGHT);
+        else
+            keep = !host_only;   /* host-only: assumed until the watch shows it bound */
+        if (keep)
             goto out;
-        /* a recorded binding whose pod no longer carries it: the cluster is the truth */
         pod_remove(c, r);
     }
     if (host_only && strlen(obs->node_name) < GP_NAME_MAX) {
         gp_assignment a;
         memset(&a, 0, sizeof a);
         gp_strlcpy(a.node, obs->node_name, sizeof a.node);
-        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, &a, GP_POD_BOUND, obs->cpu_milli,
-                obs->mem_mib);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, &a, GP_POD_BOUND, NULL, 0,
+                obs->cpu_milli, obs->mem_mib);
     }
 out:
     cluster_unlock(c);
@@ -486,7 +626,8 @@ static bool unseen_bound(const gp_cluster *c, const pod_rec *r, double unused)
 
 static bool assumed_before(const gp_cluster *c, const pod_rec *r, double cutoff)
 {
-    return r->state == GP_POD_ASSUMED && r->assumed_at < cutoff;
+    /* never a Binding that landed or may have landed */
+    return r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_IN_FLIGHT && r->assumed_at < cutoff;
 }
 
 static bool assumed_or_reserved_before(const gp_cluster *c, const pod_rec *r, double cutoff)
@@ -502,6 +643,13 @@ void cluster_pods_resync_end(gp_cluster *c)
     int n = sweep_pods(c, unseen_bound, 0);
     if (n)
         LOG_INFO("%d pods released: gone after relist", n);
+    /* an accepted Binding whose pod the relist lacks: deleted meanwhile, or
+     * listed just before the Binding; a GET will tell (cluster_unsettled) */
+    size_t it = 0;
+    pod_rec *r;
+    while ((r = strmap_next(c->pods, &it, NULL)))
+        if (r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_ACCEPTED && r->gen != c->pod_gen)
+            set_phase(r, GP_PHASE_UNKNOWN);
     cluster_unlock(c);
 }
 
@@ -547,7 +695,7 @@ int cluster_rd_ns_gpus(const gp_cluster *c, const char *node, const char *ns)
         gp_hold holds[GP_MAX_GPUS_PER_NODE];
         int nh = gp_assignment_holds(e->pods[i]->a, holds);
         for (int h = 0; h < nh; h++) {
-            int pos = gp_node_gpu_pos(&e->node, holds[h].index);
+            int pos = hold_pos(&e->node, e->pods[i], holds[h].index);
             if (pos >= 0 && !held[pos]) {
                 held[pos] = true;
                 n++;
@@ -601,6 +749,8 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
             s->pods_bound++;
         else
             s->pods_assumed++;
+        if (r->missing)
+            s->pods_gpu_missing++;
     }
     cluster_unlock(c);
 }
@@ -624,7 +774,7 @@ static json_t *inspect_node(const node_ent *e)
             gp_hold holds[GP_MAX_GPUS_PER_NODE];
             int nh = gp_assignment_holds(r->a, holds);
             for (int h = 0; h < nh; h++) {
-                if (holds[h].index != g->info.index)
+                if (hold_pos(n, r, holds[h].index) != i)
                     continue;
                 json_t *po = json_object();
                 json_object_set_new(po, "namespace", json_string(r->ns));
@@ -632,6 +782,11 @@ static json_t *inspect_node(const node_ent *e)
                 json_object_set_new(po, "uid", json_string(r->uid));
                 json_object_set_new(po, "state",
                                     json_string(r->state == GP_POD_BOUND ? "bound" : "assumed"));
+                static const char *const phases[] = {[GP_PHASE_IN_FLIGHT] = "in-flight",
+                                                     [GP_PHASE_ACCEPTED] = "accepted",
+                                                     [GP_PHASE_UNKNOWN] = "unknown"};
+                if (r->state == GP_POD_ASSUMED)
+                    json_object_set_new(po, "binding", json_string(phases[r->phase]));
                 json_object_set_new(po, "policy", json_string(r->policy));
                 json_object_set_new(po, "memMiB", json_integer(holds[h].mem_mib));
                 json_object_set_new(po, "corePercent", percent(holds[h].core));
@@ -656,6 +811,31 @@ static json_t *inspect_node(const node_ent *e)
     json_object_set_new(o, "name", json_string(n->name));
     json_object_set_new(o, "source", json_string(n->source));
     json_object_set_new(o, "gpus", gpus);
+    /* holds whose GPU is gone: counted nowhere, shown here */
+    json_t *missing = NULL;
+    for (size_t p = 0; p < e->npods; p++) {
+        const pod_rec *r = e->pods[p];
+        if (!r->missing)
+            continue;
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int nh = gp_assignment_holds(r->a, holds);
+        for (int h = 0; h < nh; h++) {
+            if (hold_pos(n, r, holds[h].index) >= 0)
+                continue;
+            const char *uuid = "";
+            for (int k = 0; k < r->nrefs; k++)
+                if (r->refs[k].index == holds[h].index)
+                    uuid = r->refs[k].uuid;
+            if (!missing)
+                missing = json_array();
+            json_array_append_new(missing, json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "namespace", r->ns,
+                                                     "name", r->name, "uid", r->uid, "index",
+                                                     holds[h].index, "uuid", uuid, "memMiB",
+                                                     (json_int_t)holds[h].mem_mib));
+        }
+    }
+    if (missing)
+        json_object_set_new(o, "missingGPUs", missing);
     return o;
 }
 

@@ -219,6 +219,7 @@ static const keep spec_keep[] = {{"containers", ctr_keep, true, NULL},
 static const keep meta_keep[] = {{"name", NULL, false, NULL},
                                  {"namespace", NULL, false, NULL},
                                  {"uid", NULL, false, NULL},
+                                 {"resourceVersion", NULL, false, NULL},   /* bind's precondition */
                                  {"labels", NULL, false, NULL},
                                  {"annotations", NULL, false, "gpupack.io/"},
                                  {0}};

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "podreq.h"
 #include "strmap.h"
+#include "workq.h"
 
 #define MAX_NODES_PER_REQUEST 100000
 #define EVAL_MAX_WORKERS 4
@@ -35,6 +36,7 @@ struct gp_extender {
     strmap *pending;            /* uid -> pending */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
     int eval_threads;           /* threads evaluating one large node list */
+    gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
 };
 
 gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
@@ -53,6 +55,13 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
     e->pending = strmap_new();
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
+    if (e->cfg.binder) {
+        gp_err err;
+        e->binds = workq_new(e->cfg.bind_threads > 0 ? e->cfg.bind_threads : 16, "bind threads",
+                             &err);
+        if (!e->binds)
+            abort();   /* no thread at all: the process cannot serve */
+    }
     return e;
 }
 
@@ -68,6 +77,7 @@ void extender_free(gp_extender *e)
 {
     if (!e)
         return;
+    workq_free(e->binds);   /* finishes the binds in flight first */
     size_t it = 0;
     pending *p;
     while ((p = strmap_next(e->pending, &it, NULL)))
@@ -125,7 +135,7 @@ static json_t *trim_pod(const json_t *pod)
 {
     const json_t *md = json_object_get(pod, "metadata");
     json_t *tmd = json_object();
-    static const char *const mkeys[] = {"name", "namespace", "uid", "labels"};
+    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels"};
     for (size_t i = 0; i < GP_ARRAY_LEN(mkeys); i++) {
         json_t *v = json_object_get(md, mkeys[i]);
         if (v)
@@ -530,22 +540,13 @@ static void *eval_range(void *arg)
         if (placement_fit(node, req, &view->place, &a, &why)) {
             v->unresolvable = why.unresolvable;
             set_reason_w(j->vs, j->arena, i, "%s", why.reason);
-        } else if (view->ns_share_cap > 0 && node->ngpus > 0) {
-            gp_hold holds[GP_MAX_GPUS_PER_NODE];
-            int nh = gp_assignment_holds(&a, holds);
-            int held = cluster_rd_ns_gpus(j->e->c, name, req->ns);
-            /* GPUs the pod adds that the namespace does not hold yet are not
-             * tracked separately: count the pod's GPUs as new (conservative) */
-            int cap = (int)(view->ns_share_cap * node->ngpus + 1e-9);
-            if (held + nh > cap) {
-                set_reason_w(j->vs, j->arena, i,
-                             "namespace %.60s would hold %d of %d GPUs, policy %.60s allows %d",
-                             req->ns, held + nh, node->ngpus, view->name, cap);
-            } else {
-                v->fits = true;
-            }
         } else {
-            v->fits = true;
+            char why_ns[200];
+            if (cluster_rd_ns_share_check(j->e->c, node, req->ns, &a, view->ns_share_cap, why_ns,
+                                          sizeof why_ns))
+                set_reason_w(j->vs, j->arena, i, "%s (policy %.60s)", why_ns, view->name);
+            else
+                v->fits = true;
         }
         if (v->fits && j->want_scores)
             v->raw = placement_node_score(node, req, &a, &view->place);
@@ -681,7 +682,7 @@ static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl
         for (size_t i = 0; i < nl->n && chosen == nl->n; i++) {
             gp_assignment a;
             if (vs->v[i].fits && !vs->v[i].unknown &&
-                cluster_reserve(e->c, node_list_name(nl, i), &req, &v2.place, v2.name,
+                cluster_reserve(e->c, node_list_name(nl, i), &req, &v2.place, v2.ns_share_cap, v2.name,
                                 GP_RESERVE_TTL_S, &a, &err) == 0)
                 chosen = i;
         }
@@ -799,36 +800,74 @@ static int bind_field(const json_t *args, const char *key, size_t max, const cha
     return 0;
 }
 
-/* Binds a pod that asks no GPUs: its CPU and memory are recorded on the node
- * (when gpupack knows the node) so the next decisions see them, then a plain
- * Binding goes out through the same binder (no annotations to write). *a gets
- * the (GPU-less) assignment; leaves a message in msg on failure. */
-static void bind_host_only(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
-                           const char *node, gp_assignment *a, char *msg, size_t cap)
+/* One bind waiting on the API server (owned by the bind thread once queued). */
+typedef struct bind_job {
+    gp_extender *e;
+    char ns[GP_NAME_MAX], name[GP_NAME_MAX], uid[GP_UID_MAX], node[GP_NAME_MAX];
+    char policy[GP_NAME_MAX];
+    char rv[64];            /* "" = unknown */
+    json_t *ann;
+    gp_bind_done_fn done;
+    void *ud;
+    bool host_only;         /* the pod asks no GPUs: a plain Binding */
+    gp_assignment a;        /* last member (large) */
+} bind_job;
+
+static void log_bound(const char *ns, const char *name, const char *node, const gp_assignment *a,
+                      const char *policy)
 {
-    gp_err err;
-    bool recorded = cluster_place_and_assume(e->c, node, req, &view->place, view->name,
-                                             e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, a,
-                                             &err) == 0;
-    if (!recorded)
-        a->nctrs = 0;   /* a node gpupack does not know: nothing to record */
-    if (!e->cfg.binder)
-        return;
-    json_t *none = json_object();
-    gp_bind_call call = {req->ns, req->name, req->uid, node, none, recorded ? a : NULL,
-                         view->name};
-    if (e->cfg.binder(e->cfg.binder_ud, &call, &err)) {
-        if (recorded)
-            cluster_forget(e->c, req->uid);
-        snprintf(msg, cap, "binding pod %.200s/%.200s to %.200s failed: %.500s", req->ns,
-                 req->name, node, err.msg);
-    } else if (recorded) {
-        cluster_bind_done(e->c, req->uid);
-    }
-    json_decref(none);
+    char gpus[256];
+    size_t off = 0;
+    gpus[0] = '\0';
+    for (int c = 0; c < a->nctrs && off < sizeof gpus - 32; c++)
+        for (int g = 0; g < a->ctrs[c].ngpus && off < sizeof gpus - 32; g++)
+            off += (size_t)snprintf(gpus + off, sizeof gpus - off, "%s%.20s:%d", off ? " " : "",
+                                    a->ctrs[c].name, a->ctrs[c].gpus[g].index);
+    /* the pending request stays until its TTL: a retried bind is idempotent */
+    LOG_INFO("bind %s/%s -> %s gpus [%s] policy %s", ns, name, node, gpus, policy);
 }
 
-int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
+static char *bind_failed(gp_extender *e, const char *ns, const char *name, const char *node,
+                         const char *msg)
+{
+    atomic_fetch_add(&e->n_bind_errors, 1);
+    LOG_WARN("bind %s/%s -> %s: %s", ns, name, node, msg);
+    return error_body(msg);
+}
+
+/* On a bind thread: the Binding, its outcome into the store, the answer. */
+static void bind_run(void *arg)
+{
+    bind_job *j = arg;
+    gp_extender *e = j->e;
+    gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->rv[0] ? j->rv : NULL, j->ann,
+                         j->host_only ? NULL : &j->a, j->policy};
+    gp_err err;
+    gp_bind_outcome o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
+    cluster_bind_outcome(e->c, j->uid, o);
+    char *out;
+    if (o == GP_BIND_BOUND) {
+        log_bound(j->ns, j->name, j->node, &j->a, j->policy);
+        out = error_body("");
+    } else {
+        /* kube-scheduler forgets the pod on any Error and retries it unless
+         * its informer already shows it bound: right for UNKNOWN too, since
+         * the GPUs stay assumed here until a GET or the watch settles it */
+        char msg[1200];
+        snprintf(msg, sizeof msg, "binding pod %.200s/%.200s to %.200s %s: %.600s", j->ns, j->name,
+                 j->node, o == GP_BIND_REFUSED ? "refused" : "outcome unknown (GPUs kept until settled)",
+                 err.msg);
+        out = bind_failed(e, j->ns, j->name, j->node, msg);
+    }
+    json_decref(j->ann);
+    gp_bind_done_fn done = j->done;
+    void *ud = j->ud;
+    free(j);
+    done(ud, 200, out);
+}
+
+int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_done_fn done,
+                        void *ud, char **out)
 {
     atomic_fetch_add(&e->n_bind, 1);
     json_t *args;
@@ -851,7 +890,7 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
     gp_pod_req req;
     gp_policy_view view;
     gp_err err;
-    gp_assignment a;
+    bind_job *j = xcalloc(1, sizeof *j);
     if (!pod) {
         snprintf(msg, sizeof msg,
                  "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
@@ -859,53 +898,97 @@ int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
     } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
-        bind_host_only(e, &req, &view, node, &a, msg, sizeof msg);
+        /* a pod that asks no GPUs: its CPU and memory are recorded on the node
+         * (when gpupack knows the node) so the next decisions see them, then a
+         * plain Binding (no annotations) goes out like any other */
+        j->host_only = true;
+        j->ann = json_object();   /* no annotations to write: a plain Binding */
+        if (cluster_place_and_assume(e->c, node, &req, &view.place, 0, view.name,
+                                     e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err))
+            j->a.nctrs = 0;   /* a node gpupack does not know: nothing to record */
     } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
-    } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.name,
-                                        e->cfg.binder ? GP_POD_ASSUMED : GP_POD_BOUND, &a, &err)) {
+    } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.ns_share_cap, view.name,
+                                        e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err)) {
         snprintf(msg, sizeof msg, "%s", err.msg);
-    } else if (e->cfg.binder) {
-        json_t *ann = NULL;
+    } else if (e->binds) {
         cluster_rdlock(e->c);
         const gp_node *n = cluster_rd_node(e->c, node);
         if (n) {
-            ann = annotations_build(&a, n, req.profile, view.names.aliyun_unit_mib, view.name,
-                                    gp_now_ns());
-            annotations_add_containers(ann, pod, &a, n, &view.names);
+            j->ann = annotations_build(&j->a, n, req.profile, view.names.aliyun_unit_mib,
+                                       view.name, gp_now_ns());
+            annotations_add_containers(j->ann, pod, &j->a, n, &view.names);
         }
         cluster_unlock(e->c);
-        gp_bind_call call = {ns, name, uid, node, ann, &a, view.name};
-        if (!ann) {
+        if (!j->ann) {
             cluster_forget(e->c, uid);
             snprintf(msg, sizeof msg, "node %.200s disappeared during bind", node);
-        } else if (e->cfg.binder(e->cfg.binder_ud, &call, &err)) {
-            cluster_forget(e->c, uid);
-            snprintf(msg, sizeof msg, "binding pod %.200s/%.200s to %.200s failed: %.500s", ns, name,
-                     node, err.msg);
-        } else {
-            cluster_bind_done(e->c, uid);
         }
-        json_decref(ann);
     }
     policy_set_unref(set);
-    json_decref(pod);
     if (msg[0]) {
-        atomic_fetch_add(&e->n_bind_errors, 1);
-        LOG_WARN("bind %s/%s -> %s: %s", ns, name, node, msg);
+        *out = bind_failed(e, ns, name, node, msg);
+        free(j);
+    } else if (!e->binds) {
+        log_bound(ns, name, node, &j->a, view.name);
+        *out = error_body("");
+        free(j);
     } else {
-        char gpus[256];
-        size_t off = 0;
-        gpus[0] = '\0';
-        for (int c = 0; c < a.nctrs && off < sizeof gpus - 32; c++)
-            for (int g = 0; g < a.ctrs[c].ngpus && off < sizeof gpus - 32; g++)
-                off += (size_t)snprintf(gpus + off, sizeof gpus - off, "%s%.20s:%d", off ? " " : "",
-                                        a.ctrs[c].name, a.ctrs[c].gpus[g].index);
-        /* the pending request stays until its TTL: a retried bind is idempotent */
-        LOG_INFO("bind %s/%s -> %s gpus [%s] policy %s", ns, name, node, gpus, view.name);
+        j->e = e;
+        gp_strlcpy(j->ns, ns, sizeof j->ns);
+        gp_strlcpy(j->name, name, sizeof j->name);
+        gp_strlcpy(j->uid, uid, sizeof j->uid);
+        gp_strlcpy(j->node, node, sizeof j->node);
+        gp_strlcpy(j->policy, view.name, sizeof j->policy);
+        const char *rv = json_string_value(
+            json_object_get(json_object_get(pod, "metadata"), "resourceVersion"));
+        gp_strlcpy(j->rv, rv && strlen(rv) < sizeof j->rv ? rv : "", sizeof j->rv);
+        j->done = done;
+        j->ud = ud;
+        workq_push(e->binds, bind_run, j);
+        status = 0;
     }
-    *out = error_body(msg);
+    json_decref(pod);
 done:
     json_decref(args);
+    return status;
+}
+
+/* extender_bind's rendezvous with the bind thread. */
+typedef struct bind_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int status;
+    char *out;
+} bind_wait;
+
+static void bind_wait_done(void *ud, int status, char *out)
+{
+    bind_wait *w = ud;
+    pthread_mutex_lock(&w->mu);
+    w->status = status;
+    w->out = out;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
+{
+    bind_wait w = {.done = false};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    int status = extender_bind_start(e, body, len, bind_wait_done, &w, out);
+    if (status == 0) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        status = w.status;
+        *out = w.out;
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
     return status;
 }

@@ -74,8 +74,11 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
     if (json_is_object(ann)) {
         gp_err aerr;
         int rc = annotations_decode(ann, out->node, aliyun_unit_mib, &out->assign, &aerr);
-        if (rc == 1)
+        if (rc == 1) {
             out->obs.assign = &out->assign;
+            out->obs.nrefs = annotations_gpu_refs(ann, out->refs, GP_MAX_GPUS_PER_NODE);
+            out->obs.refs = out->refs;
+        }
         else if (rc < 0)
             gp_strlcpy(out->assign_err, aerr.msg, sizeof out->assign_err);
     }

@@ -1,4 +1,5 @@
-/* live.c -- live mode: reflectors feed the store from the API server; bind goes through it. */
+/* live.c -- live mode: reflectors feed the store from the API server; bind goes through it;
+ * housekeeping settles lost bind outcomes and expires binds that never reported. */
 #include "live.h"
 
 #include <pthread.h>
@@ -12,9 +13,12 @@
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "metrics.h"
 #include "reflector.h"
 
 #define LIVE_DEFAULT_TTL_S 120.0
+#define LIVE_DEFAULT_STALL_S 90.0
+#define LIVE_SETTLE_BATCH 64        /* UNKNOWN binds checked per housekeeping round */
 #define LIVE_DEFAULT_ALIYUN_UNIT 1024
 
 struct gp_live {
@@ -26,7 +30,8 @@ struct gp_live {
     gp_kube_cancel *stop;           /* the housekeeping thread's */
     pthread_t hk;
     bool hk_started;
-    atomic_ulong binds, bind_errors, expired, bypassed;
+    atomic_ulong binds, bound, refused, unknown, settled_bound, settled_released, expired, bypassed;
+    gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
     gp_live_gate gate;              /* NULL fn: every bind may go ahead */
     atomic_ulong binds_refused;
 };
@@ -193,7 +198,7 @@ static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_o
 
 /* ------------------------------------------------------------ binder --- */
 
-static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
+static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err)
 {
     gp_live *l = ud;
     double timeout = GP_BINDER_TIMEOUT_S, budget = 0;
@@ -202,19 +207,24 @@ static int live_bind(void *ud, const gp_bind_call *call, gp_err *err)
          * (a bind makes up to three API calls) */
         if (!l->gate.fn(l->gate.ud, &budget)) {
             atomic_fetch_add(&l->binds_refused, 1);
-            return gp_fail(err, "this gpupack replica does not lead (standby or fenced); "
-                                "kube-scheduler retries the pod");
+            gp_fail(err, "this gpupack replica does not lead (standby or fenced); "
+                         "kube-scheduler retries the pod");
+            return GP_BIND_REFUSED;   /* nothing was sent */
         }
         if (budget / 3 < timeout)
             timeout = budget / 3;
     }
     atomic_fetch_add(&l->binds, 1);
-    int rc = binder_bind(l->kube, call, timeout, err);
-    if (rc < 0) {
-        atomic_fetch_add(&l->bind_errors, 1);
-        LOG_DEBUG("bind %s/%s -> %s failed: %s", call->ns, call->name, call->node, err->msg);
-    }
-    return rc;
+    double t0 = gp_mono_s();
+    gp_bind_outcome o = binder_bind(l->kube, call, timeout, err);
+    metrics_observe(&l->bind_api, gp_mono_s() - t0);
+    atomic_ulong *by[] = {[GP_BIND_BOUND] = &l->bound, [GP_BIND_REFUSED] = &l->refused,
+                          [GP_BIND_UNKNOWN] = &l->unknown};
+    atomic_fetch_add(by[o], 1);
+    if (o == GP_BIND_UNKNOWN)
+        LOG_WARN("bind %s/%s -> %s: outcome unknown, GPUs stay assumed until a GET or the watch "
+                 "settles it: %s", call->ns, call->name, call->node, err->msg);
+    return o;
 }
 
 gp_binder_fn live_binder(void)
@@ -234,19 +244,50 @@ gp_kube *live_kube(gp_live *l)
 
 /* ------------------------------------------------------ housekeeping --- */
 
+/* Asks the API server about binds whose outcome was lost. */
+static void settle_unknown(gp_live *l)
+{
+    gp_unsettled *u = xmalloc(LIVE_SETTLE_BATCH * sizeof *u);
+    /* give a Binding the API server is still working on time to land first */
+    size_t n = cluster_unsettled(l->c, GP_BINDER_TIMEOUT_S, u, LIVE_SETTLE_BATCH);
+    for (size_t i = 0; i < n && !kube_cancel_fired(l->stop); i++) {
+        gp_bind_call call = {u[i].ns, u[i].name, u[i].uid, u[i].a.node, NULL, NULL, &u[i].a, NULL};
+        gp_err err;
+        gp_bind_outcome o = binder_check(l->kube, &call, GP_BINDER_TIMEOUT_S, &err);
+        if (o == GP_BIND_BOUND) {
+            atomic_fetch_add(&l->settled_bound, 1);
+            LOG_INFO("bind %s/%s -> %s: settled, the Binding had landed", u[i].ns, u[i].name,
+                     u[i].a.node);
+        } else if (o == GP_BIND_REFUSED) {
+            atomic_fetch_add(&l->settled_released, 1);
+            LOG_WARN("bind %s/%s -> %s: settled, the Binding had not landed (%s); GPUs released",
+                     u[i].ns, u[i].name, u[i].a.node, err.msg);
+        } else {
+            LOG_WARN("bind %s/%s -> %s: still unsettled: %s", u[i].ns, u[i].name, u[i].a.node,
+                     err.msg);
+        }
+        cluster_bind_outcome(l->c, u[i].uid, o);
+    }
+    free(u);
+}
+
 static void *housekeeping(void *arg)
 {
     gp_live *l = arg;
     double period = l->cfg.assume_ttl_s / 4;
-    if (period > 5)
-        period = 5;
+    if (period > 1)
+        period = 1;
     if (period < 0.05)
         period = 0.05;
     while (!kube_cancel_sleep(l->stop, period)) {
+        settle_unknown(l);
+        /* a silent watch may be hiding the event that would confirm a pod */
+        if (!reflector_synced(l->pods) || !reflector_healthy(l->pods, NULL, 0))
+            continue;
         int n = cluster_expire_assumed(l->c, l->cfg.assume_ttl_s);
         if (n > 0) {
             atomic_fetch_add(&l->expired, (unsigned long)n);
-            LOG_WARN("released %d assumed pod(s) the API server never showed bound within %.0f s", n,
+            LOG_WARN("released %d assumed pod(s) whose bind never reported within %.0f s", n,
                      l->cfg.assume_ttl_s);
         }
     }
@@ -276,12 +317,23 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
         l->cfg.assume_ttl_s = LIVE_DEFAULT_TTL_S;
     if (l->cfg.aliyun_unit_mib <= 0)
         l->cfg.aliyun_unit_mib = LIVE_DEFAULT_ALIYUN_UNIT;
+    if (l->cfg.watch_stall_s <= 0)
+        l->cfg.watch_stall_s = LIVE_DEFAULT_STALL_S;
     l->c = c;
     l->kube = k;
     atomic_init(&l->ext, NULL);
     l->stop = kube_cancel_new();
-    gp_reflector_config ncfg = {.resource = "nodes", .path = "/api/v1/nodes"};
-    gp_reflector_config pcfg = {.resource = "pods", .path = "/api/v1/pods"};
+    /* A healthy API server ends each watch at timeoutSeconds (60 s) and gpupack re-watches at
+     * once; bookmarks cannot be relied on to keep an idle watch talking (kube-apiserver 1.26
+     * sent none in 200 s on an idle watch of the test kit). So a watch silent for longer
+     * than its timeout plus slack is half-open: cut and re-opened. */
+    int timeout = (int)(l->cfg.watch_stall_s * 2 / 3);
+    gp_reflector_config ncfg = {.resource = "nodes", .path = "/api/v1/nodes",
+                                .watch_timeout_s = timeout > 1 ? timeout : 1,
+                                .stall_s = l->cfg.watch_stall_s};
+    gp_reflector_config pcfg = ncfg;
+    pcfg.resource = "pods";
+    pcfg.path = "/api/v1/pods";
     l->nodes = reflector_new(k, &ncfg, &node_ops, l);
     l->pods = reflector_new(k, &pcfg, &pod_ops, l);
     /* pods name nodes: list nodes first so that every hold lands on a known node */
@@ -328,10 +380,23 @@ void live_stats(gp_live *l, gp_live_stats *out)
     reflector_stats(l->nodes, &out->nodes);
     reflector_stats(l->pods, &out->pods);
     out->binds = atomic_load(&l->binds);
-    out->bind_errors = atomic_load(&l->bind_errors);
+    out->bound = atomic_load(&l->bound);
+    out->refused = atomic_load(&l->refused);
+    out->unknown = atomic_load(&l->unknown);
+    out->settled_bound = atomic_load(&l->settled_bound);
+    out->settled_released = atomic_load(&l->settled_released);
     out->assumed_expired = atomic_load(&l->expired);
     out->bypassed = atomic_load(&l->bypassed);
     out->binds_refused = atomic_load(&l->binds_refused);
+}
+
+void live_metrics(gp_live *l, gp_buf *out)
+{
+    if (!l)
+        return;
+    metrics_header(out, "gpupack_api_bind_duration_seconds", "histogram",
+                   "Time one bind spends in its API calls (the Binding, and a GET/retry after a 409).");
+    metrics_render_histo(out, "gpupack_api_bind_duration_seconds", "", &l->bind_api);
 }
 
 void live_free(gp_live *l)

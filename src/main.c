@@ -28,11 +28,13 @@
 
 typedef struct serve_opts {
     const char *cluster_file, *kubeconfig, *listen, *url_prefix, *policies_dir;
-    const char *tls_cert, *tls_key;
+    const char *tls_cert, *tls_key, *client_ca;
     const char *webhook_listen, *webhook_cert, *webhook_key;
-    size_t max_body;
+    size_t max_body, max_inflight;
+    bool show_uids;
     unsigned threads;
-    double assume_ttl;
+    double assume_ttl, watch_stall;
+    unsigned bind_threads;
     int64_t aliyun_unit_mib;
     bool leader_elect;
     const char *lease_ns, *lease_name, *identity, *leader_pod;
@@ -63,12 +65,19 @@ static void usage(FILE *f)
             "  --url-prefix P       serve filter/prioritize/bind under P/ (match the urlPrefix)\n"
             "  --policies DIR       packing policy files (*.yaml), reloaded when they change\n"
             "  --tls-cert FILE --tls-key FILE   serve HTTPS\n"
+            "  --client-ca FILE     filter/prioritize/bind need a client certificate signed by\n"
+            "                       this CA (PEM; needs TLS); probes, /metrics, /inspect stay open\n"
+            "  --show-pod-uids true|false  /inspect shows pod uids (default false)\n"
             "  --webhook-listen HOST:PORT --webhook-cert FILE --webhook-key FILE\n"
             "                       also serve the mutating admission webhook (HTTPS, POST /mutate);\n"
             "                       bind then refuses GPU pods the webhook did not mutate\n"
             "  --max-body BYTES     largest request body accepted (default %u)\n"
+            "  --max-inflight BYTES memory all requests in flight may hold, bodies and decoding\n"
+            "                       (default %u; past it 503, or 413 for a request that never fits)\n"
             "  --threads N          HTTP worker threads (default 2)\n"
-            "  --assume-ttl SEC     live mode: forget assumed pods never seen bound (default 120)\n"
+            "  --assume-ttl SEC     live mode: release GPUs of a bind that never reported (default 120)\n"
+            "  --watch-stall SEC    live mode: restart a watch silent this long (default 90)\n"
+            "  --bind-threads N     live mode: Bindings posted at once, off the HTTP threads (default 16)\n"
             "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
             "  --log-level L        debug, info, warn, error (default info)\n"
             "  --leader-elect       run as one of several replicas: only the Lease holder binds\n"
@@ -82,12 +91,12 @@ static void usage(FILE *f)
             "  --leader-elect-pod NS/NAME   this replica's Pod: the leader labels it gpupack.io/leader=true\n"
             "                       (the Service selects it; standbys stay Ready). Without it a\n"
             "                       standby reports not ready on /readyz instead\n",
-            GP_MAX_BODY_DEFAULT);
+            GP_MAX_BODY_DEFAULT, GP_MAX_INFLIGHT_DEFAULT);
 }
 
 typedef struct flag {
     const char *name;
-    int kind;          /* 0 string, 1 size, 2 uint, 3 double, 4 duration (15s, 500ms, 1m) */
+    int kind;          /* 0 string, 1 size, 2 uint, 3 double, 4 duration (15s, 500ms, 1m), 5 bool */
     size_t off;
 } flag;
 
@@ -98,6 +107,9 @@ static const flag flags[] = {
     F("--policies", 0, policies_dir),  F("--tls-cert", 0, tls_cert),
     F("--tls-key", 0, tls_key),        F("--max-body", 1, max_body),
     F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
+    F("--watch-stall", 3, watch_stall), F("--bind-threads", 2, bind_threads),
+    F("--client-ca", 0, client_ca),    F("--max-inflight", 1, max_inflight),
+    F("--show-pod-uids", 5, show_uids),
     F("--webhook-listen", 0, webhook_listen), F("--webhook-cert", 0, webhook_cert),
     F("--webhook-key", 0, webhook_key),
     F("--leader-elect-lease-duration", 4, lease_duration),
@@ -116,6 +128,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     memset(o, 0, sizeof *o);
     o->listen = "127.0.0.1:8765";
     o->assume_ttl = 120;
+    o->watch_stall = 90;
     o->aliyun_unit_mib = 1024;
     o->lease_ns = "gpupack-system";
     o->lease_name = "gpupack";
@@ -207,6 +220,13 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
             *(double *)field = d * unit;
             break;
         }
+        case 5:
+            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+                fprintf(stderr, "gpupack serve: %s: true or false\n", a);
+                return -1;
+            }
+            *(bool *)field = v[0] == 't';
+            break;
         default: {
             double d = strtod(v, &end);
             if (*end || !*v || d <= 0) {
@@ -322,6 +342,11 @@ static void metrics_hook(void *ud, gp_buf *out)
                                  "gpupack_lists_total{resource=\"%s\",result=\"ok\"} %lu\n"
                                  "gpupack_lists_total{resource=\"%s\",result=\"failed\"} %lu\n",
                                  rs[i].res, rs[i].st->lists, rs[i].res, rs[i].st->list_failures);
+        (void)!gp_buf_printf(out, "# HELP gpupack_list_page_shrinks_total LIST pages asked again with half the limit (too large).\n"
+                                  "# TYPE gpupack_list_page_shrinks_total counter\n");
+        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
+            (void)!gp_buf_printf(out, "gpupack_list_page_shrinks_total{resource=\"%s\"} %lu\n",
+                                 rs[i].res, rs[i].st->page_shrinks);
         (void)!gp_buf_printf(out, "# HELP gpupack_watches_total Watch requests, by resource and outcome.\n"
                                   "# TYPE gpupack_watches_total counter\n");
         for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
@@ -332,19 +357,26 @@ static void metrics_hook(void *ud, gp_buf *out)
                                  rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
                                  rs[i].res, rs[i].st->expired);
         (void)!gp_buf_printf(out,
-                             "# HELP gpupack_api_binds_total PATCH+Binding calls to the API server, by outcome.\n"
+                             "# HELP gpupack_api_binds_total Bindings posted to the API server, by outcome.\n"
                              "# TYPE gpupack_api_binds_total counter\n"
-                             "gpupack_api_binds_total{result=\"ok\"} %lu\n"
-                             "gpupack_api_binds_total{result=\"failed\"} %lu\n"
-                             "# HELP gpupack_assumed_expired_total Assumed pods released because the watch never showed them bound.\n"
+                             "gpupack_api_binds_total{result=\"bound\"} %lu\n"
+                             "gpupack_api_binds_total{result=\"refused\"} %lu\n"
+                             "gpupack_api_binds_total{result=\"unknown\"} %lu\n"
+                             "# HELP gpupack_binds_settled_total Unknown bind outcomes settled by a GET, by what the GET showed.\n"
+                             "# TYPE gpupack_binds_settled_total counter\n"
+                             "gpupack_binds_settled_total{result=\"bound\"} %lu\n"
+                             "gpupack_binds_settled_total{result=\"released\"} %lu\n"
+                             "# HELP gpupack_assumed_expired_total Assumed pods released because their bind never reported.\n"
                              "# TYPE gpupack_assumed_expired_total counter\n"
                              "gpupack_assumed_expired_total %lu\n",
-                             ls.binds - ls.bind_errors, ls.bind_errors, ls.assumed_expired);
+                             ls.bound, ls.refused, ls.unknown, ls.settled_bound,
+                             ls.settled_released, ls.assumed_expired);
         (void)!gp_buf_printf(out,
                              "# HELP gpupack_pods_bypassed_total Pods found bound without gpupack's bind that ask its resources, accounted on their node.\n"
                              "# TYPE gpupack_pods_bypassed_total counter\n"
                              "gpupack_pods_bypassed_total %lu\n",
                              ls.bypassed);
+        live_metrics(a->live, out);
     }
     events_metrics(a->events, out);
     if (a->leader) {
@@ -361,12 +393,12 @@ static void metrics_hook(void *ud, gp_buf *out)
 }
 
 /* The bind path's one events hook: the binder's outcome becomes an Event. */
-static int bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
+static gp_bind_outcome bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
 {
     app *a = ud;
-    int rc = a->binder(a->binder_ud, call, err);
-    events_bind_result(a->events, call, rc == 0, rc ? err->msg : NULL);
-    return rc;
+    gp_bind_outcome o = a->binder(a->binder_ud, call, err);
+    events_bind_result(a->events, call, o == GP_BIND_BOUND, o == GP_BIND_BOUND ? NULL : err->msg);
+    return o;
 }
 
 /* The events sender gets its own API client, with the credentials live uses. */
@@ -485,7 +517,8 @@ static int cmd_serve(int argc, char **argv)
                  st.nodes, st.gpus, st.pods);
         malloc_trim(0);   /* give the parsed file's memory back before serving */
     } else {
-        gp_live_config lc = {o.kubeconfig, o.assume_ttl, o.aliyun_unit_mib};
+        gp_live_config lc = {.kubeconfig = o.kubeconfig, .assume_ttl_s = o.assume_ttl,
+                             .watch_stall_s = o.watch_stall, .aliyun_unit_mib = o.aliyun_unit_mib};
         a.live = live_new(&lc, c, &err);
         if (!a.live) {
             LOG_ERROR("%s", err.msg);
@@ -500,6 +533,7 @@ static int cmd_serve(int argc, char **argv)
         }
         ecfg.binder = bind_with_events;
         ecfg.binder_ud = &a;
+        ecfg.bind_threads = (int)o.bind_threads;
         if (o.leader_elect && start_leader(&o, &a, &err)) {
             LOG_ERROR("%s", err.msg);
             goto out;
@@ -519,8 +553,11 @@ static int cmd_serve(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto out;
     }
-    gp_server_config scfg = {o.listen,   o.url_prefix, o.max_body, o.tls_cert,
-                             o.tls_key,  o.threads,    NULL};
+    gp_server_config scfg = {.listen = o.listen,       .url_prefix = o.url_prefix,
+                             .max_body = o.max_body,   .tls_cert = o.tls_cert,
+                             .tls_key = o.tls_key,     .threads = o.threads,
+                             .client_ca = o.client_ca, .max_inflight = o.max_inflight,
+                             .show_uids = o.show_uids};
     gp_server_hooks hooks = {&a, ready_hook, metrics_hook, inspect_hook};
     s = server_start(&scfg, e, c, &hooks, &err);
     if (!s) {
@@ -530,8 +567,10 @@ static int cmd_serve(int argc, char **argv)
     LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
              o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
     if (o.webhook_listen) {
-        gp_server_config wcfg = {o.webhook_listen, NULL, o.max_body, o.webhook_cert,
-                                 o.webhook_key,    1,    &wnames};
+        gp_server_config wcfg = {.listen = o.webhook_listen, .max_body = o.max_body,
+                                 .tls_cert = o.webhook_cert, .tls_key = o.webhook_key,
+                                 .threads = 1, .max_inflight = o.max_inflight,
+                                 .webhook = &wnames};
         ws = server_start(&wcfg, e, c, NULL, &err);
         if (!ws) {
             LOG_ERROR("webhook: %s", err.msg);

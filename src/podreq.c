@@ -211,10 +211,30 @@ int podreq_container(const json_t *c, const char *where, const gp_resource_names
     return 1;
 }
 
+/* What a pod asks, accumulated over its containers the way kube-scheduler
+ * does it since native sidecars (Kubernetes 1.28; PodRequests in
+ * k8s.io/component-helpers/resource/helpers.go, before that
+ * pkg/api/v1/resource/helpers.go, and KEP-753 "exposing pod resource
+ * requirements"): regular containers and sidecars -- init containers with
+ * restartPolicy: Always -- add up; a run-once init container uses its own
+ * request plus every sidecar started before it; the pod needs the larger of
+ * the sum and the largest such init use. */
 typedef struct acc {
-    int64_t cpu_sum, mem_sum, cpu_init, mem_init;
+    int64_t cpu_sum, mem_sum, cpu_init, mem_init;   /* host requests */
+    int64_t cpu_side, mem_side;                     /* sidecars started so far */
+    int64_t gmem_side;                              /* native: sidecars' MiB per GPU */
+    int gcore_side;                                 /* native: sidecars' per-mille per GPU */
+    int64_t al_sum, al_side, al_init;               /* aliyun: MiB of the pod's one GPU */
+    char al_name[GP_CTR_NAME_MAX];                  /* aliyun: the entry's name */
+    bool al_name_regular;
     bool native, aliyun;
 } acc;
+
+static void max_into(int64_t *m, int64_t v)
+{
+    if (v > *m)
+        *m = v;
+}
 
 static int decode_container(const json_t *c, const char *where, bool init,
                             const gp_resource_names *n, gp_pod_req *out, acc *a, gp_err *err)
@@ -226,16 +246,20 @@ static int decode_container(const json_t *c, const char *where, bool init,
         return gp_fail(err, "%s.resources: must be an object", where);
     const json_t *jname = json_object_get(c, "name");
     const char *name = json_is_string(jname) ? json_string_value(jname) : "";
+    const char *restart = json_string_value(json_object_get(c, "restartPolicy"));
+    bool sidecar = init && restart && strcmp(restart, "Always") == 0;
     int64_t cpu = host_milli(res, "cpu");
     int64_t mem = host_milli(res, "memory") / 1000 / (1024 * 1024);   /* bytes -> MiB */
-    if (init) {
-        if (cpu > a->cpu_init)
-            a->cpu_init = cpu;
-        if (mem > a->mem_init)
-            a->mem_init = mem;
+    if (init && !sidecar) {
+        max_into(&a->cpu_init, sat_add(cpu, a->cpu_side));
+        max_into(&a->mem_init, sat_add(mem, a->mem_side));
     } else {
         a->cpu_sum = sat_add(a->cpu_sum, cpu);
         a->mem_sum = sat_add(a->mem_sum, mem);
+        if (sidecar) {
+            a->cpu_side = sat_add(a->cpu_side, cpu);
+            a->mem_side = sat_add(a->mem_side, mem);
+        }
     }
     if (!res)
         return 0;
@@ -251,34 +275,50 @@ static int decode_container(const json_t *c, const char *where, bool init,
         a->aliyun = true;
         if (a->native)
             goto mixed;
-        /* aliyun profile: the whole pod shares one GPU; regular containers
-         * add up, init containers (one at a time) take the largest */
+        /* aliyun profile: the gpushare device plugin runs the whole pod on the
+         * one GPU its annotations name, so the pod is one entry (made in
+         * podreq_decode); the memory follows kube-scheduler's rule (acc) */
         int64_t add = one.mem_mib;
-        for (int i = 0; i < out->nctrs; i++) {
-            gp_ctr_req *r = &out->ctrs[i];
-            if (r->init != init)
-                continue;
-            if (init) {
-                if (add > r->mem_mib)
-                    r->mem_mib = add;
-            } else if (r->mem_mib > MAX_GPU_MEM_MIB - add) {
+        if (init && !sidecar) {
+            max_into(&a->al_init, add + a->al_side);
+        } else {
+            if (a->al_sum > MAX_GPU_MEM_MIB - add)
                 return gp_fail(err, "%s: the pod's %s adds up to more than any GPU (16 TiB)",
                                where, n->aliyun_mem);
-            } else {
-                r->mem_mib += add;
-            }
-            return 0;
+            a->al_sum += add;
+            if (sidecar)
+                a->al_side += add;
         }
-    } else {
-        a->native = true;
-        if (a->aliyun)
-            goto mixed;
+        if (!a->al_name[0] || (!init && !a->al_name_regular)) {
+            gp_strlcpy(a->al_name, name, sizeof a->al_name);
+            a->al_name_regular = !init;
+        }
+        return 0;
     }
-    gp_ctr_req *r = new_ctr(out, name, init);
+    a->native = true;
+    if (a->aliyun)
+        goto mixed;
+    /* a sidecar holds its share for the pod's life, like a regular container */
+    gp_ctr_req *r = new_ctr(out, name, init && !sidecar);
     if (!r)
         goto too_many;
     *r = one;
-    r->init = init;
+    r->init = init && !sidecar;
+    if (r->mem_permille) {
+        /* whole GPUs: nothing to add */
+    } else if (sidecar) {
+        a->gmem_side += r->mem_mib;
+        a->gcore_side += r->core;
+    } else if (init && r->mem_mib > 0) {
+        /* runs beside the sidecars started before it; which GPUs they got is
+         * not known here, so they count as if on this container's GPUs
+         * (never less than kube-scheduler's rule, more only when they differ) */
+        r->mem_mib += a->gmem_side;
+        r->core += a->gcore_side;
+        if (r->mem_mib > MAX_GPU_MEM_MIB)
+            return gp_fail(err, "%s: GPU memory with the sidecars before it is out of range "
+                           "(more than any GPU: 16 TiB)", where);
+    }
     return 0;
 mixed:
     return gp_fail(err, "%s: pod mixes %s with %s resources; use one profile per pod", where,
@@ -344,6 +384,11 @@ int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req 
                                  err))
                 return -1;
         }
+    }
+    if (a.aliyun) {
+        gp_ctr_req *r = new_ctr(out, a.al_name, false);   /* nctrs is 0: never NULL */
+        r->count = 1;
+        r->mem_mib = a.al_sum > a.al_init ? a.al_sum : a.al_init;
     }
     out->profile = a.aliyun ? GP_PROFILE_ALIYUN : GP_PROFILE_NATIVE;
     out->cpu_milli = a.cpu_sum > a.cpu_init ? a.cpu_sum : a.cpu_init;

@@ -30,7 +30,13 @@ struct gp_reflector {
     /* the reflector thread's own state */
     char rv[64];
     bool need_list;
+    double watch_lasted_s;         /* how long the last watch streamed before it ended */
+    unsigned bad_line_restarts;    /* watch restarts for malformed lines without progress */
 };
+
+/* Backoff resets only after a watch streamed this long (client-go's reflector
+ * resets its backoff after two minutes without failure, not after a LIST). */
+#define BACKOFF_RESET_S 120.0
 
 /* ------------------------------------------------------------- state --- */
 
@@ -107,6 +113,16 @@ static void set_rv(gp_reflector *r, const char *rv)
 
 typedef enum { STEP_OK, STEP_RETRY, STEP_RELIST, STEP_STOP } step;
 
+/* A page the client could not or should not hold: kube_request's response cap
+ * ("response body exceeds N bytes", asserted by test_reflector through
+ * page_bytes_max) or a 200 answer over page_bytes_max. */
+static bool page_too_large(const gp_reflector *r, int rc, const gp_kube_resp *resp, const gp_err *err)
+{
+    if (rc < 0)
+        return strstr(err->msg, "response body exceeds") != NULL;
+    return resp->status == 200 && resp->body.len > r->cfg.page_bytes_max;
+}
+
 /* One full LIST. Applies it only when every page arrived. The items wait as
  * compact JSON lines (trimmed first): a parsed tree costs ten times more. */
 static step do_list(gp_reflector *r)
@@ -118,20 +134,32 @@ static step do_list(gp_reflector *r)
     char list_rv[64] = "";
     step res = STEP_RETRY;
     char why[400] = "";   /* set = this LIST failed */
+    int limit = r->cfg.page_limit;
     for (;;) {
         char *path;
         if (cont) {
             char *esc = kube_escape(cont);
-            path = xasprintf("%s?limit=%d&continue=%s", r->path, r->cfg.page_limit, esc);
+            path = xasprintf("%s?limit=%d&continue=%s", r->path, limit, esc);
             free(esc);
         } else {
-            path = xasprintf("%s?limit=%d", r->path, r->cfg.page_limit);
+            path = xasprintf("%s?limit=%d", r->path, limit);
         }
         gp_kube_resp resp;
         gp_err err;
         int rc = kube_request(r->kube, "GET", path, NULL, NULL, r->cfg.request_timeout_s, r->cancel,
                               &resp, &err);
         free(path);
+        if (page_too_large(r, rc, &resp, &err) && limit > 1) {
+            /* the same page (same continue token) again, in smaller pieces:
+             * the API server accepts a new limit with a continue token */
+            int smaller = limit / 2;
+            LOG_WARN("%s: a LIST page of %d objects is too large (%.200s); asking for %d per page",
+                     r->resource, limit, rc < 0 ? err.msg : "over the page limit", smaller);
+            limit = smaller;
+            STAT_ADD(r, page_shrinks, 1);
+            kube_resp_free(&resp);
+            continue;
+        }
         if (rc < 0) {
             kube_resp_free(&resp);
             if (kube_cancel_fired(r->cancel)) {
@@ -243,6 +271,7 @@ typedef struct watch_ctx {
     gp_watchstream *ws;
     bool expired;             /* ERROR 410 seen */
     bool error_event;         /* another ERROR event */
+    bool bad_line;            /* a malformed event: maybe one lost in transit */
     char error_msg[256];
     unsigned long events;
 } watch_ctx;
@@ -261,9 +290,12 @@ static int on_line(void *ud, const char *line, size_t len)
     gp_watch_event ev;
     gp_err err;
     if (watchstream_event_parse(line, len, &ev, &err) < 0) {
-        LOG_WARN("%s: skipping a bad watch event: %s", r->resource, err.msg);
+        /* never skip: the line may have been a DELETED, whose loss would
+         * leave a ghost holding GPUs until the next relist */
         STAT_ADD(r, bad_events, 1);
-        return 0;
+        w->bad_line = true;
+        snprintf(w->error_msg, sizeof w->error_msg, "malformed watch event: %.200s", err.msg);
+        return -1;
     }
     int rc = 0;
     switch (ev.type) {
@@ -299,7 +331,7 @@ static int on_data(void *ud, const char *p, size_t n)
     watch_ctx *w = ud;
     gp_err err;
     if (watchstream_feed(w->ws, p, n, &err) < 0) {
-        if (!w->expired && !w->error_event) {
+        if (!w->expired && !w->error_event && !w->bad_line) {
             w->error_event = true;
             gp_strlcpy(w->error_msg, err.msg, sizeof w->error_msg);
         }
@@ -325,8 +357,21 @@ static step do_watch(gp_reflector *r)
                          r->cancel, on_open, on_data, &w, &status, &errbody, &err);
     step res;
     char why[400];
+    r->watch_lasted_s = gp_mono_s() - started;
+    if (w.events > 0)
+        r->bad_line_restarts = 0;
     if (kube_cancel_fired(r->cancel)) {
         res = STEP_STOP;
+    } else if (w.bad_line) {
+        /* resume from the last good resourceVersion; the same spot failing
+         * again without progress means the stream will not heal: relist */
+        bool again = r->bad_line_restarts++ > 0;
+        LOG_WARN("%s: %s after %lu events; %s", r->resource, w.error_msg, w.events,
+                 again ? "failed again at the same place, listing again"
+                       : "restarting the watch from the last good resourceVersion");
+        if (again)
+            r->bad_line_restarts = 0;
+        res = again ? STEP_RELIST : STEP_RETRY;
     } else if (w.expired) {
         LOG_INFO("%s: resourceVersion %s expired (410), listing again", r->resource, r->rv);
         STAT_ADD(r, expired, 1);
@@ -397,6 +442,8 @@ static void *run(void *arg)
             just_listed = s == STEP_OK;
         } else {
             s = do_watch(r);
+            if (r->watch_lasted_s >= r->cfg.backoff_reset_s)
+                backoff = r->cfg.backoff_min_s;   /* a watch that held for a while */
             if (s == STEP_RELIST) {
                 r->need_list = true;
                 /* expired again right after a LIST: do not spin on the server */
@@ -413,13 +460,9 @@ static void *run(void *arg)
             backoff *= 2;
             if (backoff > r->cfg.backoff_max_s)
                 backoff = r->cfg.backoff_max_s;
-        } else if (s == STEP_OK && !r->need_list) {
-            pthread_mutex_lock(&r->mu);
-            bool ok = r->healthy;
-            pthread_mutex_unlock(&r->mu);
-            if (ok)
-                backoff = r->cfg.backoff_min_s;
         }
+        /* a successful LIST alone never resets the backoff: a watch that
+         * fails at once after each LIST would otherwise relist in a loop */
     }
     return NULL;
 }
@@ -450,6 +493,10 @@ gp_reflector *reflector_new(gp_kube *k, const gp_reflector_config *cfg, const gp
         r->cfg.line_max = GP_WATCH_LINE_MAX;
     if (r->cfg.list_max == 0)
         r->cfg.list_max = (size_t)1 << 30;
+    if (r->cfg.page_bytes_max == 0 || r->cfg.page_bytes_max > GP_KUBE_BODY_MAX)
+        r->cfg.page_bytes_max = GP_KUBE_BODY_MAX;
+    if (r->cfg.backoff_reset_s <= 0)
+        r->cfg.backoff_reset_s = BACKOFF_RESET_S;
     r->ops = ops;
     r->ud = ud;
     r->cancel = kube_cancel_new();

@@ -2,8 +2,10 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "clusterview.h"
 #include "explain.h"
 #include "inspect_cli.h"
+#include "jsoncost.h"
 #include "log.h"
 #include "metrics.h"
 #include "ui_page.h"
@@ -38,19 +41,42 @@ struct gp_server {
     char prefix[256];
     size_t max_body;
     int port;
-    char *tls_cert, *tls_key;
+    char *tls_cert, *tls_key, *client_ca;
+    bool show_uids;
+    size_t max_inflight;
+    atomic_size_t inflight;               /* bytes reserved by requests in flight */
     const gp_resource_names *webhook;   /* non-NULL: the webhook listener */
     gp_histo latency[V_COUNT];
     atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
-    atomic_ulong not_found, too_large;
+    atomic_ulong not_found, too_large, busy;
+    atomic_ulong refused[2];              /* no client certificate, untrusted one */
+    atomic_llong refused_logged_s;        /* last refusal logged (monotonic s) */
+    /* binds answered from bind threads: a suspended connection each */
+    pthread_mutex_t bind_mu;
+    pthread_cond_t bind_cv;
+    size_t binds_suspended;     /* queued and not answered yet */
+    bool stopping;
 };
+
+/* Per-connection state (TLS client verification is done once per connection). */
+typedef struct conn_state {
+    int auth;           /* 0 not checked yet, 1 trusted, else the refusal status */
+} conn_state;
 
 /* Per-request state; freed in the completion callback only. */
 typedef struct req_state {
     int route;          /* index into routes, or -1 */
     gp_buf body;
     bool too_large;
+    bool busy;          /* the in-flight memory budget was full */
+    size_t held;        /* bytes reserved from s->inflight; released at completion */
     double start;
+    /* async bind (under the server's bind_mu) */
+    gp_server *s;
+    struct MHD_Connection *conn;
+    bool bind_queued, bind_answered, suspended;
+    int bind_status;
+    char *bind_out;
 } req_state;
 
 typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *rs,
@@ -60,6 +86,7 @@ typedef struct route {
     const char *method;
     const char *path;       /* exact, or a prefix when it ends with '/' */
     bool under_prefix;      /* the extender verbs follow --url-prefix */
+    bool authenticated;     /* needs a trusted client certificate when --client-ca is set */
     verb v;
     handler_fn fn;
     int listeners;          /* L_MAIN, L_WEBHOOK or both */
@@ -102,10 +129,64 @@ static int h_prioritize(gp_server *s, struct MHD_Connection *c, req_state *rs, c
     return run_verb(s, extender_prioritize, rs, out);
 }
 
+/* A bind thread's answer: kept for the connection, which is resumed if it
+ * was suspended already (on_request answers it then). */
+static void bind_answered(void *ud, int status, char *out)
+{
+    req_state *rs = ud;
+    gp_server *s = rs->s;
+    pthread_mutex_lock(&s->bind_mu);
+    rs->bind_status = status;
+    rs->bind_out = out;
+    rs->bind_answered = true;
+    if (rs->suspended) {
+        rs->suspended = false;
+        MHD_resume_connection(rs->conn);
+    }
+    s->binds_suspended--;
+    pthread_cond_broadcast(&s->bind_cv);
+    pthread_mutex_unlock(&s->bind_mu);   /* rs may be freed once this is released */
+}
+
+/* Binds never hold an HTTP thread while the API server answers: the
+ * connection is suspended and bind_answered resumes it. Returns the status
+ * when the answer is here already, 0 when the connection was suspended. */
 static int h_bind(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                   char **out, const char **ct)
 {
-    return run_verb(s, extender_bind, rs, out);
+    pthread_mutex_lock(&s->bind_mu);
+    if (rs->bind_answered) {   /* resumed: the answer is in */
+        *out = rs->bind_out;
+        rs->bind_out = NULL;
+        pthread_mutex_unlock(&s->bind_mu);
+        return rs->bind_status;
+    }
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->bind_mu);
+        *out = error_json("gpupack is shutting down; bind not attempted");
+        return 503;
+    }
+    s->binds_suspended++;
+    pthread_mutex_unlock(&s->bind_mu);
+    rs->s = s;
+    rs->conn = c;
+    int status = extender_bind_start(s->e, rs->body.data ? rs->body.data : "", rs->body.len,
+                                     bind_answered, rs, out);
+    pthread_mutex_lock(&s->bind_mu);
+    if (status) {
+        s->binds_suspended--;   /* answered at once: no callback comes */
+        pthread_cond_broadcast(&s->bind_cv);
+    } else if (rs->bind_answered) {
+        *out = rs->bind_out;     /* the bind thread was quicker than us */
+        rs->bind_out = NULL;
+        status = rs->bind_status;
+    } else {
+        rs->bind_queued = true;
+        rs->suspended = true;
+        MHD_suspend_connection(c);
+    }
+    pthread_mutex_unlock(&s->bind_mu);
+    return status;
 }
 
 static int h_healthz(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
@@ -146,6 +227,17 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
                    "Requests refused with 413 (body over the limit).");
     (void)!gp_buf_printf(&b, "gpupack_http_request_too_large_total %lu\n",
                          atomic_load(&s->too_large));
+    metrics_header(&b, "gpupack_http_busy_total", "counter",
+                   "Requests refused with 503: the in-flight memory budget was full.");
+    (void)!gp_buf_printf(&b, "gpupack_http_busy_total %lu\n", atomic_load(&s->busy));
+    metrics_header(&b, "gpupack_http_inflight_bytes", "gauge",
+                   "Memory reserved by requests in flight (bodies, estimated decoding).");
+    (void)!gp_buf_printf(&b, "gpupack_http_inflight_bytes %zu\n", atomic_load(&s->inflight));
+    metrics_header(&b, "gpupack_http_unauthenticated_total", "counter",
+                   "Verb calls refused for want of a trusted client certificate.");
+    (void)!gp_buf_printf(&b, "gpupack_http_unauthenticated_total{reason=\"no_certificate\"} %lu\n"
+                             "gpupack_http_unauthenticated_total{reason=\"untrusted\"} %lu\n",
+                         atomic_load(&s->refused[0]), atomic_load(&s->refused[1]));
     metrics_header(&b, "gpupack_request_duration_seconds", "histogram",
                    "Time to answer a request, by verb.");
     for (int v = 0; v < V_COUNT; v++) {
@@ -168,6 +260,9 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     metrics_header(&b, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
     (void)!gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
                          cs.pods_bound, cs.pods_assumed);
+    metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
+                   "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
+    (void)!gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
     metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
     (void)!gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
                          (long long)cs.mem_total, (long long)cs.mem_used);
@@ -186,6 +281,26 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     return 200;
 }
 
+/* Pod uids are what a forged bind needs: /inspect is for operators, so it
+ * leaves them out unless --show-pod-uids. */
+static void hide_node_uids(json_t *node)
+{
+    size_t k, m;
+    json_t *gpu, *pod;
+    json_array_foreach(json_object_get(node, "gpus"), k, gpu)
+        json_array_foreach(json_object_get(gpu, "pods"), m, pod)
+            json_object_del(pod, "uid");
+}
+
+static void hide_uids(json_t *j)
+{
+    size_t i;
+    json_t *node;
+    json_array_foreach(json_object_get(j, "nodes"), i, node)
+        hide_node_uids(node);
+    hide_node_uids(json_object_get(j, "node"));
+}
+
 static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                      char **out, const char **ct)
 {
@@ -195,6 +310,8 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
         return 400;
     }
     json_t *j = cluster_inspect(s->c, node);
+    if (j && !s->show_uids)
+        hide_uids(j);
     if (!j) {
         char msg[GP_NAME_MAX + 64];
         snprintf(msg, sizeof msg, "node %s is not known to gpupack", node);
@@ -283,17 +400,19 @@ static int h_mutate(gp_server *s, struct MHD_Connection *c, req_state *rs, const
 }
 
 static const route routes[] = {
-    {"POST", "filter", true, V_FILTER, h_filter, L_MAIN},
-    {"POST", "prioritize", true, V_PRIORITIZE, h_prioritize, L_MAIN},
-    {"POST", "bind", true, V_BIND, h_bind, L_MAIN},
-    {"GET", "/healthz", false, V_HEALTHZ, h_healthz, L_BOTH},
-    {"GET", "/readyz", false, V_READYZ, h_readyz, L_MAIN},
-    {"GET", "/metrics", false, V_METRICS, h_metrics, L_MAIN},
-    {"GET", "/inspect", false, V_INSPECT, h_inspect, L_MAIN},
-    {"GET", "/inspect/", false, V_INSPECT, h_inspect, L_MAIN},
-    {"POST", "/mutate", false, V_MUTATE, h_mutate, L_WEBHOOK},
-    {"GET", "/ui", false, V_UI, h_ui, L_MAIN},
-    {"POST", "/explain", false, V_EXPLAIN, h_explain, L_MAIN},
+    /* every route that changes state is authenticated; probes and read-only
+     * views stay open (kubelet probes present no client certificate) */
+    {"POST", "filter", true, true, V_FILTER, h_filter, L_MAIN},
+    {"POST", "prioritize", true, true, V_PRIORITIZE, h_prioritize, L_MAIN},
+    {"POST", "bind", true, true, V_BIND, h_bind, L_MAIN},
+    {"GET", "/healthz", false, false, V_HEALTHZ, h_healthz, L_BOTH},
+    {"GET", "/readyz", false, false, V_READYZ, h_readyz, L_MAIN},
+    {"GET", "/metrics", false, false, V_METRICS, h_metrics, L_MAIN},
+    {"GET", "/inspect", false, false, V_INSPECT, h_inspect, L_MAIN},
+    {"GET", "/inspect/", false, false, V_INSPECT, h_inspect, L_MAIN},
+    {"POST", "/mutate", false, false, V_MUTATE, h_mutate, L_WEBHOOK},
+    {"GET", "/ui", false, false, V_UI, h_ui, L_MAIN},
+    {"POST", "/explain", false, false, V_EXPLAIN, h_explain, L_MAIN},   /* read-only */
 };
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
@@ -343,6 +462,11 @@ static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *bo
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (status == 503)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == 401)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Mutual-TLS realm=\"gpupack\"");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)status, r);
     MHD_destroy_response(r);
     return ret;
@@ -359,6 +483,138 @@ static void count(gp_server *s, int ri, int status, double start)
     if (k >= 1 && k <= 5)
         atomic_fetch_add(&s->by_code[v][k], 1);
     metrics_observe(&s->latency[v], gp_mono_s() - start);
+}
+
+/* ------------------------------------------------- client certificates -- */
+
+enum { AUTH_UNKNOWN, AUTH_OK, AUTH_NO_CERT, AUTH_UNTRUSTED };
+
+/* Verifies the TLS peer's certificate chain against --client-ca (the trust
+ * libmicrohttpd gave GnuTLS): validity period, signatures, CA flags. */
+static int verify_peer(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!ci || !ci->tls_session)
+        return AUTH_NO_CERT;
+    gnutls_session_t ses = (gnutls_session_t)ci->tls_session;
+    unsigned int n = 0;
+    if (!gnutls_certificate_get_peers(ses, &n) || n == 0)
+        return AUTH_NO_CERT;
+    unsigned int status = 0;
+    if (gnutls_certificate_verify_peers2(ses, &status) != GNUTLS_E_SUCCESS || status != 0)
+        return AUTH_UNTRUSTED;
+    return AUTH_OK;
+}
+
+/* AUTH_OK, or the refusal; checked once per connection (no renegotiation). */
+static int client_auth(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (cs && cs->auth != AUTH_UNKNOWN)
+        return cs->auth;
+    int a = verify_peer(conn);
+    if (cs)
+        cs->auth = a;
+    return a;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = xcalloc(1, sizeof(conn_state));
+    } else {
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* Answers a verb call without a trusted client certificate; logs at most one
+ * line per 10 s (a scanner must not flood the log). */
+static enum MHD_Result refuse_client(gp_server *s, struct MHD_Connection *conn, req_state *rs,
+                                     int auth, const char *url)
+{
+    bool none = auth == AUTH_NO_CERT;
+    unsigned long n = atomic_fetch_add(&s->refused[none ? 0 : 1], 1) + 1;
+    long long now = (long long)gp_mono_s(), last = atomic_load(&s->refused_logged_s);
+    if (now - last >= 10 && atomic_compare_exchange_strong(&s->refused_logged_s, &last, now)) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        char addr[INET6_ADDRSTRLEN] = "?";
+        if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr,
+                      sizeof addr);
+        else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, addr,
+                      sizeof addr);
+        LOG_WARN("refused %.100s from %s: %s (%lu such refusals so far)", url, addr,
+                 none ? "no client certificate" : "client certificate not signed by --client-ca",
+                 n);
+    }
+    int status = none ? 401 : 403;
+    count(s, rs->route, status, rs->start);
+    return respond(conn, status,
+                   error_json(none ? "this route needs a TLS client certificate signed by "
+                                     "gpupack's --client-ca (kube-scheduler: tlsConfig certFile/keyFile)"
+                                   : "the TLS client certificate is not trusted: not signed by "
+                                     "gpupack's --client-ca, expired, or not yet valid"),
+                   "application/json", NULL);
+}
+
+/* ------------------------------------------------------ memory budget -- */
+
+/* Reserves n more bytes of the in-flight budget for rs; false when full. */
+static bool reserve(gp_server *s, req_state *rs, size_t n)
+{
+    size_t cur = atomic_load(&s->inflight);
+    do {
+        if (n > s->max_inflight || cur > s->max_inflight - n)
+            return false;
+    } while (!atomic_compare_exchange_weak(&s->inflight, &cur, cur + n));
+    rs->held += n;
+    return true;
+}
+
+/* Makes rs hold at least `want` bytes. */
+static bool hold_at_least(gp_server *s, req_state *rs, size_t want)
+{
+    return want <= rs->held || reserve(s, rs, want - rs->held);
+}
+
+static void release(gp_server *s, req_state *rs)
+{
+    atomic_fetch_sub(&s->inflight, rs->held);
+    rs->held = 0;
+}
+
+/* 413 when the request alone needs more than the whole budget, else 503 (retry). */
+static enum MHD_Result refuse_memory(gp_server *s, struct MHD_Connection *conn, req_state *rs,
+                                     size_t need)
+{
+    char msg[256];
+    int status;
+    if (need > s->max_inflight) {
+        status = 413;
+        atomic_fetch_add(&s->too_large, 1);
+        snprintf(msg, sizeof msg,
+                 "request would need about %zu KiB of memory to decode, more than the %zu KiB "
+                 "all requests in flight may hold (--max-inflight)",
+                 need >> 10, s->max_inflight >> 10);
+    } else {
+        status = 503;
+        atomic_fetch_add(&s->busy, 1);
+        snprintf(msg, sizeof msg,
+                 "server busy: requests in flight hold the memory budget (--max-inflight %zu KiB); "
+                 "retry",
+                 s->max_inflight >> 10);
+    }
+    gp_buf_free(&rs->body);
+    release(s, rs);
+    count(s, rs->route, status, rs->start);
+    return respond(conn, status, error_json(msg), "application/json", NULL);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -395,9 +651,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                          method, url, s->prefix, s->prefix, s->prefix);
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }
+        if (routes[rs->route].authenticated && s->client_ca) {
+            int auth = client_auth(conn);
+            if (auth != AUTH_OK)
+                return refuse_client(s, conn, rs, auth, url);
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+        unsigned long long clen = cl ? strtoull(cl, NULL, 10) : 0;
+        if (clen > s->max_body) {
             rs->too_large = true;
             atomic_fetch_add(&s->too_large, 1);
             count(s, rs->route, 413, rs->start);
@@ -406,16 +668,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                      s->max_body);
             return respond(conn, 413, error_json(msg), "application/json", NULL);
         }
+        /* the body buffer grows by doubling: hold twice its size */
+        if (clen && !hold_at_least(s, rs, 2 * (size_t)clen + 512))
+            return refuse_memory(s, conn, rs, 2 * (size_t)clen + 512);
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!rs->too_large && gp_buf_append(&rs->body, upload, *upload_size)) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (rs->too_large || rs->busy)
+            return MHD_YES;   /* drained; the answer goes out once the body is read */
+        if (!hold_at_least(s, rs, 2 * (rs->body.len + n) + 512)) {
+            rs->busy = true;
+            gp_buf_free(&rs->body);
+            return MHD_YES;
+        }
+        if (gp_buf_append(&rs->body, upload, n)) {
             rs->too_large = true;
             gp_buf_free(&rs->body);
         }
-        *upload_size = 0;
         return MHD_YES;
     }
+    if (rs->busy)
+        return refuse_memory(s, conn, rs, 0);
     if (rs->too_large) {
         atomic_fetch_add(&s->too_large, 1);
         count(s, rs->route, 413, rs->start);
@@ -424,12 +699,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return respond(conn, 413, error_json(msg), "application/json", NULL);
     }
     const route *r = &routes[rs->route];
+    if (r->method[0] == 'P') {   /* count before decoding: refuse what would not fit */
+        size_t need = rs->body.len <= 4096 ? jsoncost_bound(rs->body.len)
+                                           : jsoncost_estimate(rs->body.data, rs->body.len);
+        need += rs->body.cap;
+        if (!hold_at_least(s, rs, need))
+            return refuse_memory(s, conn, rs, need);
+    }
     const char *tail = NULL;
     if (r->path[strlen(r->path) - 1] == '/')
         tail = url + strlen(r->path);
     char *out = NULL;
     const char *ctype = "application/json";
     int status = r->fn(s, conn, rs, tail, &out, &ctype);
+    if (status == 0)
+        return MHD_YES;   /* suspended: answered when a bind thread resumes it */
     count(s, rs->route, status, rs->start);
     return respond(conn, status, out, ctype, NULL);
 }
@@ -437,9 +721,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    gp_server *s = cls;
     req_state *rs = *con_cls;
     if (rs) {
+        /* bind_answered may still hold the lock right after resuming us */
+        pthread_mutex_lock(&s->bind_mu);
+        pthread_mutex_unlock(&s->bind_mu);
+        release(s, rs);
         gp_buf_free(&rs->body);
+        free(rs->bind_out);
         free(rs);
         *con_cls = NULL;
     }
@@ -496,10 +786,14 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
     gp_server *s = xcalloc(1, sizeof *s);
     s->e = e;
     s->c = c;
+    pthread_mutex_init(&s->bind_mu, NULL);
+    pthread_cond_init(&s->bind_cv, NULL);
     s->webhook = cfg->webhook;
     if (hooks)
         s->hooks = *hooks;
     s->max_body = cfg->max_body ? cfg->max_body : GP_MAX_BODY_DEFAULT;
+    s->max_inflight = cfg->max_inflight ? cfg->max_inflight : GP_MAX_INFLIGHT_DEFAULT;
+    s->show_uids = cfg->show_uids;
     const char *prefix = cfg->url_prefix ? cfg->url_prefix : "";
     /* normalise: leading slash, no trailing slash ("" = root) */
     size_t pl = strlen(prefix);
@@ -518,7 +812,8 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
         snprintf(s->prefix, sizeof s->prefix, "/%.*s", (int)pl, prefix);
 
     /* ITC: the polling threads are woken at stop, not at their next timeout */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned threads = cfg->threads ? cfg->threads : 2;
@@ -534,12 +829,28 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
             goto fail;
         flags |= MHD_USE_TLS;
     }
+    if (cfg->client_ca) {
+        if (!tls) {
+            gp_fail(err, "--client-ca needs TLS: give --tls-cert and --tls-key too");
+            goto fail;
+        }
+        /* with a trust set, libmicrohttpd asks every client for a certificate;
+         * the verbs then require one that verifies (client_auth) */
+        s->client_ca = gp_read_file(cfg->client_ca, 1 << 20, NULL, err);
+        if (!s->client_ca)
+            goto fail;
+    } else if (!cfg->webhook) {
+        LOG_WARN("the verbs (filter, prioritize, bind) are not authenticated: anyone who reaches "
+                 "%s can place pods; give --client-ca (with --tls-cert/--tls-key)",
+                 cfg->listen ? cfg->listen : "the port");
+    }
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)GP_MAX_CONNECTIONS,
         MHD_OPTION_HTTPS_MEM_CERT, tls ? s->tls_cert : NULL, MHD_OPTION_HTTPS_MEM_KEY,
-        tls ? s->tls_key : NULL, MHD_OPTION_END);
+        tls ? s->tls_key : NULL, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca, MHD_OPTION_END);
     if (!s->d) {
         gp_fail(err, "cannot listen on %s (address in use, or not an address of this host?)",
                 cfg->listen);
@@ -551,6 +862,9 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
 fail:
     free(s->tls_cert);
     free(s->tls_key);
+    free(s->client_ca);
+    pthread_cond_destroy(&s->bind_cv);
+    pthread_mutex_destroy(&s->bind_mu);
     free(s);
     return NULL;
 }
@@ -564,9 +878,19 @@ void server_stop(gp_server *s)
 {
     if (!s)
         return;
+    /* binds in flight finish (each API call is bounded) and are answered
+     * before the daemon goes: MHD must not stop with suspended connections */
+    pthread_mutex_lock(&s->bind_mu);
+    s->stopping = true;
+    while (s->binds_suspended > 0)
+        pthread_cond_wait(&s->bind_cv, &s->bind_mu);
+    pthread_mutex_unlock(&s->bind_mu);
     if (s->d)
         MHD_stop_daemon(s->d);
     free(s->tls_cert);
     free(s->tls_key);
+    free(s->client_ca);
+    pthread_cond_destroy(&s->bind_cv);
+    pthread_mutex_destroy(&s->bind_mu);
     free(s);
 }

@@ -27,6 +27,7 @@ typedef struct rule {
     int status;           /* 0: delay only */
     int delay_ms;
     int remaining;
+    bool after;           /* the request takes effect, then `status` is answered */
 } rule;
 
 typedef struct snapshot {
@@ -54,10 +55,12 @@ struct gp_fakeapi {
     size_t nsnaps;
     int next_snap;
     long expired_rv;      /* watches from an RV below this get ERROR 410 */
-    int cut_gen, end_gen, bookmark_gen;
+    int cut_gen, end_gen, bookmark_gen, stall_gen;
     bool cut_mid;
+    bool corrupt_next[2];   /* [pod]: record the next event cut in half */
     bool stopping;
     int open_pods, open_nodes;
+    int delaying;         /* requests held by a delay rule right now */
     gp_fake_req *reqs;
     size_t nreqs, capreqs;
     long uid_seq;
@@ -96,6 +99,10 @@ static void add_event(gp_fakeapi *f, const char *type, const json_t *obj, bool p
     if (f->nevents == f->capevents) {
         f->capevents = f->capevents ? 2 * f->capevents : 64;
         f->events = xrealloc(f->events, f->capevents * sizeof *f->events);
+    }
+    if (f->corrupt_next[pod]) {
+        f->corrupt_next[pod] = false;
+        s[strlen(s) / 2] = '\0';
     }
     f->events[f->nevents++] = (event){.rv = f->rv, .pod = pod, .line = xasprintf("%s\n", s)};
     free(s);
@@ -234,23 +241,45 @@ long fakeapi_rv(gp_fakeapi *f)
 /* ---------------------------------------------------------------------- */
 
 static void add_rule(gp_fakeapi *f, const char *method, const char *match, int status, int delay_ms,
-                     int count)
+                     int count, bool after)
 {
     pthread_mutex_lock(&f->mu);
     f->rules = xrealloc(f->rules, (f->nrules + 1) * sizeof *f->rules);
     f->rules[f->nrules++] = (rule){.method = xstrdup(method), .match = xstrdup(match),
-                                   .status = status, .delay_ms = delay_ms, .remaining = count};
+                                   .status = status, .delay_ms = delay_ms, .remaining = count,
+                                   .after = after};
     pthread_mutex_unlock(&f->mu);
 }
 
 void fakeapi_fail(gp_fakeapi *f, const char *method, const char *match, int status, int count)
 {
-    add_rule(f, method, match, status, 0, count);
+    add_rule(f, method, match, status, 0, count, false);
+}
+
+void fakeapi_fail_after(gp_fakeapi *f, const char *method, const char *match, int status, int count)
+{
+    add_rule(f, method, match, status, 0, count, true);
+}
+
+int fakeapi_delaying(gp_fakeapi *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->delaying;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+void fakeapi_stall_watches(gp_fakeapi *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->stall_gen++;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
 }
 
 void fakeapi_delay(gp_fakeapi *f, const char *method, const char *match, int delay_ms, int count)
 {
-    add_rule(f, method, match, 0, delay_ms, count);
+    add_rule(f, method, match, 0, delay_ms, count, false);
 }
 
 void fakeapi_cut_watches(gp_fakeapi *f, bool mid_event)
@@ -290,6 +319,13 @@ void fakeapi_inject_raw(gp_fakeapi *f, bool pod, const char *line)
     }
     f->events[f->nevents++] = (event){.rv = f->rv, .pod = pod, .line = xstrdup(line)};
     pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_corrupt_next(gp_fakeapi *f, bool pod)
+{
+    pthread_mutex_lock(&f->mu);
+    f->corrupt_next[pod] = true;
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -387,7 +423,8 @@ typedef struct watcher {
     size_t next;             /* index into events to scan from */
     bool bookmarks;
     double deadline;         /* 0 = none */
-    int cut_gen, end_gen, bookmark_gen;
+    int cut_gen, end_gen, bookmark_gen, stall_gen;
+    bool stalled;            /* half-open: sends nothing more, never ends by itself */
     char *pending;           /* bytes of the current line not yet sent */
     size_t pending_off, pending_len;
     bool die_after_pending;  /* cut once pending is out */
@@ -403,8 +440,20 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
     return MHD_YES;
 }
 
+static const char *reason_for(int code);
+
+/* A "fail after" rule: the request took effect, the client gets this status
+ * instead of the real answer (one handler call per thread at a time). */
+static _Thread_local int answer_override;
+
 static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *body)
 {
+    if (answer_override) {
+        json_decref(body);
+        status = answer_override;
+        answer_override = 0;
+        body = status_json(status, reason_for(status), "fake apiserver: injected failure after the write");
+    }
     char *s = compact(body);
     json_decref(body);
     char *withnl = xasprintf("%s\n", s);
@@ -546,6 +595,12 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
             ret = MHD_CONTENT_READER_END_WITH_ERROR;
             break;
         }
+        if (w->stall_gen != f->stall_gen)
+            w->stalled = true;
+        if (w->stalled) {
+            pthread_cond_wait(&f->cv, &f->mu);
+            continue;
+        }
         if (w->pending_len > w->pending_off) {
             size_t n = w->pending_len - w->pending_off;
             if (n > max)
@@ -662,6 +717,7 @@ static enum MHD_Result do_watch(gp_fakeapi *f, struct MHD_Connection *c, bool po
     w->cut_gen = f->cut_gen;
     w->end_gen = f->end_gen;
     w->bookmark_gen = f->bookmark_gen;
+    w->stall_gen = f->stall_gen;
     long start = rvs && *rvs ? strtol(rvs, NULL, 10) : 0;
     if (start == 0) {
         /* no resourceVersion: synthetic ADDED for the current state first */
@@ -810,7 +866,18 @@ static enum MHD_Result do_binding(gp_fakeapi *f, struct MHD_Connection *c, const
     } else {
         json_t *spec = json_object_get(p, "spec");
         const char *cur = json_string_value(json_object_get(spec, "nodeName"));
-        if (cur && *cur) {
+        /* as kube-apiserver: metadata.uid of a created object is wiped, so only
+         * metadata.resourceVersion is a precondition */
+        const char *want_rv = md_str(b, "resourceVersion");
+        const char *have_rv = md_str(p, "resourceVersion");
+        json_t *ann = json_object_get(json_object_get(b, "metadata"), "annotations");
+        if (want_rv && *want_rv && (!have_rv || strcmp(want_rv, have_rv) != 0)) {
+            snprintf(msg, sizeof msg, "Operation cannot be fulfilled on pods \"%s\": the object has "
+                                      "been modified; please apply your changes to the latest "
+                                      "version and try again", name);
+            pthread_mutex_unlock(&f->mu);
+            ret = send_status(c, 409, msg);
+        } else if (cur && *cur) {
             snprintf(msg, sizeof msg, "Operation cannot be fulfilled on pods/binding \"%s\": pod %s "
                                       "is already assigned to node \"%s\"", name, name, cur);
             pthread_mutex_unlock(&f->mu);
@@ -821,6 +888,16 @@ static enum MHD_Result do_binding(gp_fakeapi *f, struct MHD_Connection *c, const
                 json_object_set_new(p, "spec", spec);
             }
             json_object_set_new(spec, "nodeName", json_string(target));
+            if (json_is_object(ann)) {
+                /* as the apiserver: the Binding's annotations land on the pod in the same write */
+                json_t *md = json_object_get(p, "metadata");
+                json_t *pa = json_object_get(md, "annotations");
+                if (!json_is_object(pa)) {
+                    pa = json_object();
+                    json_object_set_new(md, "annotations", pa);
+                }
+                json_object_update(pa, ann);
+            }
             json_t *st = json_object_get(p, "status");
             if (!json_is_object(st)) {
                 st = json_object();
@@ -907,13 +984,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
     gp_buf_free(&q);
 
     /* injected faults and delays */
-    int fail = 0, delay = 0;
+    int fail = 0, delay = 0, fail_after = 0;
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->nrules; i++) {
         rule *r = &f->rules[i];
         if (r->remaining > 0 && strcmp(r->method, method) == 0 && strstr(url, r->match)) {
             r->remaining--;
-            fail = r->status;
+            if (r->after)
+                fail_after = r->status;
+            else
+                fail = r->status;
             delay = r->delay_ms;
             break;
         }
@@ -923,9 +1003,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
         const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         auth_ok = a && strncmp(a, "Bearer ", 7) == 0 && strcmp(a + 7, f->token) == 0;
     }
-    pthread_mutex_unlock(&f->mu);
     if (delay > 0)
+        f->delaying++;
+    pthread_mutex_unlock(&f->mu);
+    if (delay > 0) {
         usleep((useconds_t)delay * 1000);
+        pthread_mutex_lock(&f->mu);
+        f->delaying--;
+        pthread_mutex_unlock(&f->mu);
+    }
+    answer_override = fail_after;
 
     enum MHD_Result ret;
     int status = 200;
@@ -973,6 +1060,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
         status = 404;
         ret = send_status(c, 404, "the server could not find the requested resource");
     }
+    if (fail_after)
+        status = fail_after;
+    answer_override = 0;
     record(f, method, url, c, body, status);
     free(url);
     return ret;

@@ -4,7 +4,9 @@
  * "\n", lists with metadata.resourceVersion and limit/continue paging, watch
  * streams as chunked newline-delimited events (one chunk per event) with
  * bookmarks and the ERROR 410 event for expired resourceVersions, merge PATCH
- * of pods, pods/NAME/binding, API Status error bodies. Faults can be
+ * of pods, pods/NAME/binding (copying the Binding's annotations onto the pod;
+ * metadata.resourceVersion is a precondition, metadata.uid is ignored as the
+ * real apiserver wipes it), API Status error bodies. Faults can be
  * injected and every request is recorded. Thread-safe. */
 #ifndef GP_FAKEAPI_H
 #define GP_FAKEAPI_H
@@ -45,8 +47,16 @@ long fakeapi_rv(gp_fakeapi *f);
 /* The next `count` requests whose method matches and whose "path?query"
  * contains `match` get HTTP `status` with a Status body (after delay_ms). */
 void fakeapi_fail(gp_fakeapi *f, const char *method, const char *match, int status, int count);
+/* The next `count` matching requests take effect, but are answered `status`
+ * (a write committed whose answer was lost: 500, 504...). */
+void fakeapi_fail_after(gp_fakeapi *f, const char *method, const char *match, int status, int count);
+/* Every watch open now goes silent and stays open (a half-open connection:
+ * no events, no bookmarks, no end); watches opened later work. */
+void fakeapi_stall_watches(gp_fakeapi *f);
 /* The next `count` matching requests are answered normally after delay_ms. */
 void fakeapi_delay(gp_fakeapi *f, const char *method, const char *match, int delay_ms, int count);
+/* Requests arrived and held by a delay rule right now. */
+int fakeapi_delaying(gp_fakeapi *f);
 /* Every open watch ends without the terminating chunk (a dropped
  * connection); mid_event: after sending the first half of one more event. */
 void fakeapi_cut_watches(gp_fakeapi *f, bool mid_event);
@@ -60,6 +70,9 @@ void fakeapi_expire(gp_fakeapi *f);
  * nodes, as if it were an event at the current resourceVersion (for
  * malformed-event tests). */
 void fakeapi_inject_raw(gp_fakeapi *f, bool pod, const char *line);
+/* The next event of pods (pod = true) or nodes is recorded cut in half, as a
+ * malformed line: watchers never get it whole (a lost event). */
+void fakeapi_corrupt_next(gp_fakeapi *f, bool pod);
 /* Sends a BOOKMARK to every open watch that asked for bookmarks. */
 void fakeapi_bookmark(gp_fakeapi *f);
 /* Open watch streams of a resource ("pods", "nodes"; NULL = all). */

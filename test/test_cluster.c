@@ -41,21 +41,21 @@ START_TEST(assume_forget_and_idempotence)
     placement_default_opts(&o);
     gp_assignment a, again;
     gp_err err;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "default", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "default", GP_POD_ASSUMED, &a, &err), 0);
     ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
     /* same pod, same node: the same answer, nothing added */
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "default", GP_POD_ASSUMED, &again, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "default", GP_POD_ASSUMED, &again, &err), 0);
     ck_assert_int_eq(again.ctrs[0].gpus[0].index, a.ctrs[0].gpus[0].index);
     ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
     /* another node for the same pod is refused */
-    ck_assert_int_eq(cluster_place_and_assume(c, "n9", &r, &o, "default", GP_POD_ASSUMED, &again, &err), -1);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n9", &r, &o, 0, "default", GP_POD_ASSUMED, &again, &err), -1);
     ck_assert_msg(strstr(err.msg, "already holds GPUs on node n0"), "%s", err.msg);
     cluster_forget(c, "u1");
     ck_assert_int_eq(node_mem_used(c, "n0"), 0);
     gp_pod_state st;
     ck_assert_int_eq(cluster_pod_get(c, "u1", &a, &st), -1);
     /* unknown node */
-    ck_assert_int_eq(cluster_place_and_assume(c, "nope", &r, &o, "default", GP_POD_ASSUMED, &a, &err), -1);
+    ck_assert_int_eq(cluster_place_and_assume(c, "nope", &r, &o, 0, "default", GP_POD_ASSUMED, &a, &err), -1);
     ck_assert_msg(strstr(err.msg, "not known"), "%s", err.msg);
     cluster_free(c);
 }
@@ -70,8 +70,8 @@ START_TEST(forget_spares_a_completed_bind)
     placement_default_opts(&o);
     gp_assignment a;
     gp_err err;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
-    cluster_bind_done(c, "u1");
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    cluster_bind_outcome(c, "u1", GP_BIND_BOUND);
     cluster_forget(c, "u1");   /* a failed retry must not undo the first bind */
     ck_assert_int_eq(node_mem_used(c, "n0"), 4096);
     cluster_free(c);
@@ -87,7 +87,7 @@ START_TEST(observe_confirms_and_releases)
     placement_default_opts(&o);
     gp_assignment a;
     gp_err err;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
     /* watch: annotated but not bound yet -> stays assumed */
     gp_pod_obs obs = {.uid = "u1", .ns = "default", .name = "pod-u1", .node_name = "", .assign = &a};
     cluster_pod_observed(c, &obs);
@@ -169,7 +169,7 @@ START_TEST(host_resources_of_every_pod)
     placement_default_opts(&o);
     gp_assignment a;
     gp_err err;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
     ck_assert_int_eq(a.nctrs, 0);
     gp_pod_obs pend = {.uid = "h2", .ns = "d", .name = "h2", .node_name = "", .cpu_milli = 500,
                        .mem_mib = 256};
@@ -188,7 +188,7 @@ START_TEST(host_resources_of_every_pod)
     gp_pod_req g;
     tu_req(&g, "g1", 1, 4096, 0);
     g.cpu_milli = 1000;
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &g, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &g, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
     host_used(c, "n0", &cpu, &mem);
     ck_assert_int_eq(cpu, 4500);
     /* a new allocatable keeps what is used */
@@ -221,22 +221,22 @@ START_TEST(reservations_lapse)
     tu_req(&r3, "r3", 1, 4096, 0);
     gp_assignment a;
     gp_err err;
-    ck_assert_int_eq(cluster_reserve(c, "n0", &r1, &o, "p", 0, &a, &err), 0);
-    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, "p", 1e6, &a, &err), 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r3, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r1, &o, 0, "p", 0, &a, &err), 0);
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, 0, "p", 1e6, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r3, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
     ck_assert_int_eq(node_mem_used(c, "n0"), 3 * 4096);
     /* reserving again replaces, never adds */
-    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, "p", 1e6, &a, &err), 0);
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r2, &o, 0, "p", 1e6, &a, &err), 0);
     ck_assert_int_eq(node_mem_used(c, "n0"), 3 * 4096);
     /* a pod being bound is not reserved over */
-    ck_assert_int_eq(cluster_reserve(c, "n0", &r3, &o, "p", 1e6, &a, &err), -1);
+    ck_assert_int_eq(cluster_reserve(c, "n0", &r3, &o, 0, "p", 1e6, &a, &err), -1);
     ck_assert_int_eq(cluster_expire_assumed(c, 1e6), 1);   /* r1 only */
     ck_assert_int_eq(node_mem_used(c, "n0"), 2 * 4096);
     gp_pod_state st;
     ck_assert_int_eq(cluster_pod_get(c, "r1", &a, &st), -1);
     ck_assert_int_eq(cluster_pod_get(c, "r2", &a, &st), 0);
     /* the bind takes r2 over: from now on it follows the assume TTL */
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r2, &o, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r2, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
     ck_assert_int_eq(node_mem_used(c, "n0"), 2 * 4096);
     ck_assert_int_eq(cluster_expire_assumed(c, 1e6), 0);
     ck_assert_int_eq(cluster_expire_assumed(c, -1), 2);     /* r2, r3 past a negative TTL */
@@ -276,9 +276,9 @@ START_TEST(resync_removes_unseen)
     gp_assignment a1, a2;
     gp_err err;
     tu_req(&r, "bound", 1, 1000, 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a1, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_BOUND, &a1, &err), 0);
     tu_req(&r, "assumed", 1, 1000, 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_ASSUMED, &a2, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a2, &err), 0);
     gp_inventory inv;
     tu_inventory(&inv, 1, 16384, "A100");
     cluster_nodes_resync_begin(c);
@@ -315,9 +315,9 @@ START_TEST(ns_gpus_and_inspect)
     gp_err err;
     tu_req(&r, "a", 2, 1000, 0);
     gp_strlcpy(r.ns, "team", sizeof r.ns);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
     tu_req(&r, "b", 1, 1000, 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
     cluster_rdlock(c);
     ck_assert_int_eq(cluster_rd_ns_gpus(c, "n0", "team"), 2);
     ck_assert_int_eq(cluster_rd_ns_gpus(c, "n0", "default"), 1);
@@ -332,6 +332,80 @@ START_TEST(ns_gpus_and_inspect)
     ck_assert_int_eq(pods, 3);   /* pod a on two GPUs, pod b on one */
     json_decref(j);
     ck_assert_ptr_null(cluster_inspect(c, "missing"));
+    cluster_free(c);
+}
+END_TEST
+
+static int64_t gpu_used(gp_cluster *c, const char *node, int index)
+{
+    cluster_rdlock(c);
+    const gp_node *n = cluster_rd_node(c, node);
+    int pos = n ? gp_node_gpu_pos(n, index) : -1;
+    int64_t used = pos >= 0 ? n->gpus[pos].mem_used : -1;
+    cluster_unlock(c);
+    return used;
+}
+
+/* A node's GPUs are re-indexed (reboot) and one is replaced: holds follow
+ * the UUID the assignment recorded, and a hold whose GPU is gone is
+ * reported, not laid on whatever GPU now has that index. */
+START_TEST(holds_follow_gpu_uuids)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);   /* n0: index 0 = GPU-0, 1 = GPU-1 */
+    gp_pod_req r;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    tu_req(&r, "bound", 1, 4096, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    int idx = a.ctrs[0].gpus[0].index;
+    char uuid[32];
+    snprintf(uuid, sizeof uuid, "GPU-%d", idx);
+    /* the same pod seen bound through the watch, its annotation naming the UUID */
+    gp_gpu_ref ref = {idx, ""};
+    gp_strlcpy(ref.uuid, uuid, sizeof ref.uuid);
+    gp_pod_obs obs = {.uid = "bound", .ns = "default", .name = "bound", .node_name = "n0",
+                      .assign = &a, .refs = &ref, .nrefs = 1};
+    cluster_pod_observed(c, &obs);
+    ck_assert_int_eq(gpu_used(c, "n0", idx), 4096);
+
+    /* reboot: the two GPUs swap indices */
+    gp_inventory inv;
+    tu_inventory(&inv, 2, 16384, "A100");
+    gp_strlcpy(inv.gpus[0].uuid, "GPU-1", sizeof inv.gpus[0].uuid);
+    gp_strlcpy(inv.gpus[1].uuid, "GPU-0", sizeof inv.gpus[1].uuid);
+    cluster_upsert_node(c, "n0", &inv);
+    ck_assert_int_eq(gpu_used(c, "n0", 1 - idx), 4096);
+    ck_assert_int_eq(gpu_used(c, "n0", idx), 0);
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    ck_assert_uint_eq(st.pods_gpu_missing, 0);
+
+    /* the pod's GPU is replaced: nothing held anywhere, and it is reported */
+    tu_inventory(&inv, 2, 16384, "A100");
+    gp_strlcpy(inv.gpus[0].uuid, "GPU-new-a", sizeof inv.gpus[0].uuid);
+    gp_strlcpy(inv.gpus[1].uuid, "GPU-new-b", sizeof inv.gpus[1].uuid);
+    cluster_upsert_node(c, "n0", &inv);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 0);
+    ck_assert_int_eq(gpu_used(c, "n0", 1), 0);
+    cluster_stats(c, &st);
+    ck_assert_uint_eq(st.pods_gpu_missing, 1);
+    json_t *j = cluster_inspect(c, "n0");
+    json_t *missing = json_object_get(json_object_get(j, "node"), "missingGPUs");
+    ck_assert_uint_eq(json_array_size(missing), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(missing, 0), "uuid")), uuid);
+    json_decref(j);
+
+    /* it comes back (under yet another index): held again */
+    tu_inventory(&inv, 3, 16384, "A100");
+    gp_strlcpy(inv.gpus[2].uuid, uuid, sizeof inv.gpus[2].uuid);
+    gp_strlcpy(inv.gpus[idx].uuid, "GPU-x", sizeof inv.gpus[idx].uuid);
+    cluster_upsert_node(c, "n0", &inv);
+    ck_assert_int_eq(gpu_used(c, "n0", 2), 4096);
+    cluster_stats(c, &st);
+    ck_assert_uint_eq(st.pods_gpu_missing, 0);
+    ck_assert_int_eq(st.mem_used, 4096);
     cluster_free(c);
 }
 END_TEST
@@ -360,7 +434,7 @@ static void *binder_thread(void *arg)
         tu_req(&req, uid, 1 + (i % 2), 3000 + (i % 7) * 500, (i % 3) * 100);
         gp_assignment a;
         gp_err err;
-        if (cluster_place_and_assume(r->c, node, &req, &o, "p", GP_POD_ASSUMED, &a, &err) == 0) {
+        if (cluster_place_and_assume(r->c, node, &req, &o, 0, "p", GP_POD_ASSUMED, &a, &err) == 0) {
             r->placed++;
             if (i % 3 == 0) {
                 cluster_forget(r->c, uid);      /* a failed API call */
@@ -426,6 +500,7 @@ Suite *suite_cluster(void)
     TCase *t = tcase_create("store");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, assume_forget_and_idempotence);
+    tcase_add_test(t, holds_follow_gpu_uuids);
     tcase_add_test(t, forget_spares_a_completed_bind);
     tcase_add_test(t, observe_confirms_and_releases);
     tcase_add_test(t, host_resources_of_every_pod);

@@ -14,7 +14,7 @@ static json_t *reduce_ref(const json_t *pod)
     const json_t *md = json_object_get(pod, "metadata");
     if (md) {
         json_t *m = json_object();
-        static const char *const keys[] = {"name", "namespace", "uid", "labels"};
+        static const char *const keys[] = {"name", "namespace", "uid", "resourceVersion", "labels"};
         for (size_t i = 0; i < GP_ARRAY_LEN(keys); i++)
             if (json_object_get(md, keys[i]))
                 json_object_set(m, keys[i], json_object_get(md, keys[i]));

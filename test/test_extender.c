@@ -152,7 +152,7 @@ START_TEST(full_nodes_mode_echoes_filtered_nodes)
     gp_assignment a;
     gp_err err;
     tu_req(&r, "filler", 2, 16384 - 1024, 0);
-    ck_assert_int_eq(cluster_place_and_assume(c, "node-aliyun", &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "node-aliyun", &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
     char *body = sample_body("samples/wire/extender/cache-false/001-filter.json");
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
@@ -301,16 +301,18 @@ typedef struct fake_binder {
     char last_ann[4096];
 } fake_binder;
 
-static int binder(void *ud, const gp_bind_call *call, gp_err *err)
+static gp_bind_outcome binder(void *ud, const gp_bind_call *call, gp_err *err)
 {
     fake_binder *b = ud;
     b->calls++;
     char *s = json_dumps(call->annotations, JSON_COMPACT | JSON_SORT_KEYS);
     gp_strlcpy(b->last_ann, s, sizeof b->last_ann);
     free(s);
-    if (b->fail)
-        return gp_fail(err, "PATCH pods/%s: 409 Conflict", call->name);
-    return 0;
+    if (b->fail) {
+        gp_fail(err, "POST binding of pod ns/%s: HTTP 409: Conflict", call->name);
+        return GP_BIND_REFUSED;
+    }
+    return GP_BIND_BOUND;
 }
 
 static const char *gpu_pod_filter =
@@ -333,7 +335,7 @@ START_TEST(binder_failure_rolls_back)
     json_decref(out);
     ck_assert_int_eq(call(extender_bind, e, gpu_pod_bind, &out), 200);
     const char *msg = json_string_value(json_object_get(out, "Error"));
-    ck_assert_msg(strstr(msg, "PATCH pods/p: 409 Conflict"), "%s", msg);
+    ck_assert_msg(strstr(msg, "refused: POST binding of pod ns/p: HTTP 409: Conflict"), "%s", msg);
     json_decref(out);
     ck_assert_int_eq(fb.calls, 1);
     ck_assert_int_eq(total_used(c), 0);   /* rolled back */
@@ -406,7 +408,7 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
         call(extender_bind, e,
              "{\"PodName\":\"d\",\"PodNamespace\":\"ns\",\"PodUID\":\"u10\",\"Node\":\"n0\"}", &out),
         200);
-    ck_assert(strstr(json_string_value(json_object_get(out, "Error")), "409 Conflict"));
+    ck_assert(strstr(json_string_value(json_object_get(out, "Error")), "HTTP 409: Conflict"));
     json_decref(out);
     cluster_rdlock(c);
     ck_assert_int_eq(cluster_rd_node(c, "n0")->cpu_used_milli, 1500);
@@ -598,7 +600,7 @@ START_TEST(large_lists_split_across_threads)
             snprintf(uid, sizeof uid, "fill-%d", i);
             tu_req(&r, uid, 2, 16000, 0);
             gp_assignment a;
-            ck_assert_int_eq(cluster_place_and_assume(c, name, &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+            ck_assert_int_eq(cluster_place_and_assume(c, name, &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
         }
     }
     json_t *args = json_pack("{s:{s:{s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}},s:o}", "Pod", "metadata",
@@ -674,7 +676,7 @@ START_TEST(shared_verdicts_equal_per_node_evaluation)
         snprintf(uid, sizeof uid, "fill-%d", i);
         tu_req(&r, uid, kind == 1 ? 4 : 1, kind == 1 ? 15000 : 100 + (283 * i) % 15000, 0);
         gp_assignment a;
-        ck_assert_int_eq(cluster_place_and_assume(c, name, &r, &o, "p", GP_POD_BOUND, &a, &err), 0);
+        ck_assert_int_eq(cluster_place_and_assume(c, name, &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
     }
     json_t *args = json_pack("{s:{s:{s:s,s:s,s:{s:s}},s:{s:[{s:s,s:{s:{s:s,s:s}}}]}},s:o}", "Pod",
                              "metadata", "name", "p", "uid", "memo", "annotations",

@@ -24,6 +24,7 @@ typedef struct live_env {
     pid_t pid;
     int port;
     gp_kube *gp;      /* an HTTP client pointed at gpupack */
+    const char *extra[8];   /* more serve flags (NULL-terminated) */
 } live_env;
 
 static json_t *node(const char *name, int ngpus, int mem)
@@ -113,8 +114,12 @@ static void gp_start(live_env *x)
             dup2(fd, 2);
             dup2(fd, 1);
         }
-        execl(bin, bin, "serve", "--kubeconfig", x->kubeconfig, "--listen", "127.0.0.1:0",
-              "--assume-ttl", "3", (char *)NULL);
+        const char *argv[24] = {bin, "serve", "--kubeconfig", x->kubeconfig, "--listen",
+                                "127.0.0.1:0", "--assume-ttl", "3"};
+        int n = 8;
+        for (int i = 0; i < 8 && x->extra[i]; i++)
+            argv[n++] = x->extra[i];
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
     x->port = read_port(x->log, 10);
@@ -299,7 +304,7 @@ START_TEST(schedule_bind_restart_same_map)
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
 
-    /* exactly one merge PATCH of the annotations, then the Binding */
+    /* exactly one call: the Binding, carrying the annotations and the uid */
     size_t n = fakeapi_request_count(x.f);
     int patches = 0, bindings = 0;
     for (size_t i = before; i < n; i++) {
@@ -309,31 +314,32 @@ START_TEST(schedule_bind_restart_same_map)
             /* the GPUsAssigned Event, posted asynchronously (test_events) */
         } else if (strcmp(r.method, "PATCH") == 0) {
             patches++;
-            ck_assert_int_eq(bindings, 0);
-            ck_assert_str_eq(r.url, "/api/v1/namespaces/default/pods/p1");
-            ck_assert_str_eq(r.content_type, "application/merge-patch+json");
-            ck_assert_str_eq(r.auth, "Bearer " TOKEN);
-            json_t *b = json_loads(r.body, 0, NULL);
-            ck_assert_int_eq(json_object_size(b), 1);
-            json_t *ann = json_object_get(json_object_get(b, "metadata"), "annotations");
-            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));
-            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/visible-devices"));
-            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assume-time"));
-            json_decref(b);
         } else if (strcmp(r.method, "POST") == 0) {
             bindings++;
             ck_assert_str_eq(r.url, "/api/v1/namespaces/default/pods/p1/binding");
+            ck_assert_str_eq(r.content_type, "application/json");
+            ck_assert_str_eq(r.auth, "Bearer " TOKEN);
             json_t *b = json_loads(r.body, 0, NULL);
             ck_assert_str_eq(json_string_value(json_object_get(b, "kind")), "Binding");
             ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "target"), "name")), "node-a");
-            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "metadata"), "uid")), uid_of(pod));
+            json_t *md = json_object_get(b, "metadata");
+            ck_assert_str_eq(json_string_value(json_object_get(md, "uid")), uid_of(pod));
+            json_t *ann = json_object_get(md, "annotations");
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/visible-devices"));
+            ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assume-time"));
             json_decref(b);
             ck_assert_int_eq(r.status, 201);
         }
         fakeapi_req_clear(&r);
     }
-    ck_assert_int_eq(patches, 1);
+    ck_assert_int_eq(patches, 0);
     ck_assert_int_eq(bindings, 1);
+    /* the annotations landed on the pod with the Binding */
+    json_t *bound = fakeapi_get_pod(x.f, "default", "p1");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(json_object_get(bound, "metadata"), "annotations"),
+                                          "gpupack.io/assignment"));
+    json_decref(bound);
     json_decref(pod);
 
     /* bind without a preceding filter: the watch noted the pending pod */
@@ -368,14 +374,14 @@ START_TEST(bind_errors_roll_back)
     gp_start(&x);
     json_t *pod = sched_pod(&x, "q1");
     json_t *out;
-    /* the PATCH fails: an error naming the step, nothing held */
-    fakeapi_fail(x.f, "PATCH", "/pods/q1", 500, 1);
+    /* the Binding is refused (403): an error naming the call, nothing held */
+    fakeapi_fail(x.f, "POST", "/pods/q1/binding", 403, 1);
     ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
     const char *e = json_string_value(json_object_get(out, "Error"));
-    ck_assert_msg(e && strstr(e, "PATCH annotations of pod default/q1: HTTP 500"), "%s", e ? e : "(null)");
+    ck_assert_msg(e && strstr(e, "POST binding of pod default/q1 to node node-b: HTTP 403"), "%s", e ? e : "(null)");
     json_decref(out);
     ck_assert(wait_pods(&x, NULL, 0, 5));
-    /* the Binding conflicts (bound elsewhere meanwhile): an error, rolled back */
+    /* the Binding conflicts and the pod is not bound there: refused, rolled back */
     fakeapi_fail(x.f, "POST", "/pods/q1/binding", 409, 1);
     ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
     e = json_string_value(json_object_get(out, "Error"));
@@ -645,6 +651,268 @@ START_TEST(bypassed_pod_accounted)
 }
 END_TEST
 
+/* ------------------------------------------------------ bind faults --- */
+
+/* bind's Error ("" on success), owned. */
+static char *bind_error(live_env *x, const char *name, const char *node_name)
+{
+    json_t *pod = sched_pod(x, name), *out = NULL;
+    long st = bind(x, name, uid_of(pod), node_name, &out);
+    ck_assert_int_eq(st, 200);
+    const char *e = json_string_value(json_object_get(out, "Error"));
+    ck_assert_ptr_nonnull(e);
+    char *r = xstrdup(e);
+    json_decref(out);
+    json_decref(pod);
+    return r;
+}
+
+static json_int_t gpu_mem_used(live_env *x, const char *node_name, int index)
+{
+    json_t *j = inspect(x);
+    json_int_t used = -1;
+    size_t i, g;
+    json_t *n, *gpu;
+    json_array_foreach(json_object_get(j, "nodes"), i, n)
+        if (strcmp(json_string_value(json_object_get(n, "name")), node_name) == 0)
+            json_array_foreach(json_object_get(n, "gpus"), g, gpu)
+                if (json_integer_value(json_object_get(gpu, "index")) == index)
+                    used = json_integer_value(json_object_get(json_object_get(gpu, "memoryMiB"), "used"));
+    json_decref(j);
+    return used;
+}
+
+/* A GET answered as text (status, body owned). */
+static char *http_text(live_env *x, const char *path, long *status)
+{
+    gp_kube_resp r;
+    gp_err err;
+    char *body = NULL;
+    *status = 0;
+    if (kube_request(x->gp, "GET", path, NULL, NULL, 10, NULL, &r, &err) == 0) {
+        *status = r.status;
+        body = xstrdup(r.body.data ? r.body.data : "");
+    }
+    kube_resp_free(&r);
+    return body;
+}
+
+/* The Binding lands but its answer is lost (500): gpupack must keep the GPUs
+ * (a second pod is refused), and the late "bound" event must not count twice. */
+START_TEST(unknown_outcome_keeps_gpus)
+{
+    live_env x;
+    env_setup(&x);
+    x.extra[0] = "--watch-stall";
+    x.extra[1] = "3";
+    fakeapi_put_pod(x.f, gpu_pod("k1", 10000));
+    fakeapi_put_pod(x.f, gpu_pod("k2", 10000));
+    gp_start(&x);
+    /* the watch must not tell gpupack the truth before k2 comes */
+    fakeapi_stall_watches(x.f);
+    fakeapi_fail_after(x.f, "POST", "/pods/k1/binding", 500, 1);
+    char *e = bind_error(&x, "k1", "node-b");
+    ck_assert_msg(strstr(e, "HTTP 500"), "%s", e);
+    free(e);
+    e = bind_error(&x, "k2", "node-b");   /* one 16,384 MiB GPU: no room for both */
+    ck_assert_msg(strstr(e, "no longer fits"), "k2 bound over k1's unsettled GPU: '%s'", e);
+    free(e);
+    /* a new watch brings k1's bound event: counted once */
+    ck_assert_msg(wait_pods(&x, "bound", 1, 20), "k1 never confirmed");
+    ck_assert_int_eq(gpu_mem_used(&x, "node-b", 0), 10000);
+    env_teardown(&x);
+}
+END_TEST
+
+/* The pod watch goes silent (half-open) while a bind is accepted: the TTL
+ * (3 s here) must not release a pod the API server has bound. */
+START_TEST(accepted_bind_never_expires)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("s1", 10000));
+    fakeapi_put_pod(x.f, gpu_pod("s2", 10000));
+    gp_start(&x);
+    fakeapi_stall_watches(x.f);
+    char *e = bind_error(&x, "s1", "node-b");
+    ck_assert_str_eq(e, "");
+    free(e);
+    usleep(4500 * 1000);   /* past --assume-ttl 3: the old expiry would have released s1 */
+    ck_assert_int_eq(gpu_mem_used(&x, "node-b", 0), 10000);
+    e = bind_error(&x, "s2", "node-b");
+    ck_assert_msg(strstr(e, "no longer fits"), "s2 bound over s1's GPU: '%s'", e);
+    free(e);
+    env_teardown(&x);
+}
+END_TEST
+
+/* A half-open watch is restarted after --watch-stall, and /readyz says the
+ * data may be stale while the new watch cannot be opened. */
+START_TEST(stalled_watch_is_restarted)
+{
+    live_env x;
+    env_setup(&x);
+    x.extra[0] = "--watch-stall";
+    x.extra[1] = "2";
+    gp_start(&x);
+    int watches = fakeapi_count(x.f, "GET", "/api/v1/pods?watch=1");
+    fakeapi_fail(x.f, "GET", "/api/v1/pods?watch=1", 503, 3);
+    fakeapi_stall_watches(x.f);
+    bool said_stale = false;
+    double end = gp_mono_s() + 20;
+    while (!said_stale && gp_mono_s() < end) {
+        long st;
+        char *b = http_text(&x, "/readyz", &st);
+        said_stale = b && st == 200 && strstr(b, "stale") && strstr(b, "pods");
+        free(b);
+        usleep(20000);
+    }
+    ck_assert_msg(said_stale, "/readyz never said the pod data may be stale");
+    /* a new watch streams again; the change made meanwhile arrives */
+    fakeapi_put_pod(x.f, gpu_pod("after", 1000));
+    ck_assert_int_ge(fakeapi_wait_count(x.f, "GET", "/api/v1/pods?watch=1", watches + 4, 20), watches + 4);
+    json_t *pod = NULL;
+    end = gp_mono_s() + 10;
+    bool fresh = false;
+    while (!fresh && gp_mono_s() < end) {
+        long st;
+        char *b = http_text(&x, "/readyz", &st);
+        fresh = b && st == 200 && strcmp(b, "ok\n") == 0;
+        free(b);
+        usleep(20000);
+    }
+    ck_assert_msg(fresh, "/readyz did not recover");
+    pod = sched_pod(&x, "after");
+    json_t *out;
+    ck_assert_int_eq(bind(&x, "after", uid_of(pod), "node-a", &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    json_decref(pod);
+    env_teardown(&x);
+}
+END_TEST
+
+/* kube-scheduler binds a pod that was deleted and re-created under the same
+ * name: the Binding's uid precondition refuses it, and nothing is written
+ * on the new pod. */
+START_TEST(wrong_uid_writes_nothing)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("w1", 4096));
+    gp_start(&x);
+    json_t *old = sched_pod(&x, "w1");
+    ck_assert_int_eq(fakeapi_delete_pod(x.f, "default", "w1"), 0);
+    fakeapi_put_pod(x.f, gpu_pod("w1", 4096));   /* a new uid */
+    json_t *out;
+    ck_assert_int_eq(bind(&x, "w1", uid_of(old), "node-a", &out), 200);
+    json_t *now = fakeapi_get_pod(x.f, "default", "w1");
+    json_t *ann = json_object_get(json_object_get(now, "metadata"), "annotations");
+    ck_assert_msg(json_object_get(ann, "gpupack.io/assignment") == NULL,
+                  "the new pod got another pod's GPU assignment");
+    const char *e = json_string_value(json_object_get(out, "Error"));
+    ck_assert_msg(e && strstr(e, "refused") && strstr(e, "409"), "%s", e ? e : "(null)");
+    json_decref(out);
+    json_decref(old);
+    ck_assert_int_eq(fakeapi_count(x.f, "PATCH", NULL), 0);
+    json_decref(now);
+    ck_assert(wait_pods(&x, NULL, 0, 5));
+    env_teardown(&x);
+}
+END_TEST
+
+/* The pod changed after gpupack last saw it (a label, with the watch
+ * silent): the Binding's resourceVersion precondition fails, gpupack checks
+ * that it is the same pod, still unbound, and binds it as it is now. */
+START_TEST(changed_pod_binds_on_second_try)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("c1", 4096));
+    gp_start(&x);
+    fakeapi_stall_watches(x.f);
+    json_t *p = fakeapi_get_pod(x.f, "default", "c1");
+    json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), "touched",
+                        json_string("yes"));
+    fakeapi_put_pod(x.f, p);   /* same uid, new resourceVersion */
+    char *e = bind_error(&x, "c1", "node-a");
+    ck_assert_str_eq(e, "");
+    free(e);
+    ck_assert_int_eq(fakeapi_count(x.f, "POST", "/pods/c1/binding"), 2);
+    json_t *now = fakeapi_get_pod(x.f, "default", "c1");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(json_object_get(now, "metadata"), "annotations"),
+                                          "gpupack.io/assignment"));
+    json_decref(now);
+    env_teardown(&x);
+}
+END_TEST
+
+typedef struct slow_bind {
+    live_env *x;
+    const char *name;
+    char err[256];
+} slow_bind;
+
+static void *bind_thread(void *arg)
+{
+    slow_bind *b = arg;
+    char *e = bind_error(b->x, b->name, "node-a");
+    gp_strlcpy(b->err, e, sizeof b->err);
+    free(e);
+    return NULL;
+}
+
+/* More binds waiting on the API server than gpupack has HTTP threads:
+ * /healthz and filter still answer while every Binding is pending. */
+START_TEST(slow_binds_leave_verbs_free)
+{
+    enum { NB = 4 };
+    live_env x;
+    env_setup(&x);
+    x.extra[0] = "--threads";
+    x.extra[1] = "2";
+    static const char *const names[NB] = {"h1", "h2", "h3", "h4"};
+    for (int i = 0; i < NB; i++)
+        fakeapi_put_pod(x.f, gpu_pod(names[i], 1000));
+    fakeapi_put_pod(x.f, gpu_pod("probe", 1000));
+    gp_start(&x);
+    fakeapi_delay(x.f, "POST", "/binding", 3000, NB);
+    pthread_t th[NB];
+    slow_bind sb[NB];
+    for (int i = 0; i < NB; i++) {
+        sb[i] = (slow_bind){&x, names[i], ""};
+        pthread_create(&th[i], NULL, bind_thread, &sb[i]);
+    }
+    double end = gp_mono_s() + 10;
+    while (fakeapi_delaying(x.f) < NB && gp_mono_s() < end)
+        usleep(5000);
+    ck_assert_msg(fakeapi_delaying(x.f) == NB, "only %d of %d Bindings reached the API server at once",
+                  fakeapi_delaying(x.f), NB);
+    long st;
+    char *b = http_text(&x, "/healthz", &st);
+    ck_assert_int_eq(st, 200);
+    free(b);
+    json_t *pod = sched_pod(&x, "probe");
+    json_t *args = json_pack("{s:O,s:n,s:[s]}", "Pod", pod, "Nodes", "NodeNames", "node-a");
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_t *out;
+    ck_assert(http(&x, "POST", "/filter", body, &out, &st) == 0);
+    ck_assert_int_eq(st, 200);
+    json_decref(out);
+    free(body);
+    json_decref(args);
+    json_decref(pod);
+    /* the order is the point: both answered while no Binding had been answered */
+    ck_assert_int_eq(fakeapi_count(x.f, "POST", "/binding"), 0);
+    for (int i = 0; i < NB; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(sb[i].err[0] == '\0', "%s: %s", names[i], sb[i].err);
+    }
+    ck_assert_int_eq(fakeapi_count(x.f, "POST", "/binding"), NB);
+    env_teardown(&x);
+}
+END_TEST
+
 Suite *suite_live(void);
 Suite *suite_live(void)
 {
@@ -658,5 +926,14 @@ Suite *suite_live(void)
     tcase_add_test(tc, binds_race_deletions);
     tcase_add_test(tc, bypassed_pod_accounted);
     suite_add_tcase(s, tc);
+    TCase *tb = tcase_create("bind-faults");
+    tcase_set_timeout(tb, 60);
+    tcase_add_test(tb, unknown_outcome_keeps_gpus);
+    tcase_add_test(tb, accepted_bind_never_expires);
+    tcase_add_test(tb, stalled_watch_is_restarted);
+    tcase_add_test(tb, wrong_uid_writes_nothing);
+    tcase_add_test(tb, changed_pod_binds_on_second_try);
+    tcase_add_test(tb, slow_binds_leave_verbs_free);
+    suite_add_tcase(s, tb);
     return s;
 }

@@ -21,13 +21,13 @@ typedef struct plugin_case {
 
 static const plugin_case cases[] = {
     {"inspect", "node-a100                0    A100-SXM4-80GB",
-     "get --raw /api/v1/namespaces/gpupack-system/services/gpupack:http/proxy/inspect?format=text"},
+     "get --raw /api/v1/namespaces/gpupack-system/services/https:gpupack:https/proxy/inspect?format=text"},
     {"inspect node-t4 -o json", "\"name\": \"node-t4\"",
-     "get --raw /api/v1/namespaces/gpupack-system/services/gpupack:http/proxy/inspect/node-t4"},
+     "get --raw /api/v1/namespaces/gpupack-system/services/https:gpupack:https/proxy/inspect/node-t4"},
     {"explain research/trainer", "-> fits if this pod left the node: research/notebook-alice",
-     "create --raw /api/v1/namespaces/gpupack-system/services/gpupack:http/proxy/explain?format=text -f"},
+     "create --raw /api/v1/namespaces/gpupack-system/services/https:gpupack:https/proxy/explain?format=text -f"},
     {"metrics", "gpupack_gpus_idle", "proxy/metrics"},
-    {"ui 9999", "http://127.0.0.1:9999/ui", "port-forward -n gpupack-system service/gpupack 9999:80"},
+    {"ui 9999", "https://127.0.0.1:9999/ui", "port-forward -n gpupack-system service/gpupack 9999:8443"},
 };
 
 START_TEST(plugin_commands)

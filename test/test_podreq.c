@@ -178,6 +178,48 @@ static const ok_case ok_cases[] = {
          "c", LIM("'gpupack.io/gpu-mem':'1'")) "]}}",
      NAMES_DEFAULT, GP_PROFILE_NATIVE, "default", "m", "", "T4|A10", "inference", 0, 0, 1,
      {{"c", false, 1, 1, 0, 0}}},
+    /* aliyun with init containers: one entry on one GPU, max(largest init, sum of the others) */
+    {NULL, NULL,
+     "{'metadata':{},'spec':{'containers':[" C("a", LIM("'aliyun.com/gpu-mem':'2'")) "],"
+     "'initContainers':[" C("i", LIM("'aliyun.com/gpu-mem':'4'")) "]}}",
+     NAMES_DEFAULT, GP_PROFILE_ALIYUN, "default", "", "", "", "", 0, 0, 1,
+     {{"a", false, 1, 4096, 0, 0}}},
+    {NULL, NULL,
+     "{'metadata':{},'spec':{'containers':[" C("a", LIM("'aliyun.com/gpu-mem':'2'")) ","
+     C("b", LIM("'aliyun.com/gpu-mem':'3'")) "],"
+     "'initContainers':[" C("i", LIM("'aliyun.com/gpu-mem':'4'")) "]}}",
+     NAMES_DEFAULT, GP_PROFILE_ALIYUN, "default", "", "", "", "", 0, 0, 1,
+     {{"a", false, 1, 5120, 0, 0}}},
+    /* aliyun + a native sidecar: it runs beside the containers and beside later init containers */
+    {NULL, NULL,
+     "{'metadata':{},'spec':{'containers':[" C("a", LIM("'aliyun.com/gpu-mem':'2'")) "],"
+     "'initContainers':[{'name':'s','restartPolicy':'Always','resources':"
+     LIM("'aliyun.com/gpu-mem':'3'") "}," C("i", LIM("'aliyun.com/gpu-mem':'4'")) "]}}",
+     NAMES_DEFAULT, GP_PROFILE_ALIYUN, "default", "", "", "", "", 0, 0, 1,
+     {{"a", false, 1, 7168, 0, 0}}},
+    /* native sidecars (restartPolicy: Always) hold their GPU share for the pod's life */
+    {NULL, NULL,
+     "{'metadata':{},'spec':{'containers':[" C("main", LIM("'gpupack.io/gpu-mem':'10000'")) "],"
+     "'initContainers':[{'name':'side','restartPolicy':'Always','resources':"
+     LIM("'gpupack.io/gpu-mem':'10000'") "}]}}",
+     NAMES_DEFAULT, GP_PROFILE_NATIVE, "default", "", "", "", "", 0, 0, 2,
+     {{"main", false, 1, 10000, 0, 0}, {"side", false, 1, 10000, 0, 0}}},
+    /* a run-once init container after a sidecar runs beside it */
+    {NULL, NULL,
+     "{'metadata':{},'spec':{'containers':[" C("main", LIM("'gpupack.io/gpu-mem':'500'")) "],"
+     "'initContainers':[{'name':'side','restartPolicy':'Always','resources':"
+     LIM("'gpupack.io/gpu-mem':'1000','gpupack.io/gpu-core':'10'") "},"
+     C("job", LIM("'gpupack.io/gpu-mem':'2000','gpupack.io/gpu-core':'20'")) ","
+     "{'name':'other','restartPolicy':'OnFailure','resources':" LIM("'gpupack.io/gpu-mem':'100'") "}]}}",
+     NAMES_DEFAULT, GP_PROFILE_NATIVE, "default", "", "", "", "", 0, 0, 4,
+     {{"main", false, 1, 500, 0, 0}, {"side", false, 1, 1000, 0, 100},
+      {"job", true, 1, 3000, 0, 300}, {"other", true, 1, 1100, 0, 100}}},
+    /* host requests with a sidecar: sum includes it; a later init container adds it too */
+    {NULL, NULL,
+     "{'metadata':{},'spec':{'containers':[" C("a", "{'requests':{'cpu':'1'}}") "],"
+     "'initContainers':[{'name':'s','restartPolicy':'Always','resources':{'requests':{'cpu':'2'}}},"
+     C("i", "{'requests':{'cpu':'2'}}") "]}}",
+     NAMES_DEFAULT, GP_PROFILE_NATIVE, "default", "", "", "", "", 4000, 0, 0, {{0}}},
     /* host requests: max(init, sum of regular) */
     {NULL, NULL,
      "{'metadata':{},'spec':{'containers':[" C("a", "{'requests':{'cpu':'1','memory':'512Mi'}}") ","
@@ -387,10 +429,9 @@ START_TEST(bug_aliyun_sum_overflow)
 }
 END_TEST
 
-/* BUG: aliyun init containers are summed into one entry, but init containers
- * run one after another: two 4 GiB init containers need 4 GiB, not 8 (DESIGN
- * §2: max of init vs sum of regular). Proposed fix: for init containers in
- * the aliyun branch, take the max instead of `+=`. */
+/* Aliyun init containers run one after another: two 4 GiB init containers
+ * need 4 GiB, not 8, and the pod stays one entry on one GPU (the gpushare
+ * device plugin runs the whole pod on the GPU the annotations name). */
 START_TEST(bug_aliyun_init_containers_sum)
 {
     json_t *pod = squote_json(
@@ -402,10 +443,10 @@ START_TEST(bug_aliyun_init_containers_sum)
     gp_pod_req r;
     gp_err err = {{0}};
     ck_assert_msg(podreq_decode(pod, &names, &r, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(r.nctrs, 2);
-    ck_assert(r.ctrs[1].init);
-    ck_assert_msg(r.ctrs[1].mem_mib == 4096, "init entry asks %lld MiB, want 4096",
-                  (long long)r.ctrs[1].mem_mib);
+    ck_assert_int_eq(r.nctrs, 1);
+    ck_assert(!r.ctrs[0].init);
+    ck_assert_msg(r.ctrs[0].mem_mib == 4096, "entry asks %lld MiB, want 4096",
+                  (long long)r.ctrs[0].mem_mib);
     json_decref(pod);
 }
 END_TEST

@@ -2,6 +2,7 @@
  * directory behind the extender's policy source, then filter/bind requests
  * whose outcome depends on the governing policy. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,11 @@ static const char *const policy_files[][2] = {
                      "  allowRequest: true\n"
                      "  match: {namespaces: [custom]}\n"
                      "  resources: {memory: example.com/vram, memoryUnit: GiB}\n"},
+    {"share.yaml", HDR "metadata: {name: share}\n"
+                       "spec:\n"
+                       "  priority: 10\n"
+                       "  match: {namespaces: [team]}\n"
+                       "  limits: {maxNamespaceShare: 0.5}\n"},
 };
 
 typedef struct fixture {
@@ -225,6 +231,57 @@ START_TEST(requested_policies)
 }
 END_TEST
 
+typedef struct share_bind {
+    fixture *f;
+    char uid[16];
+    bool ok;
+} share_bind;
+
+static void *share_bind_thread(void *arg)
+{
+    share_bind *b = arg;
+    char body[256], *text = NULL;
+    snprintf(body, sizeof body,
+             "{\"PodName\":\"%s\",\"PodNamespace\":\"team\",\"PodUID\":\"%s\",\"Node\":\"a\"}",
+             b->uid, b->uid);
+    if (extender_bind(b->f->e, body, strlen(body), &text) == 200)
+        b->ok = strstr(text, "\"Error\":\"\"") != NULL;
+    free(text);
+    return NULL;
+}
+
+/* maxNamespaceShare 0.5 of a 2-GPU node = 1 GPU for namespace team. Every
+ * pod passed filter while the node was empty; binds racing each other must
+ * still stop at the cap. */
+START_TEST(namespace_share_holds_under_concurrent_binds)
+{
+    enum { NB = 8 };
+    fixture f;
+    setup(&f);
+    share_bind b[NB];
+    pthread_t th[NB];
+    for (int i = 0; i < NB; i++) {
+        b[i] = (share_bind){&f, "", false};
+        snprintf(b[i].uid, sizeof b[i].uid, "s%d", i);
+        json_t *out = filter(&f, "team", b[i].uid, "gpupack.io/gpu-mem", "1000", NULL);
+        ck_assert_str_eq(passed(out), "a,b,t");
+        json_decref(out);
+    }
+    for (int i = 0; i < NB; i++)
+        pthread_create(&th[i], NULL, share_bind_thread, &b[i]);
+    int ok = 0;
+    for (int i = 0; i < NB; i++) {
+        pthread_join(th[i], NULL);
+        ok += b[i].ok;
+    }
+    ck_assert_int_eq(ok, 1);
+    cluster_rdlock(f.c);
+    ck_assert_int_eq(cluster_rd_ns_gpus(f.c, "a", "team"), 1);
+    cluster_unlock(f.c);
+    teardown(&f);
+}
+END_TEST
+
 Suite *suite_policy_extender(void);
 Suite *suite_policy_extender(void)
 {
@@ -233,6 +290,7 @@ Suite *suite_policy_extender(void)
     tcase_add_test(tc, node_decision_filter_follows_strategy);
     tcase_add_test(tc, model_limit_and_resource_names);
     tcase_add_test(tc, requested_policies);
+    tcase_add_test(tc, namespace_share_holds_under_concurrent_binds);
     suite_add_tcase(s, tc);
     return s;
 }

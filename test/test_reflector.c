@@ -390,7 +390,9 @@ START_TEST(expired_continue_token_restarts_list)
 }
 END_TEST
 
-START_TEST(bad_lines_are_skipped)
+/* A malformed line may be an event lost in transit: the watch restarts from
+ * the last good resourceVersion, and relists when the same spot fails again. */
+START_TEST(bad_lines_restart_the_watch)
 {
     fixture x;
     setup(&x, 100, 60, 0);
@@ -404,8 +406,94 @@ START_TEST(bad_lines_are_skipped)
     ck_assert(converged(&x, 5));
     gp_reflector_stats st;
     reflector_stats(x.refl, &st);
-    ck_assert_uint_eq(st.bad_events, 3);
-    ck_assert_uint_eq(st.watch_failures, 0);
+    ck_assert_uint_ge(st.bad_events, 1);
+    ck_assert_uint_ge(st.watches, 2);
+    ck_assert_int_ge(x.r.begins, 2);   /* replayed at the same spot: relisted */
+    teardown(&x);
+}
+END_TEST
+
+/* A DELETED that arrives malformed must not leave the pod behind. */
+START_TEST(lost_deleted_leaves_no_ghost)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    fakeapi_put_pod(x.f, pod("ghost"));
+    fakeapi_put_pod(x.f, pod("keep"));
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert(wait_watches(x.f, 1, 5));
+    fakeapi_corrupt_next(x.f, true);
+    ck_assert_int_eq(fakeapi_delete_pod(x.f, "default", "ghost"), 0);
+    fakeapi_put_pod(x.f, pod("after"));
+    ck_assert(converged(&x, 5));
+    pthread_mutex_lock(&x.r.mu);
+    ck_assert_ptr_null(json_object_get(x.r.view, "ghost"));
+    pthread_mutex_unlock(&x.r.mu);
+    gp_reflector_stats st;
+    reflector_stats(x.refl, &st);
+    ck_assert_uint_ge(st.bad_events, 1);
+    teardown(&x);
+}
+END_TEST
+
+/* Replaces the fixture's reflector with one built from cfg. */
+static void reconfigure(fixture *x, const gp_reflector_config *cfg)
+{
+    reflector_free(x->refl);
+    x->refl = reflector_new(x->k, cfg, &rec_ops, &x->r);
+}
+
+/* A watch that fails at once after every LIST must not reset the backoff:
+ * LISTs slow down instead of storming the API server. */
+START_TEST(failing_watch_does_not_storm_lists)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    gp_reflector_config cfg = {.resource = "pods", .path = "/api/v1/pods", .page_limit = 100,
+                               .backoff_min_s = 0.02, .backoff_max_s = 5};
+    reconfigure(&x, &cfg);
+    fakeapi_put_pod(x.f, pod("a"));
+    fakeapi_fail(x.f, "GET", "watch=1", 410, 100000);
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    int before = fakeapi_count(x.f, "GET", "/api/v1/pods?limit=100");
+    usleep(2000000);
+    int lists = fakeapi_count(x.f, "GET", "/api/v1/pods?limit=100") - before;
+    /* 0.02 s doubling: at most about 7 waits fit in 2 s; a reset per LIST allows ~100 */
+    ck_assert_msg(lists <= 9, "%d LISTs in 2 s", lists);
+    teardown(&x);
+}
+END_TEST
+
+/* Pages too large for the response cap are asked again, smaller. */
+START_TEST(too_large_pages_shrink)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    gp_reflector_config cfg = {.resource = "pods", .path = "/api/v1/pods", .page_limit = 100,
+                               .page_bytes_max = 64 * 1024, .backoff_min_s = 0.02,
+                               .backoff_max_s = 0.2};
+    reconfigure(&x, &cfg);
+    char *big = xmalloc(8001);
+    memset(big, 'a', 8000);
+    big[8000] = '\0';
+    for (int i = 0; i < 40; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "big-%02d", i);
+        json_t *p = pod(name);
+        json_object_set_new(json_object_get(p, "metadata"), "annotations",
+                            json_pack("{s:s}", "note", big));
+        fakeapi_put_pod(x.f, p);
+    }
+    free(big);
+    start(&x);
+    ck_assert(wait_synced(x.refl, 10));
+    ck_assert(converged(&x, 5));
+    ck_assert_int_ge(fakeapi_count(x.f, "GET", "limit=6"), 1);   /* 100 -> 50 -> 25 -> 12 -> 6 */
+    gp_reflector_stats st;
+    reflector_stats(x.refl, &st);
+    ck_assert_uint_ge(st.page_shrinks, 4);
     teardown(&x);
 }
 END_TEST
@@ -535,7 +623,10 @@ Suite *suite_reflector(void)
     tcase_add_test(tc, server_errors_mark_stale_then_recover);
     tcase_add_test(tc, list_failing_midway_changes_nothing);
     tcase_add_test(tc, expired_continue_token_restarts_list);
-    tcase_add_test(tc, bad_lines_are_skipped);
+    tcase_add_test(tc, bad_lines_restart_the_watch);
+    tcase_add_test(tc, lost_deleted_leaves_no_ghost);
+    tcase_add_test(tc, failing_watch_does_not_storm_lists);
+    tcase_add_test(tc, too_large_pages_shrink);
     tcase_add_test(tc, oversized_line_reconnects);
     tcase_add_test(tc, stuck_stream_detected);
     tcase_add_test(tc, timeout_rewatches_from_last_rv);

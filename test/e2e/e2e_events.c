@@ -20,6 +20,14 @@ static long gp_post(e2e_gp *g, const char *path, const char *body)
     snprintf(url, sizeof url, "%s%s", g->url, path);
     CURL *h = curl_easy_init();
     curl_easy_setopt(h, CURLOPT_URL, url);
+    /* the verbs need kube-scheduler's client certificate (the shipped stanza is mTLS) */
+    char ca[1200], crt[1200], key[1200];
+    snprintf(ca, sizeof ca, "%s/test/fixtures/tls/ca.crt", e2e_env.repo);
+    snprintf(crt, sizeof crt, "%s/test/fixtures/tls/client.crt", e2e_env.repo);
+    snprintf(key, sizeof key, "%s/test/fixtures/tls/client.key", e2e_env.repo);
+    curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+    curl_easy_setopt(h, CURLOPT_SSLCERT, crt);
+    curl_easy_setopt(h, CURLOPT_SSLKEY, key);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);

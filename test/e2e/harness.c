@@ -353,9 +353,31 @@ const char *e2e_scheduler_name(void)
     return name;
 }
 
+/* The test certificates (scripts/gen-certs.sh; the server's covers 127.0.0.1). */
+#define E2E_TLS_DIR "test/fixtures/tls/"
+
+/* The shipped file as schedrw_rewrite() adapts it, plus the tlsConfig files of
+ * an HTTPS stanza: the test CA and client certificate (the host is verified as
+ * shipped). */
 void e2e_sched_rewrite(json_t *cfg, int gpupack_port)
 {
     schedrw_rewrite(cfg, gpupack_port);
+    size_t i;
+    json_t *ext;
+    json_array_foreach(json_object_get(cfg, "extenders"), i, ext) {
+        if (!json_is_true(json_object_get(ext, "enableHTTPS")))
+            continue;
+        json_t *tls = json_object();
+        static const char *const files[][2] = {
+            {"certFile", "client.crt"}, {"keyFile", "client.key"}, {"caFile", "ca.crt"}};
+        for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
+            char *fp = xasprintf("%s/" E2E_TLS_DIR "%s", e2e_env.repo, files[f][1]);
+            json_object_set_new(tls, files[f][0], json_string(fp));
+            free(fp);
+        }
+        json_object_set_new(tls, "serverName", json_string("localhost"));
+        json_object_set_new(ext, "tlsConfig", tls);
+    }
 }
 
 json_t *e2e_sched_config(int gpupack_port)
@@ -381,7 +403,9 @@ char *e2e_gp_get(e2e_gp *g, const char *path, long *status)
     gp_buf b;
     gp_buf_init(&b, 256u << 20);
     char *url = xasprintf("%s%s", g->url, path);
+    char *ca = xasprintf("%s/" E2E_TLS_DIR "ca.crt", e2e_env.repo);
     curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CAINFO, ca);   /* https: gpupack's test certificate */
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
@@ -392,6 +416,7 @@ char *e2e_gp_get(e2e_gp *g, const char *path, long *status)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(h);
     free(url);
+    free(ca);
     if (rc != CURLE_OK) {
         gp_buf_free(&b);
         return NULL;
@@ -532,7 +557,10 @@ static void gp_spawn(e2e_gp *g)
         if (!g->port)
             e2e_sleep(0.05);
     }
-    snprintf(g->url, sizeof g->url, "http://127.0.0.1:%d", g->port);
+    bool tls = false;
+    for (size_t i = 0; g->argv[i]; i++)
+        tls = tls || strcmp(g->argv[i], "--tls-cert") == 0;
+    snprintf(g->url, sizeof g->url, "%s://127.0.0.1:%d", tls ? "https" : "http", g->port);
     long status = 0;
     while (status != 200) {
         free(e2e_gp_get(g, "/readyz", &status));
@@ -622,6 +650,15 @@ static char *shipped_url_path(void)
     return path;
 }
 
+/* Whether the shipped stanza asks kube-scheduler for HTTPS (then mutual TLS). */
+static bool shipped_https(void)
+{
+    json_t *cfg = shipped_sched();
+    bool https = json_is_true(json_object_get(json_array_get(json_object_get(cfg, "extenders"), 0), "enableHTTPS"));
+    json_decref(cfg);
+    return https;
+}
+
 e2e_world *e2e_world_up(const e2e_world_opts *o)
 {
     e2e_world *w = xcalloc(1, sizeof *w);
@@ -633,11 +670,23 @@ e2e_world *e2e_world_up(const e2e_world_opts *o)
         args[n++] = "--url-prefix";
         args[n++] = path;
     }
+    char *tls[3] = {NULL, NULL, NULL};
+    if (shipped_https()) {   /* serve as the Deployment does: TLS + client CA */
+        static const char *const flag[] = {"--tls-cert", "--tls-key", "--client-ca"};
+        static const char *const file[] = {"server.crt", "server.key", "ca.crt"};
+        for (size_t i = 0; i < 3; i++) {
+            tls[i] = xasprintf("%s/" E2E_TLS_DIR "%s", e2e_env.repo, file[i]);
+            args[n++] = flag[i];
+            args[n++] = tls[i];
+        }
+    }
     for (size_t i = 0; o && o->gpupack_args && o->gpupack_args[i] && n + 1 < GP_ARRAY_LEN(args); i++)
         args[n++] = o->gpupack_args[i];
     args[n] = NULL;
     w->gp = e2e_gp_start(w->cp, args);
     free(path);
+    for (size_t i = 0; i < 3; i++)
+        free(tls[i]);
     if (o && o->no_scheduler)
         return w;
     json_t *cfg = e2e_sched_config(w->gp->port);

@@ -17,7 +17,7 @@ typedef struct vgpu {
     int64_t mem;                    /* MiB held */
     int core;                       /* per-mille held */
     int pods;
-    gp_buf uids;                    /* ",uid,uid," of the pods holding it */
+    gp_buf uids;                    /* ",uid,ns/name,..." of the pods holding it */
 } vgpu;
 
 typedef struct vnode {
@@ -117,7 +117,8 @@ static void add_holds(e2e_verdict *v, const gp_pod_view *pv, vnode *n)
         u->mem += holds[h].mem_mib;
         u->core += holds[h].core;
         u->pods++;
-        if (gp_buf_printf(&u->uids, "%s%s,", u->uids.len ? "" : ",", pv->uid) < 0)
+        /* by uid, and by namespace/name: /inspect leaves uids out unless --show-pod-uids */
+        if (gp_buf_printf(&u->uids, "%s%s,%s/%s,", u->uids.len ? "" : ",", pv->uid, pv->ns, pv->name) < 0)
             problem(v, "%s GPU %d: too many pods to list", n->name, holds[h].index);
     }
 }
@@ -253,8 +254,12 @@ static void compare_inspect(e2e_gp *gp, strmap *nodes, const strmap *bypassed, e
                     nbyp++;
                     continue;
                 }
-                char key[GP_UID_MAX + 3];
-                snprintf(key, sizeof key, ",%s,", uid ? uid : "");
+                char key[2 * GP_NAME_MAX + 4];
+                if (uid)
+                    snprintf(key, sizeof key, ",%s,", uid);
+                else
+                    snprintf(key, sizeof key, ",%s/%s,", json_string_value(json_object_get(po, "namespace")),
+                             json_string_value(json_object_get(po, "name")));
                 if (!u->uids.data || !strstr(u->uids.data, key))
                     problem(v, "/inspect: %s GPU %d lists pod %s/%s, whose annotations do not name it", name,
                             index, json_string_value(json_object_get(po, "namespace")), pname);
