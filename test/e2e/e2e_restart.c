@@ -57,12 +57,14 @@ START_TEST(sigkill_mid_run)
     e2e_cp *cp = w->cp;
     e2e_ns_create(cp, NS);
     char name[32];
+    /* pods first, nodes then: binding starts only once every pod exists, so the
+     * kill below lands mid-run however fast gpupack binds */
+    for (int i = 0; i < NPODS; i++)
+        e2e_pod_create(cp, pod_i(i));
     for (int i = 0; i < 8; i++) {
         snprintf(name, sizeof name, "k%d", i);
         e2e_node_create(cp, e2e_node_gpupack(name, 8, 81920, "A100-SXM4-80GB"));
     }
-    for (int i = 0; i < NPODS; i++)
-        e2e_pod_create(cp, pod_i(i));
     /* kill while binds are going on */
     int before = e2e_wait_bound(cp, NS, NPODS / 4, 60);
     e2e_gp_kill(w->gp, SIGKILL);

@@ -158,7 +158,10 @@ static strmap *rebuild(e2e_cp *cp, int flags, e2e_verdict *v, strmap *bypassed)
         }
         if (!pv->obs.assign) {
             if (pv->wants_gpu && (flags & E2E_ALLOW_BYPASS)) {
+                char nsname[2 * GP_NAME_MAX + 2];   /* /inspect may list a pod without its uid */
+                snprintf(nsname, sizeof nsname, "%s/%s", pv->ns, pv->name);
                 strmap_put(bypassed, pv->uid, bypassed);
+                strmap_put(bypassed, nsname, bypassed);
                 v->bypassed++;
             } else if (pv->wants_gpu) {
                 problem(v, "pod %s/%s is bound to %s without a GPU assignment", pv->ns, pv->name, pv->node);
@@ -247,7 +250,9 @@ static void compare_inspect(e2e_gp *gp, strmap *nodes, const strmap *bypassed, e
                 const char *uid = json_string_value(json_object_get(po, "uid"));
                 const char *pname = json_string_value(json_object_get(po, "name"));
                 const char *state = json_string_value(json_object_get(po, "state"));
-                if (uid && strmap_get(bypassed, uid)) {
+                char pkey[2 * GP_NAME_MAX + 2];
+                snprintf(pkey, sizeof pkey, "%s/%s", json_string_value(json_object_get(po, "namespace")), pname);
+                if ((uid && strmap_get(bypassed, uid)) || (!uid && strmap_get(bypassed, pkey))) {
                     /* gpupack chose its GPUs; the API server has no record to compare with */
                     byp_mem += json_integer_value(json_object_get(po, "memMiB"));
                     byp_core += (int)(json_number_value(json_object_get(po, "corePercent")) * 10 + 0.5);
