@@ -139,6 +139,11 @@ valgrind: $(BUILD)/unit-tests $(GPUPACK)
 	  valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --error-exitcode=3 --quiet $(BUILD)/unit-tests
 
+# bench/e2e.sh's load tool shares the scheduler-config rewrite with the e2e suite
+bin/e2eload: bench/e2eload.c test/e2e/schedrw.c $(BUILD)/libgpupack.a
+	@mkdir -p bin
+	$(CC) $(CFLAGS) -Itest/e2e -o $@ $^ $(LDLIBS)
+
 bin/%: bench/%.c $(BUILD)/libgpupack.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)

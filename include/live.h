@@ -56,6 +56,7 @@ typedef struct gp_live_stats {
     unsigned long bound, refused, unknown;   /* their outcomes */
     unsigned long settled_bound, settled_released;   /* UNKNOWN outcomes a GET settled */
     unsigned long assumed_expired;      /* in-flight binds released by the TTL */
+    unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
     unsigned long binds_refused;        /* binds the gate refused (not the leader) */
 } gp_live_stats;
 void live_stats(gp_live *l, gp_live_stats *out);

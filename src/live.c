@@ -30,7 +30,7 @@ struct gp_live {
     gp_kube_cancel *stop;           /* the housekeeping thread's */
     pthread_t hk;
     bool hk_started;
-    atomic_ulong binds, bound, refused, unknown, settled_bound, settled_released, expired;
+    atomic_ulong binds, bound, refused, unknown, settled_bound, settled_released, expired, bypassed;
     gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
     gp_live_gate gate;              /* NULL fn: every bind may go ahead */
     atomic_ulong binds_refused;
@@ -89,6 +89,89 @@ static void pods_end(void *ud)
     cluster_pods_resync_end(l->c);
 }
 
+/* GPUs for a pod already bound to `node` without gpupack's bind, under the
+ * policy that governs it: 0 (fits), 1 (fits only by over-committing: chosen as
+ * if the node's GPUs were free), 2 (not a gpupack pod), -1 with a message
+ * (cannot be placed there at all). Nothing is recorded. */
+static int place_bound(gp_live *l, gp_extender *e, const json_t *pod, const char *node,
+                       gp_assignment *out, char policy[GP_NAME_MAX], gp_err *err)
+{
+    gp_policy_set *set = extender_policies(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_node *copy = NULL;
+    int rc = -1;
+    if (extender_pod_request(e, pod, set, &req, &view, err) < 0)
+        goto done;
+    rc = 2;
+    if (req.nctrs == 0)
+        goto done;
+    gp_strlcpy(policy, view.name, GP_NAME_MAX);
+    cluster_rdlock(l->c);
+    const gp_node *n = cluster_rd_node(l->c, node);
+    if (n) {
+        copy = xmalloc(gp_node_size(n->ngpus));
+        memcpy(copy, n, gp_node_size(n->ngpus));
+    }
+    cluster_unlock(l->c);
+    rc = -1;
+    if (!copy) {
+        gp_fail(err, "node %.200s is unknown to gpupack", node);
+        goto done;
+    }
+    rc = 0;
+    if (placement_fit(copy, &req, &view.place, out, NULL) == 0)
+        goto done;
+    for (int g = 0; g < copy->ngpus; g++) {
+        copy->gpus[g].mem_used = 0;
+        copy->gpus[g].core_used = 0;
+        copy->gpus[g].pods = 0;
+    }
+    copy->state_hash = 0;
+    gp_fit_fail why;
+    rc = 1;
+    if (placement_fit(copy, &req, &view.place, out, &why) < 0)
+        rc = gp_fail(err, "%s", why.reason);
+done:
+    free(copy);
+    policy_set_unref(set);
+    return rc;
+}
+
+/* A pod bound without gpupack's bind that asks gpupack resources (created
+ * with spec.nodeName, or bound by another scheduler): its GPUs are chosen on
+ * its node by the governing policy, even if that over-commits, so that the
+ * capacity is not handed out twice. Sets v->obs.assign for the store; a pod
+ * the store already holds keeps its GPUs, so this warns and counts once. */
+static void account_bypassed(gp_live *l, const json_t *obj, bool announce, gp_pod_view *v)
+{
+    gp_pod_state st;
+    if (cluster_pod_get(l->c, v->uid, &v->assign, &st) == 0) {
+        if (strcmp(v->assign.node, v->node) == 0)
+            v->obs.assign = &v->assign;
+        return;
+    }
+    gp_extender *e = atomic_load(&l->ext);
+    gp_err err;
+    char policy[GP_NAME_MAX];
+    int rc = e ? place_bound(l, e, obj, v->node, &v->assign, policy, &err) : 2;
+    if (rc == 2)
+        return;
+    if (rc < 0) {
+        if (announce)
+            LOG_WARN("pod %s/%s is bound to %s without gpupack and cannot be accounted there: %s",
+                     v->ns, v->name, v->node, err.msg);
+        return;
+    }
+    v->obs.assign = &v->assign;
+    gp_strlcpy(v->policy, policy, sizeof v->policy);
+    v->obs.policy = v->policy;
+    atomic_fetch_add(&l->bypassed, 1);
+    LOG_WARN("pod %s/%s is bound to %s without gpupack's bind (spec.nodeName set, or another "
+             "scheduler): accounted on its GPUs by policy %s%s", v->ns, v->name, v->node, policy,
+             rc == 1 ? "; this OVER-COMMITS the node" : "");
+}
+
 static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
 {
     gp_live *l = ud;
@@ -101,11 +184,12 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     }
     if (v->assign_err[0] && !v->obs.terminal)
         LOG_WARN("pod %s/%s: ignoring its GPU annotations: %s", v->ns, v->name, v->assign_err);
+    if (!v->obs.terminal && v->node[0] && !v->obs.assign && !v->assign_err[0] && v->wants_gpu)
+        account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
-    (void)listed;
     free(v);
 }
 
@@ -302,6 +386,7 @@ void live_stats(gp_live *l, gp_live_stats *out)
     out->settled_bound = atomic_load(&l->settled_bound);
     out->settled_released = atomic_load(&l->settled_released);
     out->assumed_expired = atomic_load(&l->expired);
+    out->bypassed = atomic_load(&l->bypassed);
     out->binds_refused = atomic_load(&l->binds_refused);
 }
 

@@ -371,6 +371,11 @@ static void metrics_hook(void *ud, gp_buf *out)
                              "gpupack_assumed_expired_total %lu\n",
                              ls.bound, ls.refused, ls.unknown, ls.settled_bound,
                              ls.settled_released, ls.assumed_expired);
+        (void)!gp_buf_printf(out,
+                             "# HELP gpupack_pods_bypassed_total Pods found bound without gpupack's bind that ask its resources, accounted on their node.\n"
+                             "# TYPE gpupack_pods_bypassed_total counter\n"
+                             "gpupack_pods_bypassed_total %lu\n",
+                             ls.bypassed);
         live_metrics(a->live, out);
     }
     events_metrics(a->events, out);

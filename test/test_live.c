@@ -604,6 +604,53 @@ START_TEST(binds_race_deletions)
 }
 END_TEST
 
+/* A pod created with spec.nodeName (no scheduler, no bind, no annotations) that
+ * asks gpupack resources holds GPUs on its node in gpupack's map, is counted once
+ * however often it changes, keeps filter from handing its room out, and is
+ * released when deleted. */
+START_TEST(bypassed_pod_accounted)
+{
+    live_env x;
+    env_setup(&x);
+    json_t *byp = gpu_pod("byp", 12288);
+    json_object_set_new(json_object_get(byp, "spec"), "nodeName", json_string("node-b"));
+    fakeapi_put_pod(x.f, byp);
+    gp_start(&x);
+    ck_assert_msg(wait_pods(&x, "bound", 1, 10), "the bypassed pod is not in the map");
+    json_t *j = inspect(&x);
+    json_t *gpu = json_array_get(json_object_get(json_array_get(json_object_get(j, "nodes"), 1), "gpus"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "nodes"), 1), "name")),
+                     "node-b");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(gpu, "memoryMiB"), "used")), 12288);
+    json_decref(j);
+    /* updates neither move nor count it again */
+    ck_assert_int_eq(fakeapi_set_pod_phase(x.f, "default", "byp", "Running"), 0);
+    fakeapi_put_pod(x.f, gpu_pod("p1", 8192));
+    ck_assert_msg(wait_pods(&x, NULL, 1, 5), "map changed");
+    gp_kube_resp r;
+    gp_err err;
+    ck_assert(kube_request(x.gp, "GET", "/metrics", NULL, NULL, 10, NULL, &r, &err) == 0);
+    ck_assert_ptr_nonnull(strstr(r.body.data, "\ngpupack_pods_bypassed_total 1\n"));
+    kube_resp_free(&r);
+    /* node-b's 4 GiB left do not take 8 GiB */
+    json_t *pod = sched_pod(&x, "p1");
+    json_t *args = json_pack("{s:O,s:n,s:[s]}", "Pod", pod, "Nodes", "NodeNames", "node-b");
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_t *out;
+    long st;
+    ck_assert(http(&x, "POST", "/filter", body, &out, &st) == 0);
+    ck_assert_int_eq(st, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(out, "NodeNames")), 0);
+    json_decref(out);
+    free(body);
+    json_decref(args);
+    json_decref(pod);
+    ck_assert_int_eq(fakeapi_delete_pod(x.f, "default", "byp"), 0);
+    ck_assert_msg(wait_pods(&x, NULL, 0, 5), "the bypassed pod was not released");
+    env_teardown(&x);
+}
+END_TEST
+
 /* ------------------------------------------------------ bind faults --- */
 
 /* bind's Error ("" on success), owned. */
@@ -877,6 +924,7 @@ Suite *suite_live(void)
     tcase_add_test(tc, cpu_only_pod_plain_binding);
     tcase_add_test(tc, watch_cut_converges);
     tcase_add_test(tc, binds_race_deletions);
+    tcase_add_test(tc, bypassed_pod_accounted);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("bind-faults");
     tcase_set_timeout(tb, 60);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "util.h"
@@ -150,6 +151,23 @@ json_t *e2e_node_aliyun(const char *name, int ngpus, long total_gib)
 json_t *e2e_node_plain(const char *name)
 {
     return node_base(name);
+}
+
+void e2e_nudge_scheduler(e2e_cp *cp)
+{
+    /* an assigned pod deleted is the one event kube-scheduler v1.26 answers by
+     * retrying every parked pod without a pre-check (a node added is pre-checked
+     * against each pod's requests, which GPU pods fail on a node without them) */
+    static int seq;
+    char name[64];
+    snprintf(name, sizeof name, "e2e-nudge-%d-%d", (int)getpid(), ++seq);
+    json_t *p = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:i,s:[{s:s,s:s}]}}", "apiVersion", "v1", "kind",
+                          "Pod", "metadata", "name", name, "namespace", "default", "spec", "nodeName",
+                          "e2e-nudge", "terminationGracePeriodSeconds", 0, "containers", "name", "c",
+                          "image", "registry.invalid/e2e:1");
+    json_decref(e2e_api_ok(cp, "POST", "/api/v1/namespaces/default/pods", NULL, p));
+    json_decref(p);
+    e2e_pod_delete(cp, "default", name);
 }
 
 void e2e_node_create(e2e_cp *cp, json_t *node)

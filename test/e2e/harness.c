@@ -16,8 +16,9 @@
 #include <unistd.h>
 
 #include "kubeconfig.h"
-#include "util.h"
+#include "schedrw.h"
 #include "yamljson.h"
+#include "util.h"
 
 /* ------------------------------------------------------------ logging --- */
 
@@ -155,6 +156,11 @@ void e2e_cleanup_all(void)
                 char *slog = xasprintf("%s/logs/kube-scheduler.log", line + 3);
                 print_file_tail(slog, 15, "kube-scheduler of a control plane left up by the test");
                 free(slog);
+                /* keep the control plane's logs next to gpupack's for the post-mortem */
+                char *keep = xasprintf("cp -r '%s/logs' '%s.logs' 2>/dev/null", line + 3, line + 3);
+                if (system(keep) != 0)
+                    fprintf(stderr, "e2e: could not keep the logs of %s\n", line + 3);
+                free(keep);
                 kube_down(line + 3);
             }
             free(env);
@@ -267,6 +273,52 @@ void e2e_cp_ctl(e2e_cp *cp, const char *action, const char *env)
     free(ctl);
 }
 
+char *e2e_cp_env(e2e_cp *cp, const char *var)
+{
+    char *path = xasprintf("%s/env", cp->dir);
+    FILE *f = fopen(path, "r");
+    free(path);
+    char line[2048], *val = NULL;
+    size_t vl = strlen(var);
+    while (f && !val && fgets(line, sizeof line, f)) {
+        char *p = line;
+        if (strncmp(p, "export ", 7) == 0)
+            p += 7;
+        if (strncmp(p, var, vl) != 0 || p[vl] != '=')
+            continue;
+        p += vl + 1;
+        p[strcspn(p, "\n")] = '\0';
+        size_t n = strlen(p);
+        if (n >= 2 && (p[0] == '\'' || p[0] == '"') && p[n - 1] == p[0]) {
+            p[n - 1] = '\0';
+            p++;
+        }
+        val = xstrdup(p);
+    }
+    if (f)
+        fclose(f);
+    return val;
+}
+
+void e2e_etcd_delete_pod(e2e_cp *cp, const char *ns, const char *name)
+{
+    char *url = e2e_cp_env(cp, "ETCD_URL");
+    ck_assert_msg(url && *url, "no ETCD_URL in %s/env", cp->dir);
+    char *ep = xasprintf("--endpoints=%s", url);
+    char *key = xasprintf("/registry/pods/%s/%s", ns, name);
+    char *out = xasprintf("%s.etcdctl.log", cp->dir);
+    const char *argv[] = {"etcdctl", ep, "del", key, NULL};
+    const char *env[] = {"ETCDCTL_API=3", NULL};
+    int rc = run(argv, env, out, 30);
+    if (rc != 0)
+        print_file_tail(out, 10, "etcdctl");
+    ck_assert_msg(rc == 0, "etcdctl del %s failed (exit %d)", key, rc);
+    free(out);
+    free(key);
+    free(ep);
+    free(url);
+}
+
 void e2e_cp_down(e2e_cp *cp)
 {
     if (!cp)
@@ -282,21 +334,11 @@ static json_t *shipped_sched(void)
 {
     char *path = xasprintf("%s/manifests/scheduler-config.yaml", e2e_env.repo);
     gp_err err;
-    json_t *docs = yamljson_load_file(path, &err);
-    if (!docs || json_array_size(docs) != 1)
-        ck_abort_msg("%s: %s", path, docs ? "expected one YAML document" : err.msg);
-    json_t *cfg = json_incref(json_array_get(docs, 0));
-    json_decref(docs);
+    json_t *cfg = schedrw_load(path, &err);
+    if (!cfg)
+        ck_abort_msg("%s", err.msg);
     free(path);
     return cfg;
-}
-
-/* The path part of a URL ("" when none or "/"); owned. */
-static char *url_path(const char *u)
-{
-    const char *p = u ? strstr(u, "://") : NULL;
-    p = p ? strchr(p + 3, '/') : NULL;
-    return xstrdup(p && strcmp(p, "/") != 0 ? p : "");
 }
 
 const char *e2e_scheduler_name(void)
@@ -314,41 +356,27 @@ const char *e2e_scheduler_name(void)
 /* The test certificates (scripts/gen-certs.sh; the server's covers 127.0.0.1). */
 #define E2E_TLS_DIR "test/fixtures/tls/"
 
-/* The one place that adapts the shipped file to a test cluster: only what
- * must differ (where gpupack and the API server are, no leader election, the
- * tlsConfig files of an HTTPS stanza); weights, verbs, timeouts,
- * managedResources, TLS switches stay as shipped. */
+/* The shipped file as schedrw_rewrite() adapts it, plus the tlsConfig files of
+ * an HTTPS stanza: the test CA and client certificate (the host is verified as
+ * shipped). */
 void e2e_sched_rewrite(json_t *cfg, int gpupack_port)
 {
-    json_t *cc = json_object_get(cfg, "clientConnection");
-    if (!json_is_object(cc)) {
-        cc = json_object();
-        json_object_set_new(cfg, "clientConnection", cc);
-    }
-    json_object_set_new(cc, "kubeconfig", json_string("@KUBECONFIG@"));
-    json_object_set_new(cfg, "leaderElection", json_pack("{s:b}", "leaderElect", 0));
+    schedrw_rewrite(cfg, gpupack_port);
     size_t i;
     json_t *ext;
     json_array_foreach(json_object_get(cfg, "extenders"), i, ext) {
-        /* same scheme and path as shipped; host and port are the test's gpupack */
-        bool https = json_is_true(json_object_get(ext, "enableHTTPS"));
-        char *path = url_path(json_string_value(json_object_get(ext, "urlPrefix")));
-        char *url = xasprintf("%s://127.0.0.1:%d%s", https ? "https" : "http", gpupack_port, path);
-        json_object_set_new(ext, "urlPrefix", json_string(url));
-        free(url);
-        free(path);
-        if (https) {   /* the test CA and client certificate; the host is verified as shipped */
-            json_t *tls = json_object();
-            static const char *const files[][2] = {
-                {"certFile", "client.crt"}, {"keyFile", "client.key"}, {"caFile", "ca.crt"}};
-            for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
-                char *fp = xasprintf("%s/" E2E_TLS_DIR "%s", e2e_env.repo, files[f][1]);
-                json_object_set_new(tls, files[f][0], json_string(fp));
-                free(fp);
-            }
-            json_object_set_new(tls, "serverName", json_string("localhost"));
-            json_object_set_new(ext, "tlsConfig", tls);
+        if (!json_is_true(json_object_get(ext, "enableHTTPS")))
+            continue;
+        json_t *tls = json_object();
+        static const char *const files[][2] = {
+            {"certFile", "client.crt"}, {"keyFile", "client.key"}, {"caFile", "ca.crt"}};
+        for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
+            char *fp = xasprintf("%s/" E2E_TLS_DIR "%s", e2e_env.repo, files[f][1]);
+            json_object_set_new(tls, files[f][0], json_string(fp));
+            free(fp);
         }
+        json_object_set_new(tls, "serverName", json_string("localhost"));
+        json_object_set_new(ext, "tlsConfig", tls);
     }
 }
 
@@ -433,6 +461,43 @@ double e2e_gp_metric(e2e_gp *g, const char *series)
     }
     free(body);
     return v;
+}
+
+int e2e_gp_pod_gpus(e2e_gp *g, const char *ns, const char *name)
+{
+    long st;
+    char *body = e2e_gp_get(g, "/inspect", &st);
+    json_t *j = body && st == 200 ? json_loads(body, 0, NULL) : NULL;
+    free(body);
+    if (!j)
+        return -1;
+    int n = 0;
+    size_t i, k, p;
+    json_t *no, *go, *po;
+    json_array_foreach(json_object_get(j, "nodes"), i, no) {
+        json_array_foreach(json_object_get(no, "gpus"), k, go) {
+            json_array_foreach(json_object_get(go, "pods"), p, po) {
+                const char *pns = json_string_value(json_object_get(po, "namespace"));
+                const char *pn = json_string_value(json_object_get(po, "name"));
+                if (pns && pn && strcmp(pns, ns) == 0 && strcmp(pn, name) == 0)
+                    n++;
+            }
+        }
+    }
+    json_decref(j);
+    return n;
+}
+
+double e2e_gp_wait_pod_gpus(e2e_gp *g, const char *ns, const char *name, int want, double timeout_s)
+{
+    double t0 = gp_mono_s();
+    for (;;) {
+        if (e2e_gp_pod_gpus(g, ns, name) == want)
+            return gp_mono_s() - t0;
+        if (gp_mono_s() - t0 > timeout_s)
+            return -1;
+        e2e_sleep(0.02);
+    }
 }
 
 int e2e_gp_log_count(e2e_gp *g, const char *needle)
@@ -599,7 +664,7 @@ void e2e_gp_stop(e2e_gp *g)
 static char *shipped_url_path(void)
 {
     json_t *cfg = shipped_sched();
-    char *path = url_path(json_string_value(json_object_get(json_array_get(json_object_get(cfg, "extenders"), 0), "urlPrefix")));
+    char *path = schedrw_url_path(json_string_value(json_object_get(json_array_get(json_object_get(cfg, "extenders"), 0), "urlPrefix")));
     json_decref(cfg);
     return path;
 }

@@ -77,6 +77,11 @@ void e2e_cp_scheduler(e2e_cp *cp, const json_t *config);
  * stop-scheduler, start-scheduler, compact-etcd. env: extra "K=V" or NULL. */
 void e2e_cp_ctl(e2e_cp *cp, const char *action, const char *env);
 void e2e_cp_down(e2e_cp *cp);       /* accepts NULL */
+/* A variable of DIR/env (ETCD_URL, K8S_APISERVER, ...); owned, NULL when absent. */
+char *e2e_cp_env(e2e_cp *cp, const char *var);
+/* Deletes a pod behind the API server's back (etcdctl del /registry/pods/NS/NAME):
+ * works while kube-apiserver is stopped; no watch event reaches anyone. */
+void e2e_etcd_delete_pod(e2e_cp *cp, const char *ns, const char *name);
 
 /* --- scheduler configuration ------------------------------------------ */
 
@@ -122,6 +127,11 @@ const char *const *e2e_shipped_gp_args(void);
 /* A sample of /metrics: the line starting with `series` (name plus labels,
  * e.g. "gpupack_pods{state=\"bound\"}"); -1 when absent. */
 double e2e_gp_metric(e2e_gp *g, const char *series);
+/* GPUs /inspect shows pod ns/name on (0: gpupack holds nothing for it); -1 when
+ * /inspect does not answer. */
+int e2e_gp_pod_gpus(e2e_gp *g, const char *ns, const char *name);
+/* Waits until e2e_gp_pod_gpus == want; returns the seconds it took, or -1 on timeout. */
+double e2e_gp_wait_pod_gpus(e2e_gp *g, const char *ns, const char *name, int want, double timeout_s);
 /* How many lines of gpupack's log contain `needle`. */
 int e2e_gp_log_count(e2e_gp *g, const char *needle);
 /* Prints the last lines of gpupack's log (the harness does this on failures). */
@@ -168,6 +178,11 @@ json_t *e2e_node_gfd(const char *name, int ngpus, long mem_mib, const char *prod
 json_t *e2e_node_aliyun(const char *name, int ngpus, long total_gib);   /* labelled gpushare=true */
 json_t *e2e_node_plain(const char *name);   /* no GPUs */
 void e2e_node_create(e2e_cp *cp, json_t *node);
+/* Creates and deletes a pod bound to no real node: a cluster event that makes
+ * kube-scheduler retry every pod it parked. Needed when gpupack's view changed
+ * after kube-scheduler's last try (a release it saw later, an extender outage):
+ * the scheduler retries only on cluster events or after 5 minutes. */
+void e2e_nudge_scheduler(e2e_cp *cp);
 
 /* Pods: schedulerName = the shipped profile, one image, no containers yet.
  * e2e_pod_ctr adds a container whose limits are the NULL-terminated
@@ -196,6 +211,7 @@ char *e2e_wait_pod_event(e2e_cp *cp, const char *ns, const char *name, const cha
 /* --- the checker ------------------------------------------------------- */
 
 typedef struct e2e_verdict {
+    int bypassed;                           /* pods bound bypassing gpupack (E2E_ALLOW_BYPASS) */
     int nodes, gpu_pods_bound, gpus_used;   /* what the API server says */
     int problems;                           /* 0 = all well */
     char report[8192];                      /* one line per problem (first ones) */
@@ -207,12 +223,18 @@ typedef struct e2e_verdict {
  * assignment naming its node that matches its request, on healthy GPUs of
  * allowed models; per GPU, sum of memory <= capacity and sum of compute <= 100 %.
  * With gp != NULL, also that gpupack's /inspect equals the rebuild (nodes,
- * per-GPU use, pods) and that no pod is left `assumed`. Never fails the
+ * per-GPU use, pods) and that no pod is left `assumed`. A bound pod asking
+ * GPU resources without annotations is a problem unless flags has
+ * E2E_ALLOW_BYPASS (then /inspect's record of it counts in the compare). Never fails the
  * test itself: callers assert on problems (see e2e_assert_consistent). */
 void e2e_verify(e2e_cp *cp, e2e_gp *gp, e2e_verdict *v);
+#define E2E_ALLOW_BYPASS 1
+void e2e_verify_with(e2e_cp *cp, e2e_gp *gp, int flags, e2e_verdict *v);
 /* Retries e2e_verify until it finds no problem (gpupack's watch may lag) or
  * timeout_s passes, then fails the test with the report. */
 void e2e_assert_consistent(e2e_cp *cp, e2e_gp *gp, double timeout_s, e2e_verdict *v);
+void e2e_assert_consistent_with(e2e_cp *cp, e2e_gp *gp, double timeout_s, int flags,
+                                e2e_verdict *v);
 
 /* Sleeps (seconds, fractional). */
 void e2e_sleep(double s);
