@@ -26,6 +26,14 @@ cleanup() {
 trap 'cleanup; rm -rf "$WORK"' EXIT
 trap 'exit 1' INT TERM
 SCHED=$(bin/e2eload sched-config --port 1 --qps 1 | sed -n 's/.*"schedulerName": "\(.*\)".*/\1/p' | head -1)
+# an HTTPS stanza (mutual TLS, as shipped): gpupack serves the test certificates
+# and kube-scheduler presents the test client certificate
+TLS=test/fixtures/tls
+GPTLS=() SCHEME=http CURLTLS=()
+if bin/e2eload sched-config --port 1 --qps 1 | grep -q '"enableHTTPS": true'; then
+  GPTLS=(--tls-cert $TLS/server.crt --tls-key $TLS/server.key --client-ca $TLS/ca.crt)
+  SCHEME=https CURLTLS=(--cacert $TLS/ca.crt)
+fi
 
 echo "| scheduler | client QPS | pods | bound | pods/s (first create → last bind) | p50 create→bound | p99 | GPUs used / perfect | scheduler error lines | load tool alone |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -36,16 +44,16 @@ for run in $RUNS; do
   KC=$CP/kubeconfig
   if [ "$mode" = gpupack ]; then
     bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" --gpus 4 --gpu-gib 16 --threads "$THREADS"
-    bin/gpupack serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies \
+    bin/gpupack serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
       >"$WORK/gpupack-$qps.log" 2>&1 &
     GP=$!
     port=""
     for _ in $(seq 200); do
       port=$(sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$WORK/gpupack-$qps.log" | head -1)
-      [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+      [ -n "$port" ] && curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/readyz" >/dev/null && break
       sleep 0.1
     done
-    bin/e2eload sched-config --port "$port" --qps "$qps" >"$WORK/sched.json"
+    bin/e2eload sched-config --port "$port" --qps "$qps" --tls-dir "$PWD/$TLS" >"$WORK/sched.json"
     profile=aliyun
   else
     bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" --gpus 0 --threads "$THREADS"

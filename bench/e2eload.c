@@ -3,6 +3,7 @@
  * bound and reports throughput, create->bound latency and GPUs used.
  *
  *   bin/e2eload sched-config --shipped manifests/scheduler-config.yaml --port P --qps Q [--no-extender]
+ *                            [--tls-dir DIR]   (an HTTPS stanza: DIR's client.crt/.key and ca.crt)
  *   bin/e2eload nodes --kubeconfig F --count N [--gpus 4 --gpu-gib 16] [--threads 16]
  *   bin/e2eload pods  --kubeconfig F --ns NS --count P --scheduler NAME --profile aliyun|cpu
  *                     [--gib 4] [--threads 16] [--timeout 900]
@@ -23,7 +24,7 @@
 #include "watchstream.h"
 
 typedef struct opts {
-    const char *kubeconfig, *ns, *scheduler, *profile, *shipped;
+    const char *kubeconfig, *ns, *scheduler, *profile, *shipped, *tls_dir;
     int count, threads, gpus, gpu_gib, gib, port, qps;
     double timeout;
     bool no_extender;
@@ -359,6 +360,8 @@ static int cmd_sched_config(const opts *o)
         return 1;
     }
     schedrw_rewrite(cfg, o->port);
+    if (o->tls_dir)
+        schedrw_tls(cfg, o->tls_dir);
     if (o->no_extender)
         json_object_del(cfg, "extenders");
     json_t *cc = json_object_get(cfg, "clientConnection");
@@ -391,6 +394,7 @@ int main(int argc, char **argv)
         .qps = atoi(arg(argc, argv, "--qps", "50")),
         .timeout = atof(arg(argc, argv, "--timeout", "900")),
         .no_extender = flag(argc, argv, "--no-extender"),
+        .tls_dir = arg(argc, argv, "--tls-dir", NULL),
     };
     if (o.count <= 0 || o.gib <= 0 || o.gpu_gib <= 0) {
         fprintf(stderr, "e2eload: --count, --gib and --gpu-gib must be positive\n");

@@ -362,22 +362,10 @@ const char *e2e_scheduler_name(void)
 void e2e_sched_rewrite(json_t *cfg, int gpupack_port)
 {
     schedrw_rewrite(cfg, gpupack_port);
-    size_t i;
-    json_t *ext;
-    json_array_foreach(json_object_get(cfg, "extenders"), i, ext) {
-        if (!json_is_true(json_object_get(ext, "enableHTTPS")))
-            continue;
-        json_t *tls = json_object();
-        static const char *const files[][2] = {
-            {"certFile", "client.crt"}, {"keyFile", "client.key"}, {"caFile", "ca.crt"}};
-        for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
-            char *fp = xasprintf("%s/" E2E_TLS_DIR "%s", e2e_env.repo, files[f][1]);
-            json_object_set_new(tls, files[f][0], json_string(fp));
-            free(fp);
-        }
-        json_object_set_new(tls, "serverName", json_string("localhost"));
-        json_object_set_new(ext, "tlsConfig", tls);
-    }
+    char *dir = xasprintf("%s/" E2E_TLS_DIR, e2e_env.repo);
+    dir[strlen(dir) - 1] = '\0';   /* no trailing slash */
+    schedrw_tls(cfg, dir);
+    free(dir);
 }
 
 json_t *e2e_sched_config(int gpupack_port)

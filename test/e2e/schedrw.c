@@ -49,3 +49,23 @@ void schedrw_rewrite(json_t *cfg, int gpupack_port)
         free(path);
     }
 }
+
+void schedrw_tls(json_t *cfg, const char *dir)
+{
+    size_t i;
+    json_t *ext;
+    json_array_foreach(json_object_get(cfg, "extenders"), i, ext) {
+        if (!json_is_true(json_object_get(ext, "enableHTTPS")))
+            continue;
+        json_t *tls = json_object();
+        static const char *const files[][2] = {
+            {"certFile", "client.crt"}, {"keyFile", "client.key"}, {"caFile", "ca.crt"}};
+        for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
+            char *fp = xasprintf("%s/%s", dir, files[f][1]);
+            json_object_set_new(tls, files[f][0], json_string(fp));
+            free(fp);
+        }
+        json_object_set_new(tls, "serverName", json_string("localhost"));
+        json_object_set_new(ext, "tlsConfig", tls);
+    }
+}

@@ -18,6 +18,11 @@ json_t *schedrw_load(const char *path, gp_err *err);
  * Extend it when the shipped stanza gains test-side values (TLS file paths). */
 void schedrw_rewrite(json_t *cfg, int gpupack_port);
 
+/* For every extender with enableHTTPS: tlsConfig = the test certificates in
+ * dir (client.crt, client.key, ca.crt), serverName localhost, which the test
+ * server certificate names. */
+void schedrw_tls(json_t *cfg, const char *dir);
+
 /* The path part of a URL ("" when none or "/"); owned. */
 char *schedrw_url_path(const char *url);
 
