@@ -301,6 +301,19 @@ static void hide_uids(json_t *j)
     hide_node_uids(json_object_get(j, "node"));
 }
 
+/* ?format=text answers: what print writes about j, as text/plain. */
+static void render_text(void (*print)(FILE *, const json_t *), const json_t *j, char **out,
+                        const char **ct)
+{
+    size_t len;
+    FILE *f = open_memstream(out, &len);
+    if (!f)
+        abort();
+    print(f, j);
+    fclose(f);
+    *ct = "text/plain; charset=utf-8";
+}
+
 static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                      char **out, const char **ct)
 {
@@ -334,13 +347,7 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
     const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
     if (fmt && strcmp(fmt, "text") == 0) {
-        size_t len;
-        FILE *f = open_memstream(out, &len);
-        if (!f)
-            abort();
-        inspect_print_table(f, j);
-        fclose(f);
-        *ct = "text/plain; charset=utf-8";
+        render_text(inspect_print_table, j, out, ct);
     } else {
         *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     }
@@ -378,13 +385,7 @@ static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     }
     const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
     if (fmt && strcmp(fmt, "text") == 0) {
-        size_t len;
-        FILE *f = open_memstream(out, &len);
-        if (!f)
-            abort();
-        explain_print(f, ex);
-        fclose(f);
-        *ct = "text/plain; charset=utf-8";
+        render_text(explain_print, ex, out, ct);
     } else {
         *out = dump(ex);
         ex = NULL;
