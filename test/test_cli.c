@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testutil.h"
 #include "util.h"
 
 /* Runs the binary with args; returns the exit status and its stderr+stdout. */
@@ -70,26 +71,11 @@ END_TEST
  * stops the server cleanly with exit 0. */
 START_TEST(serve_starts_and_stops)
 {
-    const char *bin = getenv("GPUPACK_BIN");
-    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        execl(bin, bin, "serve", "--cluster=examples/cluster.yaml", "--policies=policies",
-              "--listen=127.0.0.1:0", "--log-level=info", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[1024];
-    bool listening = false;
-    while (!listening && fgets(line, sizeof line, f))
-        listening = strstr(line, "listening on") != NULL;
-    ck_assert_msg(listening, "the server never said it was listening");
+    static const char *const args[] = {"--cluster=examples/cluster.yaml", "--policies=policies",
+                                       "--listen=127.0.0.1:0", "--log-level=info", NULL};
+    int port;
+    FILE *f;
+    pid_t pid = tu_serve(args, &port, &f);
     kill(pid, SIGTERM);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);

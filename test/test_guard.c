@@ -360,29 +360,11 @@ START_TEST(binary_peak_rss_under_worst_bodies)
 #if defined(__SANITIZE_ADDRESS__)
     return;   /* ASan's shadow memory and quarantine make RSS meaningless */
 #endif
-    const char *bin = getenv("GPUPACK_BIN");
-    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        execl(bin, bin, "serve", "--cluster=examples/cluster.yaml", "--listen=127.0.0.1:0",
-              (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *log = fdopen(fds[0], "r");
-    char line[1024];
-    int port = 0;
-    while (!port && fgets(line, sizeof line, log)) {
-        const char *p = strstr(line, "(port ");
-        if (p)
-            port = atoi(p + 6);
-    }
-    ck_assert_msg(port > 0, "the server never said which port it listens on");
+    static const char *const args[] = {"--cluster=examples/cluster.yaml", "--listen=127.0.0.1:0",
+                                       NULL};
+    int port;
+    FILE *log;
+    pid_t pid = tu_serve(args, &port, &log);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/filter", port);
 

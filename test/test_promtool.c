@@ -27,33 +27,14 @@ static bool have_promtool(void)
  * the log line "listening on ... (port N)". */
 static pid_t serve(const char *const *args, int *port)
 {
-    const char *bin = getenv("GPUPACK_BIN");
-    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        const char *argv[16] = {bin, "serve", "--listen", "127.0.0.1:0", "--log-level", "info"};
-        int n = 6;
-        for (int i = 0; args[i] && n < 15; i++)
-            argv[n++] = args[i];
-        argv[n] = NULL;
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
+    const char *argv[15] = {"--listen", "127.0.0.1:0", "--log-level", "info"};
+    int n = 4;
+    for (int i = 0; args[i] && n < 13; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    FILE *f;
+    pid_t pid = tu_serve(argv, port, &f);
     char line[1024];
-    *port = 0;
-    while (!*port && fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "(port ");
-        if (strstr(line, "listening on") && p)
-            *port = atoi(p + 6);
-    }
-    ck_assert_msg(*port > 0, "the server never said where it listens");
     /* keep reading the log in the background so the server never blocks on it */
     if (fork() == 0) {
         while (fgets(line, sizeof line, f))

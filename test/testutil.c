@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 gp_node *tu_node(const char *name, int n, const int64_t *mem, const int64_t *used_mem,
                  const int *used_core)
@@ -111,4 +112,39 @@ char *tu_read_text(const char *path)
     char *s = gp_read_file(path, 64u << 20, NULL, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
     return s;
+}
+
+pid_t tu_serve(const char *const *args, int *port, FILE **log)
+{
+    const char *bin = getenv("GPUPACK_BIN");
+    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
+    const char *argv[16] = {bin, "serve"};
+    int n = 2;
+    for (int i = 0; args && args[i]; i++) {
+        ck_assert_int_lt(n, 15);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[1024];
+    *port = 0;
+    while (!*port && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "(port ");
+        if (strstr(line, "listening on") && p)
+            *port = atoi(p + 6);
+    }
+    ck_assert_msg(*port > 0, "the server never said where it listens");
+    *log = f;
+    return pid;
 }

@@ -3,6 +3,8 @@
 #define GP_TESTUTIL_H
 
 #include <jansson.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 #include "cluster.h"
 #include "gpu.h"
@@ -25,5 +27,11 @@ const char *tu_shared(const char *rel);
 char *tu_http(const char *method, const char *url, const char *body, long *status);
 /* A whole text file (aborts the test on failure); owned. */
 char *tu_read_text(const char *path);
+/* Starts `$GPUPACK_BIN serve ARGS...` (args NULL-terminated, at most 14) with
+ * its stderr piped, and reads that log until the line "listening on ... (port
+ * N)". Returns the pid; *port gets N and *log the rest of the log (owned: the
+ * caller reads or fcloses it; a server writing to a full pipe blocks). Fails
+ * the test if GPUPACK_BIN is unset or the server never says where it listens. */
+pid_t tu_serve(const char *const *args, int *port, FILE **log);
 
 #endif
