@@ -42,7 +42,7 @@ CFLAGS  := $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(PKG_CFLAGS) -MMD -MP $
 LDLIBS  := $(PKG_LIBS) -lpthread -lm
 LDFLAGS := $(SANFLAGS)
 
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_SRC  := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
 TEST_SRC := $(wildcard test/test_*.c)
 TEST_SUP := $(filter-out $(TEST_SRC) test/run.c,$(wildcard test/*.c))
@@ -71,7 +71,7 @@ build: $(GPUPACK)
 deps:
 	@scripts/deps.sh
 
-$(GPUPACK): $(BUILD)/src/main.o $(BUILD)/libgpupack.a
+$(GPUPACK): $(BUILD)/src/cli/main.o $(BUILD)/libgpupack.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -84,7 +84,7 @@ $(BUILD)/src/%.o: src/%.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # the /ui page is assembled into ui_page.o (.incbin): rebuild it when the page changes
-$(BUILD)/src/ui_page.o: src/ui/index.html
+$(BUILD)/src/http/ui_page.o: src/http/ui/index.html
 
 # Test suites: test/test_NAME.c defines `Suite *suite_NAME(void)`; the list is generated.
 $(BUILD)/test/suites.h: $(TEST_SRC)
@@ -194,4 +194,4 @@ fuzz-short: $(FUZZ_BIN)
 endif
 FORCE:
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(E2E_OBJ:.o=.d) $(BUILD)/src/main.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(E2E_OBJ:.o=.d) $(BUILD)/src/cli/main.d

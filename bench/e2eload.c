@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
-#include "k8s_obs.h"
-#include "kube.h"
-#include "kubeconfig.h"
+#include "model/gpu.h"
+#include "model/k8s_obs.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
 #include "schedrw.h"
-#include "strmap.h"
-#include "watchstream.h"
+#include "lib/strmap.h"
+#include "kube/watchstream.h"
 
 typedef struct opts {
     const char *kubeconfig, *ns, *scheduler, *profile, *shipped, *tls_dir;

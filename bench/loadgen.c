@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 #define GPUS_PER_NODE 8
 

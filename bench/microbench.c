@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "clusterfile.h"
-#include "extender.h"
+#include "pack/clusterfile.h"
+#include "sched/extender.h"
 
 static double clock_s(clockid_t id)
 {

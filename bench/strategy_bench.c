@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "frag.h"
-#include "placement.h"
-#include "trace.h"
+#include "pack/frag.h"
+#include "pack/placement.h"
+#include "sim/trace.h"
 
 #define NSTATES 24
 

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 #define FAKE_BODY_MAX (4u << 20)
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 char *livetest_shared(const char *rel)
 {

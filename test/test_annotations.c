@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "annotations.h"
-#include "util.h"
+#include "model/annotations.h"
+#include "lib/util.h"
 
 static json_t *squote_json(const char *s)
 {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* Runs the binary with args; returns the exit status and its stderr+stdout. */
 static int run(const char *args, char *out, size_t outlen)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "pack/cluster.h"
 #include "testutil.h"
 
 static gp_cluster *cluster_with(int nodes, int gpus, int64_t mem)

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "pack/cluster.h"
 #include "livetest.h"
-#include "clusterfile.h"
-#include "util.h"
-#include "yamljson.h"
+#include "pack/clusterfile.h"
+#include "lib/util.h"
+#include "lib/yamljson.h"
 
 #define FIX "test/fixtures/decode/"
 

@@ -7,14 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clusterfile.h"
-#include "explain.h"
-#include "explain_cli.h"
+#include "pack/clusterfile.h"
+#include "sched/explain.h"
+#include "cli/explain_cli.h"
 #include "fakeapi.h"
-#include "policy_store.h"
-#include "server.h"
+#include "policy/policy_store.h"
+#include "http/server.h"
 #include "testutil.h"
-#include "yamljson.h"
+#include "lib/yamljson.h"
 
 /* ------------------------------------------------------------ what-if -- */
 

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extargs.h"
-#include "podreq.h"
+#include "lib/extargs.h"
+#include "model/podreq.h"
 #include "testutil.h"
 
 /* The reduction extargs promises, done with jansson: the reference. */

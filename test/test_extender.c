@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clusterfile.h"
-#include "extender.h"
+#include "pack/clusterfile.h"
+#include "sched/extender.h"
 #include "testutil.h"
-#include "yamljson.h"
+#include "lib/yamljson.h"
 
 /* The real nodes the samples were captured against: node-gpupack (4 x A100 40 GB,
  * one unhealthy), node-aliyun (2 x 16 GiB), node-nfd (4 x T4 16 GiB, GFD labels). */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frag.h"
-#include "frag_la.h"
+#include "pack/frag.h"
+#include "pack/frag_la.h"
 
 static gp_shapes one_shape(int count, int core, int64_t cpu)
 {
@@ -206,7 +206,7 @@ START_TEST(lookahead_hand_computed)
 END_TEST
 
 /* ---- reference look-ahead: the definition, written the straightforward way
- * (what src/frag_la.c computed before it was optimised). The optimised code
+ * (what src/pack/frag_la.c computed before it was optimised). The optimised code
  * must agree bit for bit: same decisions, same ties. ---- */
 
 /* The view after a pod of shape m: a one-GPU shape on GPU `gpu`, a multi-GPU

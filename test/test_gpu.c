@@ -2,8 +2,8 @@
 #include <check.h>
 #include <string.h>
 
-#include "gpu.h"
-#include "util.h"
+#include "model/gpu.h"
+#include "lib/util.h"
 
 /* ------------------------------------------------------------- holds -- */
 

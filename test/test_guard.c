@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clusterfile.h"
-#include "server.h"
+#include "pack/clusterfile.h"
+#include "http/server.h"
 #include "testutil.h"
-#include "yamljson.h"
+#include "lib/yamljson.h"
 
 #define TLS_DIR "test/fixtures/tls/"
 

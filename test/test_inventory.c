@@ -3,8 +3,8 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "inventory.h"
-#include "util.h"
+#include "model/inventory.h"
+#include "lib/util.h"
 
 #define FIX "test/fixtures/decode/"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsoncost.h"
+#include "lib/jsoncost.h"
 #include "testutil.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* Whether mallinfo2 sees this process's allocations (not under ASan's or
  * valgrind's allocator): a known block must show. */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_obs.h"
+#include "model/k8s_obs.h"
 #include "livetest.h"
 
 #define FIX "test/fixtures/live/"

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube.h"
-#include "kubeconfig.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
 #include "livetest.h"
 
 #define FIX "test/fixtures/live/"

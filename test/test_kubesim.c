@@ -4,8 +4,8 @@
 #include <check.h>
 #include <string.h>
 
-#include "kubesim.h"
-#include "schedcfg.h"
+#include "sim/kubesim.h"
+#include "sim/schedcfg.h"
 
 /* numFeasibleNodesToFind: adaptive = 50 - n/125 percent (at least 5), never
  * below 100 nodes; clusters under 100 nodes are searched whole. */

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "leader.h"
-#include "lease_kube.h"
+#include "ha/leader.h"
+#include "ha/lease_kube.h"
 
 /* ------------------------------------------------------------ fakes --- */
 

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "fakeapi.h"
-#include "kube.h"
+#include "kube/kube.h"
 #include "livetest.h"
-#include "log.h"
+#include "lib/log.h"
 
 #define TOKEN "live-test-token"
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "placement.h"
+#include "pack/placement.h"
 #include "testutil.h"
 
 /* ------------------------------------------------- GPU choice, a table -- */

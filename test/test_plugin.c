@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clusterfile.h"
-#include "policy_store.h"
-#include "server.h"
+#include "pack/clusterfile.h"
+#include "policy/policy_store.h"
+#include "http/server.h"
 #include "testutil.h"
-#include "yamljson.h"
+#include "lib/yamljson.h"
 
 typedef struct plugin_case {
     const char *args;

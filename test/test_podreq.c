@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "podreq.h"
-#include "util.h"
+#include "model/podreq.h"
+#include "lib/util.h"
 
 #define FIX "test/fixtures/decode/"
 

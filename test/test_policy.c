@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "policy.h"
-#include "policy_tz.h"
-#include "policy_yaml.h"
+#include "policy/policy.h"
+#include "policy/policy_tz.h"
+#include "policy/policy_yaml.h"
 
 #define BAD "test/fixtures/policy/bad/"
 #define GOOD "test/fixtures/policy/good/"

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "policy_store.h"
-#include "util.h"
+#include "policy/policy_store.h"
+#include "lib/util.h"
 
 static void write_policy(const char *path, const char *name)
 {

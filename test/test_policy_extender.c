@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "extender.h"
-#include "log.h"
-#include "policy_store.h"
+#include "sched/extender.h"
+#include "lib/log.h"
+#include "policy/policy_store.h"
 #include "testutil.h"
 
 #define HDR "apiVersion: gpupack.io/v1alpha1\nkind: PackingPolicy\n"

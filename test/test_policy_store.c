@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "policy_store.h"
+#include "lib/log.h"
+#include "policy/policy_store.h"
 
 #define HDR "apiVersion: gpupack.io/v1alpha1\nkind: PackingPolicy\n"
 

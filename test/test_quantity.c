@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "quantity.h"
+#include "model/quantity.h"
 
 #define SENTINEL INT64_C(0x5a5a5a5a)
 

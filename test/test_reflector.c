@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "fakeapi.h"
-#include "kube.h"
+#include "kube/kube.h"
 #include "livetest.h"
-#include "log.h"
-#include "reflector.h"
+#include "lib/log.h"
+#include "kube/reflector.h"
 
 /* What the reflector told us: the current view (name -> resourceVersion) and counters. */
 typedef struct rec {

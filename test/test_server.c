@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clusterfile.h"
-#include "server.h"
+#include "pack/clusterfile.h"
+#include "http/server.h"
 #include "testutil.h"
 
 typedef struct fixture {

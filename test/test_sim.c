@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
-#include "yamljson.h"
+#include "sim/sim.h"
+#include "lib/yamljson.h"
 
 #define FIX "test/fixtures/sim/"
 

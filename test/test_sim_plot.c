@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim_plot.h"
+#include "sim/sim_plot.h"
 #include "testutil.h"
-#include "yamljson.h"
+#include "lib/yamljson.h"
 
 static void two_steps(sim_result *r, double a1, double a2)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trace.h"
+#include "sim/trace.h"
 
 #define FIX "test/fixtures/sim/"
 

@@ -6,14 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clusterfile.h"
-#include "clusterview.h"
-#include "frag.h"
-#include "policy_store.h"
-#include "server.h"
+#include "pack/clusterfile.h"
+#include "pack/clusterview.h"
+#include "pack/frag.h"
+#include "policy/policy_store.h"
+#include "http/server.h"
 #include "testutil.h"
-#include "ui_page.h"
-#include "yamljson.h"
+#include "http/ui_page.h"
+#include "lib/yamljson.h"
 
 /* ------------------------------------------------------ clusterview -- */
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "livetest.h"
-#include "watchstream.h"
+#include "kube/watchstream.h"
 
 typedef struct {
     gp_buf all;      /* lines joined with '\n' */

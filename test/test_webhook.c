@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "annotations.h"
-#include "server.h"
+#include "model/annotations.h"
+#include "http/server.h"
 #include "testutil.h"
-#include "webhook.h"
-#include "yamljson.h"
+#include "sched/webhook.h"
+#include "lib/yamljson.h"
 
 #define REAL_REVIEW "test/fixtures/webhook/review-real.json"
 

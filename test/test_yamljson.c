@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
-#include "yamljson.h"
+#include "lib/util.h"
+#include "lib/yamljson.h"
 
 typedef struct {
     const char *yaml;

@@ -1,7 +1,7 @@
 /* testutil.c -- builders for nodes and requests, fixture loading (tests only). */
 #include "testutil.h"
 
-#include "yamljson.h"
+#include "lib/yamljson.h"
 
 #include <check.h>
 #include <curl/curl.h>

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "cluster.h"
-#include "gpu.h"
+#include "pack/cluster.h"
+#include "model/gpu.h"
 
 /* A node of n GPUs with mem[i] MiB each (model "A100" unless models given),
  * usage (mem_used, core_used per-mille) applied. Returns owned (free()). */

@@ -1,6 +1,6 @@
 /* driver.c -- `gpupack-sim simulate ...` for bench runs until main.c wires
  * `gpupack simulate` (it calls the same sim_main). */
-#include "sim.h"
+#include "sim/sim.h"
 
 int main(int argc, char **argv)
 {

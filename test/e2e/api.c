@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "util.h"
+#include "lib/util.h"
 
 json_t *e2e_api(e2e_cp *cp, const char *method, const char *path, const json_t *body, long *status)
 {

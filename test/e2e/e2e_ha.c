@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "lease_kube.h"
-#include "yamljson.h"
+#include "ha/lease_kube.h"
+#include "lib/yamljson.h"
 
 #define NS "e2e-ha"
 #define NODES 36              /* x 4 GPUs x 16 GiB: 576 pods of 4 GiB fit exactly */

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "trace.h"
+#include "sim/trace.h"
 
 #define NS "e2e-packing"
 #define SEED 42

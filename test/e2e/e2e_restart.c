@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "strmap.h"
+#include "lib/strmap.h"
 
 #define NS "e2e-restart"
 #define NPODS 160

@@ -9,10 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "annotations.h"
+#include "model/annotations.h"
 #include "harness.h"
-#include "webhook.h"
-#include "yamljson.h"
+#include "sched/webhook.h"
+#include "lib/yamljson.h"
 
 #define NS "e2e-webhook"
 

@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kubeconfig.h"
+#include "kube/kubeconfig.h"
 #include "schedrw.h"
-#include "yamljson.h"
-#include "util.h"
+#include "lib/yamljson.h"
+#include "lib/util.h"
 
 /* ------------------------------------------------------------ logging --- */
 

@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "kube.h"
-#include "util.h"
+#include "kube/kube.h"
+#include "lib/util.h"
 
 /* The profile name of the shipped manifests/scheduler-config.yaml; pods that
  * set it go through gpupack. Read from the file, so it follows edits. */

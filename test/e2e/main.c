@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define E2E(n) Suite *e2e_suite_##n(void);
 #include "e2e_suites.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yamljson.h"
+#include "lib/yamljson.h"
 
 json_t *schedrw_load(const char *path, gp_err *err)
 {

@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 /* Reads a KubeSchedulerConfiguration file (YAML, one document). Returns owned
  * json, or NULL with a message. */

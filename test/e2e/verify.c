@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "annotations.h"
+#include "model/annotations.h"
 #include "harness.h"
-#include "k8s_obs.h"
-#include "podreq.h"
-#include "strmap.h"
-#include "util.h"
+#include "model/k8s_obs.h"
+#include "model/podreq.h"
+#include "lib/strmap.h"
+#include "lib/util.h"
 
 #define ALIYUN_UNIT_MIB 1024   /* gpupack's default, as the harness starts it */
 

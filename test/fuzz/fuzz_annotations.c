@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "annotations.h"
-#include "gpu.h"
+#include "model/annotations.h"
+#include "model/gpu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
  * reference in test/test_extargs.c.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude \
- *     test/fuzz/fuzz_extargs.c src/extargs.c src/util.c -ljansson -o /tmp/fuzz_extargs
+ *     test/fuzz/fuzz_extargs.c src/lib/extargs.c src/lib/util.c -ljansson -o /tmp/fuzz_extargs
  *   /tmp/fuzz_extargs -max_total_time=180 -max_len=4096 /tmp/extargs-corpus
  */
 #include <jansson.h>
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extargs.h"
+#include "lib/extargs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "inventory.h"
+#include "model/inventory.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

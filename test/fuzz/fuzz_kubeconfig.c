@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kube.h"
-#include "kubeconfig.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "gpu.h"
-#include "podreq.h"
+#include "model/gpu.h"
+#include "model/podreq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,8 +1,8 @@
 /* fuzz_policy.c -- libFuzzer harness for the policy parser and set builder.
  *
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
- *     test/fuzz/fuzz_policy.c src/policy.c src/policy_yaml.c src/policy_tz.c \
- *     src/placement.c src/podreq.c src/frag.c src/gpu.c src/quantity.c src/util.c src/log.c \
+ *     test/fuzz/fuzz_policy.c src/policy/policy.c src/policy/policy_yaml.c src/policy/policy_tz.c \
+ *     src/pack/placement.c src/model/podreq.c src/pack/frag.c src/model/gpu.c src/model/quantity.c src/lib/util.c src/lib/log.c \
  *     $(pkg-config --libs yaml-0.1 jansson) -lm -o build/fuzz_policy
  *   build/fuzz_policy -max_total_time=300 test/fixtures/policy/bad test/fixtures/policy/good
  */
@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "policy.h"
-#include "policy_yaml.h"
+#include "policy/policy.h"
+#include "policy/policy_yaml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,19 @@
+/* jsonw.h -- writing JSON text straight into a gp_buf (hot paths that would
+ * otherwise build and serialise thousands of jansson objects). */
+#ifndef GP_JSONW_H
+#define GP_JSONW_H
+
+#include <jansson.h>
+
+#include "lib/util.h"
+
+/* Appends s as a JSON string literal (quotes, escapes; bytes >= 0x80 are
+ * copied as they are: callers pass text that jansson already validated as
+ * UTF-8, or ASCII). Returns 0, or -1 past the buffer's limit. */
+int jsonw_str(gp_buf *b, const char *s) GP_WUR;
+/* Appends a literal piece of JSON syntax. */
+int jsonw_raw(gp_buf *b, const char *s) GP_WUR;
+/* Appends a jansson value serialised compactly. */
+int jsonw_value(gp_buf *b, const json_t *v) GP_WUR;
+
+#endif

@@ -1,0 +1,51 @@
+/* k8s_obs.h -- Kubernetes Pod / Node JSON -> what the store observes. Pure.
+ *
+ * The reflectors hand each object of a LIST or watch event to these; they
+ * decode what the cluster store needs (a pod's assignment from its
+ * annotations, a node's GPU inventory) and trim objects down to the fields
+ * gpupack reads, so that a buffered LIST stays small. */
+#ifndef GP_K8S_OBS_H
+#define GP_K8S_OBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "pack/cluster.h"
+#include "model/gpu.h"
+#include "model/inventory.h"
+#include "lib/util.h"
+
+/* A decoded pod. obs points into this struct: never copy it by value. */
+typedef struct gp_pod_view {
+    gp_pod_obs obs;
+    gp_assignment assign;            /* valid when obs.assign != NULL */
+    char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX], node[GP_NAME_MAX];
+    char policy[GP_NAME_MAX];
+    bool pending;                    /* not bound, not terminal, not being deleted */
+    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu" */
+    char assign_err[256];            /* annotations present but malformed ("" = fine) */
+    gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];   /* obs.uuids: the assignment's GPU UUIDs */
+} gp_pod_view;
+
+/* Decodes a pod (borrowed). deleted: the object came in a DELETED event.
+ * terminal = deleted or phase Succeeded/Failed. A malformed assignment leaves
+ * obs.assign NULL and says why in assign_err. Returns 0, or -1 with a message
+ * when the object has no metadata.name/uid (not a pod). */
+int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod_view *out,
+                gp_err *err) GP_WUR;
+
+/* Decodes a node (borrowed): name and GPU inventory. Returns 0; 1 when the
+ * first inventory source present is malformed (inv->n == 0, err says why: the
+ * node is kept with no usable GPUs); -1 when there is no metadata.name. */
+int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_MAX],
+                 gp_inventory *inv, gp_err *err) GP_WUR;
+
+/* Copies (owned) holding only what gpupack reads: pods keep metadata name,
+ * namespace, uid, resourceVersion, labels, deletionTimestamp, the gpupack.io/
+ * and ALIYUN_COM_GPU_MEM_ annotations, spec.nodeName, the name and resources
+ * of (init)containers, status.phase; nodes keep metadata name, uid,
+ * resourceVersion, labels, annotations, status.capacity/allocatable. */
+json_t *k8s_obs_trim_pod(const json_t *pod);
+json_t *k8s_obs_trim_node(const json_t *node);
+
+#endif

@@ -1,0 +1,91 @@
+/* extender.h -- kube-scheduler extender verbs: decoded request -> decision.
+ *
+ * No sockets here: server.c hands over request bodies and sends back what
+ * these return. In live mode a binder (kube side) posts the Binding, which
+ * carries the annotations, from the extender's bind threads; in embedded
+ * mode there is none and bind only records. */
+#ifndef GP_EXTENDER_H
+#define GP_EXTENDER_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "pack/cluster.h"
+#include "policy/policy.h"
+#include "lib/util.h"
+
+typedef struct gp_extender gp_extender;
+
+/* How long a filter-time reservation (nodeDecision: filter) waits for its
+ * bind before it lapses; the live loop sweeps every --assume-ttl/4 s. */
+#define GP_RESERVE_TTL_S 30.0
+
+/* What bind asks the binder to do for one pod. */
+typedef struct gp_bind_call {
+    const char *ns, *name, *uid, *node;
+    const char *rv;               /* the pod's resourceVersion bind decided on; NULL = none */
+    const json_t *annotations;    /* metadata.annotations of the Binding; NULL = none */
+    const gp_assignment *assign;  /* what they say; NULL for a plain Binding */
+    const char *policy;
+} gp_bind_call;
+
+/* Posts one Binding and classifies the outcome (binder.h); err says why for
+ * REFUSED and UNKNOWN. Called from a bind thread, without store locks. */
+typedef gp_bind_outcome (*gp_binder_fn)(void *ud, const gp_bind_call *call, gp_err *err);
+
+/* Returns the current policy set, referenced (caller unrefs). */
+typedef gp_policy_set *(*gp_policy_source_fn)(void *ud);
+
+typedef struct gp_extender_config {
+    gp_binder_fn binder;          /* NULL: embedded mode, bind records as BOUND */
+    void *binder_ud;
+    gp_policy_source_fn policies; /* NULL: the built-in default set */
+    void *policies_ud;
+    size_t pending_max;           /* pod requests remembered between filter and bind (default 10000) */
+    double pending_ttl_s;         /* how long they are remembered (default 600) */
+    int bind_threads;             /* binds talking to the API server at once (default 16) */
+    /* Non-NULL: the admission webhook runs with these resource names, and
+     * bind refuses pods asking them that it did not mutate (borrowed). */
+    const gp_resource_names *webhook_names;
+} gp_extender_config;
+
+/* Borrows c (must outlive the extender). */
+gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg);
+void extender_free(gp_extender *e);   /* accepts NULL */
+
+/* One verb: `body` is the raw request (borrowed). Returns the HTTP status and
+ * sets *out to the answer as owned JSON text (free()); a 4xx answer is
+ * {"Error": "what is wrong"}. Thread-safe. */
+int extender_filter(gp_extender *e, const char *body, size_t len, char **out);
+int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out);
+int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
+
+/* bind without waiting: *out/return as extender_bind when the answer is
+ * known at once (bad request, no fit, embedded mode) -- then returns the
+ * status and never calls done. Otherwise returns 0 and later calls
+ * done(ud, status, out) exactly once from a bind thread, out owned by the
+ * callee. The GPUs are assumed before this returns either way, so the next
+ * filter already sees them. */
+typedef void (*gp_bind_done_fn)(void *ud, int status, char *out);
+int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_done_fn done,
+                        void *ud, char **out);
+
+/* Remembers a pending pod's request (the watch calls this for unscheduled
+ * pods, so bind knows them even without a preceding filter). Borrows pod. */
+void extender_note_pod(gp_extender *e, const json_t *pod);
+
+/* The policy set in force, referenced (release with policy_set_unref). */
+gp_policy_set *extender_policies(gp_extender *e);
+/* The pod's request under the policy of `set` that governs it, as filter
+ * decodes it (`view` points into `set`: keep the set referenced while using
+ * it). Returns 0, or -1 with why the pod cannot be scheduled as it stands. */
+int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                         gp_policy_view *view, gp_err *err) GP_WUR;
+
+/* Counters for /metrics. */
+typedef struct gp_extender_stats {
+    unsigned long filter, prioritize, bind, bind_errors, bad_requests;
+} gp_extender_stats;
+void extender_stats(gp_extender *e, gp_extender_stats *out);
+
+#endif

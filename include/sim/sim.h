@@ -1,0 +1,97 @@
+/* sim.h -- trace replay through gpupack's own placement code (`gpupack simulate`).
+ *
+ * The simulator plays kube-scheduler and gpupack together: kube-scheduler's
+ * node checks (CPU and host memory fit), then placement_fit /
+ * placement_node_score / placement_normalize / placement_apply with the
+ * policy's strategies, in one of the two deployment modes:
+ *   filter      gpupack decides: the node with the best raw score;
+ *   prioritize  kube-scheduler decides: its LeastAllocated score (CPU+memory,
+ *               0..100) plus gpupack's 0..10 score x weight x 10.
+ * Ties are broken by a seeded RNG. Reports follow the reference protocol of
+ * shared/traces/README.md (allocation ratio vs arrived workload,
+ * fragmentation rate, unallocated GPUs, failed pods by kind). */
+#ifndef GP_SIM_H
+#define GP_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pack/frag.h"
+#include "pack/placement.h"
+#include "sim/schedcfg.h"
+#include "sim/trace.h"
+#include "lib/util.h"
+
+/* The extender weight the shipped manifests configure
+ * (manifests/scheduler-config.yaml, extenders[0].weight; test_sim checks). */
+#define SIM_DEFAULT_WEIGHT 25
+
+/* What `gpupack simulate` plays by default: the shipped deployment. */
+#define SIM_SCHEDULER_CONFIG "manifests/scheduler-config.yaml"
+#define SIM_POLICIES_DIR "policies"
+
+#define SIM_MAX_STEPS 64   /* report points at 10 % of capacity each */
+
+typedef enum { SIM_MODE_FILTER = 0, SIM_MODE_PRIORITIZE = 1 } sim_mode;
+typedef enum { SIM_TIES_RANDOM = 0, SIM_TIES_KUBE = 1 } sim_ties;
+typedef enum { SIM_CPU_PODS_POLICY = 0, SIM_CPU_PODS_KUBE = 1 } sim_cpu_pods;
+
+/* Everything one replay needs. Borrowed pointers must outlive the run. */
+typedef struct sim_config {
+    const trace_node *nodes;
+    size_t nnodes;
+    const trace_pod *pods;
+    size_t npods;
+    gp_place_opts place;       /* strategies etc.; place.shapes NULL -> `shapes` below */
+    const gp_shapes *shapes;   /* typical shapes for the fragmentation metric (required) */
+    sim_mode mode;
+    int weight;                /* extender weight in prioritize mode (kube-scheduler's);
+                                * `gpupack simulate` defaults to SIM_DEFAULT_WEIGHT */
+    sim_ties ties;             /* filter mode: equal best scores -> RNG, or kube-scheduler's score */
+    sim_cpu_pods cpu_pods;     /* CPU-only pods: scored by the policy (paper) or kube-scheduler */
+    double inflate;            /* arrivals: re-sample until sum GPU request = inflate x capacity; 0 = none */
+    bool departures;           /* replay creation/deletion times instead (no shuffle, no inflation) */
+    bool shuffle;              /* arrivals: shuffle the pod order (reference protocol: yes) */
+    bool cache;                /* memoise fit+score per (node state, pod shape) */
+    /* Non-NULL: play kube-scheduler v1.26 as this configuration says (node
+     * sampling, round robin, plugin scores, extender interest and weight,
+     * ignored resources); `mode` is then the policy's nodeDecision and
+     * `weight`, `ties`, `cpu_pods` are not used. */
+    const schedcfg *kube;
+    bool extender_cpu;         /* kube mode: gpupack sees host CPU and memory and
+                                * decides CPU-only pods too (live gpupack does, from
+                                * node allocatable and every pod's requests) */
+} sim_config;
+
+typedef struct sim_point {
+    double arrived;            /* arrived GPU request / capacity */
+    double alloc;              /* allocated GPU share / capacity */
+    double frag;               /* fragmentation rate: fragment / idle */
+} sim_point;
+
+typedef struct sim_result {
+    uint64_t seed;
+    int nsteps;
+    sim_point step[SIM_MAX_STEPS];   /* step[k]: first time arrived >= (k+1) x 10 % */
+    sim_point end;
+    double unalloc_gpus;             /* (1 - end.alloc) x GPUs */
+    long arrived[TRACE_KIND_COUNT];
+    long failed[TRACE_KIND_COUNT];
+    long failed_total;
+    long pods;                       /* pods replayed */
+    double wall_s;
+} sim_result;
+
+/* Replays the trace once with `seed`. Returns 0, or -1 with a message (bad
+ * configuration). Thread-safe: runs share only the read-only config. */
+int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err) GP_WUR;
+
+/* Capacity of a node list: GPUs and GPU share (milli). */
+void sim_capacity(const trace_node *nodes, size_t n, int *gpus, int64_t *milli);
+
+/* `gpupack simulate ...`: argv[0] is "simulate". Prints the report on stdout,
+ * progress and errors on stderr; returns the process exit status. */
+int sim_main(int argc, char **argv);
+
+#endif

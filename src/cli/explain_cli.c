@@ -1,0 +1,237 @@
+/* explain_cli.c -- `gpupack explain NAMESPACE/POD`: why a pending pod fits no
+ * node, from a running gpupack (POST /explain) or in embedded mode. */
+#include "cli/explain_cli.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pack/clusterfile.h"
+#include "sched/explain.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
+#include "policy/policy_store.h"
+#include "lib/yamljson.h"
+
+#define EXPLAIN_MAX_ANSWER (64u << 20)
+
+static const char usage_text[] =
+    "usage: gpupack explain NAMESPACE/POD [--server URL | --cluster FILE [--policies DIR]]\n"
+    "                       [--pod FILE|-] [--kubeconfig FILE] [--json]\n"
+    "  the pod comes from --pod (YAML or JSON, - = stdin), else from --cluster FILE,\n"
+    "  else from the API server (--kubeconfig FILE, or $KUBECONFIG)\n";
+
+static bool is_pod(const json_t *o, const char *ns, const char *name)
+{
+    const json_t *md = json_object_get(o, "metadata");
+    const char *k = json_string_value(json_object_get(o, "kind"));
+    const char *n = json_string_value(json_object_get(md, "name"));
+    const char *s = json_string_value(json_object_get(md, "namespace"));
+    return k && strcmp(k, "Pod") == 0 && n && strcmp(n, name) == 0 &&
+           strcmp(s ? s : "default", ns) == 0;
+}
+
+const json_t *explain_find_pod(const json_t *docs, const char *ns, const char *name)
+{
+    size_t i, k;
+    const json_t *d, *it;
+    json_array_foreach(docs, i, d) {
+        if (is_pod(d, ns, name))
+            return d;
+        json_array_foreach(json_object_get(d, "items"), k, it) if (is_pod(it, ns, name)) return it;
+    }
+    return NULL;
+}
+
+/* The pod from the API server named by a kubeconfig. Returns owned or NULL. */
+static json_t *pod_from_api(const char *kubeconfig, const char *ns, const char *name, gp_err *err)
+{
+    gp_kube_auth auth = {0};
+    json_t *pod = NULL;
+    gp_kube *k = NULL;
+    gp_kube_resp r = {0};
+    if (kubeconfig_load(kubeconfig, NULL, &auth, err))
+        goto out;
+    k = kube_new(&auth, err);
+    if (!k)
+        goto out;
+    char *ens = kube_escape(ns), *ename = kube_escape(name);
+    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ens, ename);
+    free(ens);
+    free(ename);
+    int rc = kube_request(k, "GET", path, NULL, NULL, 30, NULL, &r, err);
+    free(path);
+    if (rc)
+        goto out;
+    if (r.status != 200) {
+        char msg[300];
+        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+        gp_fail(err, "GET pod %s/%s: HTTP %ld: %s", ns, name, r.status, msg);
+        goto out;
+    }
+    pod = json_loadb(r.body.data, r.body.len, 0, NULL);
+    if (!pod)
+        gp_fail(err, "GET pod %s/%s: the answer is not JSON", ns, name);
+out:
+    kube_resp_free(&r);
+    kube_free(k);
+    kube_auth_clear(&auth);
+    return pod;
+}
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud)
+{
+    return gp_buf_append(ud, p, sz * n) ? 0 : sz * n;
+}
+
+/* POST the pod to URL/explain; returns the answer or NULL. */
+static json_t *explain_remote(const char *server, const json_t *pod, gp_err *err)
+{
+    char *url = xasprintf("%s/explain", server);
+    char *body = json_dumps(pod, JSON_COMPACT);
+    gp_buf ans;
+    gp_buf_init(&ans, EXPLAIN_MAX_ANSWER);
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    json_t *j = NULL;
+    if (rc != CURLE_OK) {
+        gp_fail(err, "%s: %s", url, curl_easy_strerror(rc));
+    } else {
+        j = json_loadb(ans.data ? ans.data : "", ans.len, 0, NULL);
+        if (status != 200 || !j) {
+            gp_fail(err, "%s answered %ld: %.300s", url, status, ans.data ? ans.data : "");
+            json_decref(j);
+            j = NULL;
+        }
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    gp_buf_free(&ans);
+    free(body);
+    free(url);
+    return j;
+}
+
+/* Embedded: the cluster file and policies in this process. */
+static json_t *explain_local(const char *cluster, const char *policies, const json_t *pod,
+                             gp_err *err)
+{
+    json_t *out = NULL;
+    policy_store *ps = NULL;
+    gp_extender *e = NULL;
+    gp_cluster *c = cluster_new();
+    if (clusterfile_load(c, cluster, 1024, NULL, err))
+        goto done;
+    gp_extender_config cfg = {0};
+    if (policies) {
+        if (policy_store_open(policies, &ps, err))
+            goto done;
+        cfg.policies = policy_store_current;
+        cfg.policies_ud = ps;
+    }
+    e = extender_new(c, &cfg);
+    out = explain_pod(e, c, pod, err);
+done:
+    extender_free(e);
+    policy_store_free(ps);
+    cluster_free(c);
+    return out;
+}
+
+int explain_main(int argc, char **argv)
+{
+    const char *server = NULL, *cluster = NULL, *policies = NULL, *pod_file = NULL;
+    const char *kubeconfig = getenv("KUBECONFIG"), *target = NULL;
+    bool as_json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = strcmp(a, "--server") == 0       ? &server
+                            : strcmp(a, "--cluster") == 0    ? &cluster
+                            : strcmp(a, "--policies") == 0   ? &policies
+                            : strcmp(a, "--pod") == 0        ? &pod_file
+                            : strcmp(a, "--kubeconfig") == 0 ? &kubeconfig
+                                                             : NULL;
+        if (slot && i + 1 < argc) {
+            *slot = argv[++i];
+        } else if (strcmp(a, "--json") == 0) {
+            as_json = true;
+        } else if (!slot && a[0] != '-' && !target) {
+            target = a;
+        } else {
+            fputs(usage_text, stderr);
+            return 2;
+        }
+    }
+    const char *slash = target ? strchr(target, '/') : NULL;
+    if (!slash || slash == target || !slash[1] || strlen(target) >= 2 * GP_NAME_MAX ||
+        (server && cluster)) {
+        fputs(usage_text, stderr);
+        return 2;
+    }
+    char ns[GP_NAME_MAX], name[GP_NAME_MAX];
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - target), target);
+    gp_strlcpy(name, slash + 1, sizeof name);
+
+    int rc = 1;
+    gp_err err;
+    json_t *docs = NULL, *own = NULL, *ex = NULL;
+    const json_t *pod = NULL;
+    if (pod_file || cluster) {
+        const char *path = pod_file ? pod_file : cluster;
+        docs = yamljson_load_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &err);
+        if (!docs) {
+            fprintf(stderr, "gpupack explain: %s\n", err.msg);
+            goto out;
+        }
+        pod = explain_find_pod(docs, ns, name);
+        if (!pod && pod_file && json_array_size(docs) == 1)
+            pod = json_array_get(docs, 0);   /* --pod with one object: take it as it is */
+    }
+    if (!pod && !cluster) {
+        if (!kubeconfig) {
+            fprintf(stderr, "gpupack explain: pod %s/%s: give --pod FILE, --cluster FILE or "
+                            "--kubeconfig FILE\n", ns, name);
+            goto out;
+        }
+        own = pod_from_api(kubeconfig, ns, name, &err);
+        if (!own) {
+            fprintf(stderr, "gpupack explain: %s\n", err.msg);
+            goto out;
+        }
+        pod = own;
+    }
+    if (!pod) {
+        fprintf(stderr, "gpupack explain: no pod %s/%s in %s\n", ns, name, pod_file ? pod_file : cluster);
+        goto out;
+    }
+    if (cluster)
+        ex = explain_local(cluster, policies, pod, &err);
+    else
+        ex = explain_remote(server ? server : "http://127.0.0.1:8765", pod, &err);
+    if (!ex) {
+        fprintf(stderr, "gpupack explain: %s\n", err.msg);
+        goto out;
+    }
+    if (as_json) {
+        json_dumpf(ex, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        putchar('\n');
+    } else {
+        explain_print(stdout, ex);
+    }
+    rc = 0;
+out:
+    json_decref(ex);
+    json_decref(own);
+    json_decref(docs);
+    return rc;
+}

@@ -1,0 +1,897 @@
+/* server.c -- the HTTP front: libmicrohttpd daemon, bounded bodies, route table. */
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pack/clusterview.h"
+#include "sched/explain.h"
+#include "cli/inspect_cli.h"
+#include "lib/jsoncost.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
+#include "http/ui_page.h"
+#include "sched/webhook.h"
+#include "lib/yamljson.h"
+
+typedef enum {
+    V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_UI,
+    V_EXPLAIN, V_COUNT
+} verb;
+
+static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",
+                                                "healthz", "readyz",     "metrics",
+                                                "inspect", "mutate",     "ui",
+                                                "explain"};
+
+/* Which listener serves a route: the extender's, the webhook's, or both. */
+enum { L_MAIN = 1, L_WEBHOOK = 2, L_BOTH = 3 };
+
+struct gp_server {
+    struct MHD_Daemon *d;
+    gp_extender *e;
+    gp_cluster *c;
+    gp_server_hooks hooks;
+    char prefix[256];
+    size_t max_body;
+    int port;
+    char *tls_cert, *tls_key, *client_ca;
+    bool show_uids;
+    size_t max_inflight;
+    atomic_size_t inflight;               /* bytes reserved by requests in flight */
+    const gp_resource_names *webhook;   /* non-NULL: the webhook listener */
+    gp_histo latency[V_COUNT];
+    atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
+    atomic_ulong not_found, too_large, busy;
+    atomic_ulong refused[2];              /* no client certificate, untrusted one */
+    atomic_llong refused_logged_s;        /* last refusal logged (monotonic s) */
+    /* binds answered from bind threads: a suspended connection each */
+    pthread_mutex_t bind_mu;
+    pthread_cond_t bind_cv;
+    size_t binds_suspended;     /* queued and not answered yet */
+    bool stopping;
+};
+
+/* Per-connection state (TLS client verification is done once per connection). */
+typedef struct conn_state {
+    int auth;           /* 0 not checked yet, 1 trusted, else the refusal status */
+} conn_state;
+
+/* Per-request state; freed in the completion callback only. */
+typedef struct req_state {
+    int route;          /* index into routes, or -1 */
+    gp_buf body;
+    bool too_large;
+    bool busy;          /* the in-flight memory budget was full */
+    size_t held;        /* bytes reserved from s->inflight; released at completion */
+    double start;
+    /* async bind (under the server's bind_mu) */
+    gp_server *s;
+    struct MHD_Connection *conn;
+    bool bind_queued, bind_answered, suspended;
+    int bind_status;
+    char *bind_out;
+} req_state;
+
+typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *rs,
+                          const char *tail, char **out, const char **ctype);
+
+typedef struct route {
+    const char *method;
+    const char *path;       /* exact, or a prefix when it ends with '/' */
+    bool under_prefix;      /* the extender verbs follow --url-prefix */
+    bool authenticated;     /* needs a trusted client certificate when --client-ca is set */
+    verb v;
+    handler_fn fn;
+    int listeners;          /* L_MAIN, L_WEBHOOK or both */
+} route;
+
+/* ------------------------------------------------------------ helpers -- */
+
+static char *dump(json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!s)
+        abort();
+    return s;
+}
+
+static char *error_json(const char *msg)
+{
+    return dump(json_pack("{s:s}", "Error", msg));
+}
+
+typedef int (*verb_fn)(gp_extender *, const char *, size_t, char **);
+
+static int run_verb(gp_server *s, verb_fn fn, req_state *rs, char **out)
+{
+    return fn(s->e, rs->body.data ? rs->body.data : "", rs->body.len, out);
+}
+
+/* ----------------------------------------------------------- handlers -- */
+
+static int h_filter(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                    char **out, const char **ct)
+{
+    return run_verb(s, extender_filter, rs, out);
+}
+
+static int h_prioritize(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                        char **out, const char **ct)
+{
+    return run_verb(s, extender_prioritize, rs, out);
+}
+
+/* A bind thread's answer: kept for the connection, which is resumed if it
+ * was suspended already (on_request answers it then). */
+static void bind_answered(void *ud, int status, char *out)
+{
+    req_state *rs = ud;
+    gp_server *s = rs->s;
+    pthread_mutex_lock(&s->bind_mu);
+    rs->bind_status = status;
+    rs->bind_out = out;
+    rs->bind_answered = true;
+    if (rs->suspended) {
+        rs->suspended = false;
+        MHD_resume_connection(rs->conn);
+    }
+    s->binds_suspended--;
+    pthread_cond_broadcast(&s->bind_cv);
+    pthread_mutex_unlock(&s->bind_mu);   /* rs may be freed once this is released */
+}
+
+/* Binds never hold an HTTP thread while the API server answers: the
+ * connection is suspended and bind_answered resumes it. Returns the status
+ * when the answer is here already, 0 when the connection was suspended. */
+static int h_bind(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                  char **out, const char **ct)
+{
+    pthread_mutex_lock(&s->bind_mu);
+    if (rs->bind_answered) {   /* resumed: the answer is in */
+        *out = rs->bind_out;
+        rs->bind_out = NULL;
+        pthread_mutex_unlock(&s->bind_mu);
+        return rs->bind_status;
+    }
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->bind_mu);
+        *out = error_json("gpupack is shutting down; bind not attempted");
+        return 503;
+    }
+    s->binds_suspended++;
+    pthread_mutex_unlock(&s->bind_mu);
+    rs->s = s;
+    rs->conn = c;
+    int status = extender_bind_start(s->e, rs->body.data ? rs->body.data : "", rs->body.len,
+                                     bind_answered, rs, out);
+    pthread_mutex_lock(&s->bind_mu);
+    if (status) {
+        s->binds_suspended--;   /* answered at once: no callback comes */
+        pthread_cond_broadcast(&s->bind_cv);
+    } else if (rs->bind_answered) {
+        *out = rs->bind_out;     /* the bind thread was quicker than us */
+        rs->bind_out = NULL;
+        status = rs->bind_status;
+    } else {
+        rs->bind_queued = true;
+        rs->suspended = true;
+        MHD_suspend_connection(c);
+    }
+    pthread_mutex_unlock(&s->bind_mu);
+    return status;
+}
+
+static int h_healthz(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    *ct = "text/plain; charset=utf-8";
+    *out = xstrdup("ok\n");
+    return 200;
+}
+
+static int h_readyz(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                    char **out, const char **ct)
+{
+    char detail[256] = "";
+    bool ready = s->hooks.ready ? s->hooks.ready(s->hooks.ud, detail, sizeof detail) : true;
+    *ct = "text/plain; charset=utf-8";
+    *out = xasprintf("%s%s%s\n", ready ? "ok" : "not ready", detail[0] ? ": " : "", detail);
+    return ready ? 200 : 503;
+}
+
+static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    gp_buf b;
+    gp_buf_init(&b, SIZE_MAX / 2);
+    metrics_header(&b, "gpupack_http_requests_total", "counter",
+                   "HTTP requests by route and status class.");
+    for (int v = 0; v < V_COUNT; v++)
+        for (int k = 1; k < 6; k++) {
+            unsigned long n = atomic_load(&s->by_code[v][k]);
+            if (n)
+                (void)!gp_buf_printf(&b, "gpupack_http_requests_total{route=\"%s\",code=\"%dxx\"} %lu\n",
+                                     verb_names[v], k, n);
+        }
+    (void)!gp_buf_printf(&b, "gpupack_http_requests_total{route=\"unknown\",code=\"4xx\"} %lu\n",
+                         atomic_load(&s->not_found));
+    metrics_header(&b, "gpupack_http_request_too_large_total", "counter",
+                   "Requests refused with 413 (body over the limit).");
+    (void)!gp_buf_printf(&b, "gpupack_http_request_too_large_total %lu\n",
+                         atomic_load(&s->too_large));
+    metrics_header(&b, "gpupack_http_busy_total", "counter",
+                   "Requests refused with 503: the in-flight memory budget was full.");
+    (void)!gp_buf_printf(&b, "gpupack_http_busy_total %lu\n", atomic_load(&s->busy));
+    metrics_header(&b, "gpupack_http_inflight_bytes", "gauge",
+                   "Memory reserved by requests in flight (bodies, estimated decoding).");
+    (void)!gp_buf_printf(&b, "gpupack_http_inflight_bytes %zu\n", atomic_load(&s->inflight));
+    metrics_header(&b, "gpupack_http_unauthenticated_total", "counter",
+                   "Verb calls refused for want of a trusted client certificate.");
+    (void)!gp_buf_printf(&b, "gpupack_http_unauthenticated_total{reason=\"no_certificate\"} %lu\n"
+                             "gpupack_http_unauthenticated_total{reason=\"untrusted\"} %lu\n",
+                         atomic_load(&s->refused[0]), atomic_load(&s->refused[1]));
+    metrics_header(&b, "gpupack_request_duration_seconds", "histogram",
+                   "Time to answer a request, by verb.");
+    for (int v = 0; v < V_COUNT; v++) {
+        char labels[48];
+        snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
+        metrics_render_histo(&b, "gpupack_request_duration_seconds", labels, &s->latency[v]);
+    }
+    gp_extender_stats es;
+    extender_stats(s->e, &es);
+    metrics_header(&b, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
+    (void)!gp_buf_printf(&b, "gpupack_bind_errors_total %lu\n", es.bind_errors);
+    metrics_header(&b, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
+    (void)!gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
+    gp_cluster_stats cs;
+    cluster_stats(s->c, &cs);
+    metrics_header(&b, "gpupack_nodes", "gauge", "Nodes in the store.");
+    (void)!gp_buf_printf(&b, "gpupack_nodes %zu\n", cs.nodes);
+    metrics_header(&b, "gpupack_gpus", "gauge", "GPUs in the store.");
+    (void)!gp_buf_printf(&b, "gpupack_gpus %zu\n", cs.gpus);
+    metrics_header(&b, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
+    (void)!gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
+                         cs.pods_bound, cs.pods_assumed);
+    metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
+                   "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
+    (void)!gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
+    metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
+    (void)!gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
+                         (long long)cs.mem_total, (long long)cs.mem_used);
+    metrics_header(&b, "gpupack_gpu_core_percent", "gauge",
+                   "GPU compute of healthy GPUs, in percent of one GPU.");
+    (void)!gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
+                         cs.core_total / 10.0, cs.core_used / 10.0);
+    clusterview cv;
+    clusterview_of_cluster(s->c, NULL, &cv);
+    clusterview_metrics(&cv, &b);
+    clusterview_node_metrics(s->c, &b);
+    if (s->hooks.metrics)
+        s->hooks.metrics(s->hooks.ud, &b);
+    *ct = "text/plain; version=0.0.4; charset=utf-8";
+    *out = b.data ? b.data : xstrdup("");
+    return 200;
+}
+
+/* Pod uids are what a forged bind needs: /inspect is for operators, so it
+ * leaves them out unless --show-pod-uids. */
+static void hide_node_uids(json_t *node)
+{
+    size_t k, m;
+    json_t *gpu, *pod;
+    json_array_foreach(json_object_get(node, "gpus"), k, gpu)
+        json_array_foreach(json_object_get(gpu, "pods"), m, pod)
+            json_object_del(pod, "uid");
+}
+
+static void hide_uids(json_t *j)
+{
+    size_t i;
+    json_t *node;
+    json_array_foreach(json_object_get(j, "nodes"), i, node)
+        hide_node_uids(node);
+    hide_node_uids(json_object_get(j, "node"));
+}
+
+/* ?format=text answers: what print writes about j, as text/plain. */
+static void render_text(void (*print)(FILE *, const json_t *), const json_t *j, char **out,
+                        const char **ct)
+{
+    size_t len;
+    FILE *f = open_memstream(out, &len);
+    if (!f)
+        abort();
+    print(f, j);
+    fclose(f);
+    *ct = "text/plain; charset=utf-8";
+}
+
+static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    const char *node = tail && *tail ? tail : NULL;
+    if (node && strlen(node) >= GP_NAME_MAX) {
+        *out = error_json("node name too long");
+        return 400;
+    }
+    json_t *j = cluster_inspect(s->c, node);
+    if (j && !s->show_uids)
+        hide_uids(j);
+    if (!j) {
+        char msg[GP_NAME_MAX + 64];
+        snprintf(msg, sizeof msg, "node %s is not known to gpupack", node);
+        *out = error_json(msg);
+        return 404;
+    }
+    if (!node) {
+        clusterview cv;
+        clusterview_of_cluster(s->c, NULL, &cv);
+        json_object_set_new(j, "summary", clusterview_json(&cv));
+    }
+    if (!node && s->hooks.inspect) {
+        json_t *extra = s->hooks.inspect(s->hooks.ud);
+        if (json_is_object(extra))
+            json_object_update(j, extra);
+        json_decref(extra);
+    }
+    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers);
+     * ?format=text: gpupack inspect's table (kubectl gpupack inspect) */
+    bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        render_text(inspect_print_table, j, out, ct);
+    } else {
+        *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    }
+    json_decref(j);
+    return 200;
+}
+
+static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                char **out, const char **ct)
+{
+    size_t len;
+    const char *page = ui_page_html(&len);
+    *ct = "text/html; charset=utf-8";
+    *out = xstrndup(page, len);
+    return 200;
+}
+
+/* POST /explain with a Pod: why it fits no node ([?format=text] for people). */
+static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    json_error_t je;
+    json_t *pod = json_loadb(rs->body.data ? rs->body.data : "", rs->body.len, 0, &je);
+    if (!json_is_object(pod)) {
+        json_decref(pod);
+        *out = error_json("the body must be a Pod object (kubectl get pod NAME -o json)");
+        return 400;
+    }
+    gp_err err;
+    json_t *ex = explain_pod(s->e, s->c, pod, &err);
+    json_decref(pod);
+    if (!ex) {
+        *out = error_json(err.msg);
+        return 422;
+    }
+    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && strcmp(fmt, "text") == 0) {
+        render_text(explain_print, ex, out, ct);
+    } else {
+        *out = dump(ex);
+        ex = NULL;
+    }
+    json_decref(ex);
+    return 200;
+}
+
+static int h_mutate(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                    char **out, const char **ct)
+{
+    return webhook_review(rs->body.data ? rs->body.data : "", rs->body.len, s->webhook, out);
+}
+
+static const route routes[] = {
+    /* every route that changes state is authenticated; probes and read-only
+     * views stay open (kubelet probes present no client certificate) */
+    {"POST", "filter", true, true, V_FILTER, h_filter, L_MAIN},
+    {"POST", "prioritize", true, true, V_PRIORITIZE, h_prioritize, L_MAIN},
+    {"POST", "bind", true, true, V_BIND, h_bind, L_MAIN},
+    {"GET", "/healthz", false, false, V_HEALTHZ, h_healthz, L_BOTH},
+    {"GET", "/readyz", false, false, V_READYZ, h_readyz, L_MAIN},
+    {"GET", "/metrics", false, false, V_METRICS, h_metrics, L_MAIN},
+    {"GET", "/inspect", false, false, V_INSPECT, h_inspect, L_MAIN},
+    {"GET", "/inspect/", false, false, V_INSPECT, h_inspect, L_MAIN},
+    {"POST", "/mutate", false, false, V_MUTATE, h_mutate, L_WEBHOOK},
+    {"GET", "/ui", false, false, V_UI, h_ui, L_MAIN},
+    {"POST", "/explain", false, false, V_EXPLAIN, h_explain, L_MAIN},   /* read-only */
+};
+
+/* Finds the route for a path; *tail gets what follows a prefix route. Returns
+ * the index or -1; *method_ok tells whether some route has this path with
+ * another method. */
+static int match_route(const gp_server *s, const char *method, const char *url, const char **tail,
+                       bool *path_known)
+{
+    *path_known = false;
+    *tail = NULL;
+    for (size_t i = 0; i < GP_ARRAY_LEN(routes); i++) {
+        const route *r = &routes[i];
+        const char *p = url;
+        if (!(r->listeners & (s->webhook ? L_WEBHOOK : L_MAIN)))
+            continue;
+        if (r->under_prefix) {
+            size_t pl = strlen(s->prefix);
+            if (strncmp(p, s->prefix, pl) != 0 || p[pl] != '/')
+                continue;
+            p += pl + 1;
+            if (strcmp(p, r->path) != 0)
+                continue;
+        } else {
+            size_t rl = strlen(r->path);
+            if (r->path[rl - 1] == '/') {
+                if (strncmp(p, r->path, rl) != 0)
+                    continue;
+                *tail = p + rl;
+            } else if (strcmp(p, r->path) != 0) {
+                continue;
+            }
+        }
+        *path_known = true;
+        if (strcmp(method, r->method) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ MHD glue -- */
+
+static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
+                               const char *ctype, const char *allow)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (status == 503)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == 401)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Mutual-TLS realm=\"gpupack\"");
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static void count(gp_server *s, int ri, int status, double start)
+{
+    int k = status / 100;
+    if (ri < 0) {
+        atomic_fetch_add(&s->not_found, 1);
+        return;
+    }
+    verb v = routes[ri].v;
+    if (k >= 1 && k <= 5)
+        atomic_fetch_add(&s->by_code[v][k], 1);
+    metrics_observe(&s->latency[v], gp_mono_s() - start);
+}
+
+/* ------------------------------------------------- client certificates -- */
+
+enum { AUTH_UNKNOWN, AUTH_OK, AUTH_NO_CERT, AUTH_UNTRUSTED };
+
+/* Verifies the TLS peer's certificate chain against --client-ca (the trust
+ * libmicrohttpd gave GnuTLS): validity period, signatures, CA flags. */
+static int verify_peer(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!ci || !ci->tls_session)
+        return AUTH_NO_CERT;
+    gnutls_session_t ses = (gnutls_session_t)ci->tls_session;
+    unsigned int n = 0;
+    if (!gnutls_certificate_get_peers(ses, &n) || n == 0)
+        return AUTH_NO_CERT;
+    unsigned int status = 0;
+    if (gnutls_certificate_verify_peers2(ses, &status) != GNUTLS_E_SUCCESS || status != 0)
+        return AUTH_UNTRUSTED;
+    return AUTH_OK;
+}
+
+/* AUTH_OK, or the refusal; checked once per connection (no renegotiation). */
+static int client_auth(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (cs && cs->auth != AUTH_UNKNOWN)
+        return cs->auth;
+    int a = verify_peer(conn);
+    if (cs)
+        cs->auth = a;
+    return a;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = xcalloc(1, sizeof(conn_state));
+    } else {
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* Answers a verb call without a trusted client certificate; logs at most one
+ * line per 10 s (a scanner must not flood the log). */
+static enum MHD_Result refuse_client(gp_server *s, struct MHD_Connection *conn, req_state *rs,
+                                     int auth, const char *url)
+{
+    bool none = auth == AUTH_NO_CERT;
+    unsigned long n = atomic_fetch_add(&s->refused[none ? 0 : 1], 1) + 1;
+    long long now = (long long)gp_mono_s(), last = atomic_load(&s->refused_logged_s);
+    if (now - last >= 10 && atomic_compare_exchange_strong(&s->refused_logged_s, &last, now)) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        char addr[INET6_ADDRSTRLEN] = "?";
+        if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr,
+                      sizeof addr);
+        else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, addr,
+                      sizeof addr);
+        LOG_WARN("refused %.100s from %s: %s (%lu such refusals so far)", url, addr,
+                 none ? "no client certificate" : "client certificate not signed by --client-ca",
+                 n);
+    }
+    int status = none ? 401 : 403;
+    count(s, rs->route, status, rs->start);
+    return respond(conn, status,
+                   error_json(none ? "this route needs a TLS client certificate signed by "
+                                     "gpupack's --client-ca (kube-scheduler: tlsConfig certFile/keyFile)"
+                                   : "the TLS client certificate is not trusted: not signed by "
+                                     "gpupack's --client-ca, expired, or not yet valid"),
+                   "application/json", NULL);
+}
+
+/* ------------------------------------------------------ memory budget -- */
+
+/* Reserves n more bytes of the in-flight budget for rs; false when full. */
+static bool reserve(gp_server *s, req_state *rs, size_t n)
+{
+    size_t cur = atomic_load(&s->inflight);
+    do {
+        if (n > s->max_inflight || cur > s->max_inflight - n)
+            return false;
+    } while (!atomic_compare_exchange_weak(&s->inflight, &cur, cur + n));
+    rs->held += n;
+    return true;
+}
+
+/* Makes rs hold at least `want` bytes. */
+static bool hold_at_least(gp_server *s, req_state *rs, size_t want)
+{
+    return want <= rs->held || reserve(s, rs, want - rs->held);
+}
+
+static void release(gp_server *s, req_state *rs)
+{
+    atomic_fetch_sub(&s->inflight, rs->held);
+    rs->held = 0;
+}
+
+/* 413 when the request alone needs more than the whole budget, else 503 (retry). */
+static enum MHD_Result refuse_memory(gp_server *s, struct MHD_Connection *conn, req_state *rs,
+                                     size_t need)
+{
+    char msg[256];
+    int status;
+    if (need > s->max_inflight) {
+        status = 413;
+        atomic_fetch_add(&s->too_large, 1);
+        snprintf(msg, sizeof msg,
+                 "request would need about %zu KiB of memory to decode, more than the %zu KiB "
+                 "all requests in flight may hold (--max-inflight)",
+                 need >> 10, s->max_inflight >> 10);
+    } else {
+        status = 503;
+        atomic_fetch_add(&s->busy, 1);
+        snprintf(msg, sizeof msg,
+                 "server busy: requests in flight hold the memory budget (--max-inflight %zu KiB); "
+                 "retry",
+                 s->max_inflight >> 10);
+    }
+    gp_buf_free(&rs->body);
+    release(s, rs);
+    count(s, rs->route, status, rs->start);
+    return respond(conn, status, error_json(msg), "application/json", NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    gp_server *s = cls;
+    req_state *rs = *con_cls;
+    if (!rs) {
+        rs = xcalloc(1, sizeof *rs);
+        rs->start = gp_mono_s();
+        gp_buf_init(&rs->body, s->max_body);
+        *con_cls = rs;
+        const char *tail;
+        bool known;
+        rs->route = match_route(s, method, url, &tail, &known);
+        if (rs->route < 0) {
+            count(s, -1, 404, rs->start);
+            char msg[700];
+            if (known) {
+                snprintf(msg, sizeof msg, "method %.16s is not allowed on %.200s", method, url);
+                return respond(conn, 405, error_json(msg), "application/json",
+                               strcmp(method, "GET") == 0 ? "POST" : "GET");
+            }
+            if (s->webhook)
+                snprintf(msg, sizeof msg,
+                         "no route %.16s %.200s; the webhook listener serves POST /mutate and "
+                         "GET /healthz", method, url);
+            else
+                snprintf(msg, sizeof msg,
+                         "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
+                         "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE], /ui; "
+                         "POST /explain",
+                         method, url, s->prefix, s->prefix, s->prefix);
+            return respond(conn, 404, error_json(msg), "application/json", NULL);
+        }
+        if (routes[rs->route].authenticated && s->client_ca) {
+            int auth = client_auth(conn);
+            if (auth != AUTH_OK)
+                return refuse_client(s, conn, rs, auth, url);
+        }
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long clen = cl ? strtoull(cl, NULL, 10) : 0;
+        if (clen > s->max_body) {
+            rs->too_large = true;
+            atomic_fetch_add(&s->too_large, 1);
+            count(s, rs->route, 413, rs->start);
+            char msg[128];
+            snprintf(msg, sizeof msg, "request body larger than the limit of %zu bytes",
+                     s->max_body);
+            return respond(conn, 413, error_json(msg), "application/json", NULL);
+        }
+        /* the body buffer grows by doubling: hold twice its size */
+        if (clen && !hold_at_least(s, rs, 2 * (size_t)clen + 512))
+            return refuse_memory(s, conn, rs, 2 * (size_t)clen + 512);
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (rs->too_large || rs->busy)
+            return MHD_YES;   /* drained; the answer goes out once the body is read */
+        if (!hold_at_least(s, rs, 2 * (rs->body.len + n) + 512)) {
+            rs->busy = true;
+            gp_buf_free(&rs->body);
+            return MHD_YES;
+        }
+        if (gp_buf_append(&rs->body, upload, n)) {
+            rs->too_large = true;
+            gp_buf_free(&rs->body);
+        }
+        return MHD_YES;
+    }
+    if (rs->busy)
+        return refuse_memory(s, conn, rs, 0);
+    if (rs->too_large) {
+        atomic_fetch_add(&s->too_large, 1);
+        count(s, rs->route, 413, rs->start);
+        char msg[128];
+        snprintf(msg, sizeof msg, "request body larger than the limit of %zu bytes", s->max_body);
+        return respond(conn, 413, error_json(msg), "application/json", NULL);
+    }
+    const route *r = &routes[rs->route];
+    if (r->method[0] == 'P') {   /* count before decoding: refuse what would not fit */
+        size_t need = rs->body.len <= 4096 ? jsoncost_bound(rs->body.len)
+                                           : jsoncost_estimate(rs->body.data, rs->body.len);
+        need += rs->body.cap;
+        if (!hold_at_least(s, rs, need))
+            return refuse_memory(s, conn, rs, need);
+    }
+    const char *tail = NULL;
+    if (r->path[strlen(r->path) - 1] == '/')
+        tail = url + strlen(r->path);
+    char *out = NULL;
+    const char *ctype = "application/json";
+    int status = r->fn(s, conn, rs, tail, &out, &ctype);
+    if (status == 0)
+        return MHD_YES;   /* suspended: answered when a bind thread resumes it */
+    count(s, rs->route, status, rs->start);
+    return respond(conn, status, out, ctype, NULL);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    gp_server *s = cls;
+    req_state *rs = *con_cls;
+    if (rs) {
+        /* bind_answered may still hold the lock right after resuming us */
+        pthread_mutex_lock(&s->bind_mu);
+        pthread_mutex_unlock(&s->bind_mu);
+        release(s, rs);
+        gp_buf_free(&rs->body);
+        free(rs->bind_out);
+        free(rs);
+        *con_cls = NULL;
+    }
+}
+
+/* ------------------------------------------------------------ startup -- */
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, gp_err *err)
+{
+    memset(ss, 0, sizeof *ss);
+    char host[128] = "";
+    const char *colon = strrchr(listen, ':');
+    if (!colon)
+        return gp_fail(err, "--listen %s: expected HOST:PORT", listen);
+    size_t hl = (size_t)(colon - listen);
+    if (hl >= sizeof host)
+        return gp_fail(err, "--listen %s: host too long", listen);
+    memcpy(host, listen, hl);
+    host[hl] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || colon[1] == '\0' || port < 0 || port > 65535)
+        return gp_fail(err, "--listen %s: bad port", listen);
+    if (host[0] == '[') {
+        size_t l = strlen(host);
+        if (l < 2 || host[l - 1] != ']')
+            return gp_fail(err, "--listen %s: bad IPv6 address", listen);
+        host[l - 1] = '\0';
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
+            return gp_fail(err, "--listen %s: bad IPv6 address", listen);
+        return 0;
+    }
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)port);
+    if (host[0] == '\0')
+        a4->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (strcmp(host, "localhost") == 0)
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+        return gp_fail(err, "--listen %s: bad IPv4 address (use an address, not a name)", listen);
+    return 0;
+}
+
+gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster *c,
+                        const gp_server_hooks *hooks, gp_err *err)
+{
+    struct sockaddr_storage ss;
+    if (parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:8765", &ss, err))
+        return NULL;
+    gp_server *s = xcalloc(1, sizeof *s);
+    s->e = e;
+    s->c = c;
+    pthread_mutex_init(&s->bind_mu, NULL);
+    pthread_cond_init(&s->bind_cv, NULL);
+    s->webhook = cfg->webhook;
+    if (hooks)
+        s->hooks = *hooks;
+    s->max_body = cfg->max_body ? cfg->max_body : GP_MAX_BODY_DEFAULT;
+    s->max_inflight = cfg->max_inflight ? cfg->max_inflight : GP_MAX_INFLIGHT_DEFAULT;
+    s->show_uids = cfg->show_uids;
+    const char *prefix = cfg->url_prefix ? cfg->url_prefix : "";
+    /* normalise: leading slash, no trailing slash ("" = root) */
+    size_t pl = strlen(prefix);
+    while (pl && prefix[pl - 1] == '/')
+        pl--;
+    while (pl && *prefix == '/') {
+        prefix++;
+        pl--;
+    }
+    if (pl >= sizeof s->prefix - 2) {
+        gp_fail(err, "--url-prefix too long");
+        free(s);
+        return NULL;
+    }
+    if (pl)
+        snprintf(s->prefix, sizeof s->prefix, "/%.*s", (int)pl, prefix);
+
+    /* ITC: the polling threads are woken at stop, not at their next timeout */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    unsigned threads = cfg->threads ? cfg->threads : 2;
+    bool tls = cfg->tls_cert || cfg->tls_key;
+    if (tls) {
+        if (!cfg->tls_cert || !cfg->tls_key) {
+            gp_fail(err, "TLS needs both --tls-cert and --tls-key");
+            goto fail;
+        }
+        s->tls_cert = gp_read_file(cfg->tls_cert, 1 << 20, NULL, err);
+        s->tls_key = s->tls_cert ? gp_read_file(cfg->tls_key, 1 << 20, NULL, err) : NULL;
+        if (!s->tls_key)
+            goto fail;
+        flags |= MHD_USE_TLS;
+    }
+    if (cfg->client_ca) {
+        if (!tls) {
+            gp_fail(err, "--client-ca needs TLS: give --tls-cert and --tls-key too");
+            goto fail;
+        }
+        /* with a trust set, libmicrohttpd asks every client for a certificate;
+         * the verbs then require one that verifies (client_auth) */
+        s->client_ca = gp_read_file(cfg->client_ca, 1 << 20, NULL, err);
+        if (!s->client_ca)
+            goto fail;
+    } else if (!cfg->webhook) {
+        LOG_WARN("the verbs (filter, prioritize, bind) are not authenticated: anyone who reaches "
+                 "%s can place pods; give --client-ca (with --tls-cert/--tls-key)",
+                 cfg->listen ? cfg->listen : "the port");
+    }
+    s->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)GP_MAX_CONNECTIONS,
+        MHD_OPTION_HTTPS_MEM_CERT, tls ? s->tls_cert : NULL, MHD_OPTION_HTTPS_MEM_KEY,
+        tls ? s->tls_key : NULL, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca, MHD_OPTION_END);
+    if (!s->d) {
+        gp_fail(err, "cannot listen on %s (address in use, or not an address of this host?)",
+                cfg->listen);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : 0;
+    return s;
+fail:
+    free(s->tls_cert);
+    free(s->tls_key);
+    free(s->client_ca);
+    pthread_cond_destroy(&s->bind_cv);
+    pthread_mutex_destroy(&s->bind_mu);
+    free(s);
+    return NULL;
+}
+
+int server_port(const gp_server *s)
+{
+    return s->port;
+}
+
+void server_stop(gp_server *s)
+{
+    if (!s)
+        return;
+    /* binds in flight finish (each API call is bounded) and are answered
+     * before the daemon goes: MHD must not stop with suspended connections */
+    pthread_mutex_lock(&s->bind_mu);
+    s->stopping = true;
+    while (s->binds_suspended > 0)
+        pthread_cond_wait(&s->bind_cv, &s->bind_mu);
+    pthread_mutex_unlock(&s->bind_mu);
+    if (s->d)
+        MHD_stop_daemon(s->d);
+    free(s->tls_cert);
+    free(s->tls_key);
+    free(s->client_ca);
+    pthread_cond_destroy(&s->bind_cv);
+    pthread_mutex_destroy(&s->bind_mu);
+    free(s);
+}

@@ -1,0 +1,674 @@
+/* kube.c -- libcurl client for the Kubernetes API server: credentials, requests, streams. */
+#include "kube/kube.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "lib/log.h"
+
+#define KUBE_USER_AGENT "gpupack/0.1"
+#define KUBE_TOKEN_MAX (64u * 1024u)
+#define KUBE_CONNECT_TIMEOUT_S 5L
+#define KUBE_TOKEN_RECHECK_S 60.0   /* re-read the token file at least this often */
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+void kube_auth_clear(gp_kube_auth *a)
+{
+    if (!a)
+        return;
+    free(a->server);
+    free(a->ca_file);
+    free(a->ca_pem);
+    free(a->cert_file);
+    free(a->key_file);
+    free(a->cert_pem);
+    free(a->key_pem);
+    free(a->token);
+    free(a->token_file);
+    free(a->origin);
+    memset(a, 0, sizeof *a);
+}
+
+static int readable(const char *path, gp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gp_fail(err, "%s: %s", path, strerror(errno));
+    fclose(f);
+    return 0;
+}
+
+int kube_auth_incluster(const char *sa_dir, gp_kube_auth *out, gp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host || !port || !*port)
+        return gp_fail(err, "not running in a cluster (KUBERNETES_SERVICE_HOST/PORT unset); "
+                            "pass --kubeconfig FILE or --cluster FILE");
+    if (!sa_dir)
+        sa_dir = SA_DIR;
+    bool v6 = strchr(host, ':') != NULL;
+    out->server = xasprintf("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    out->token_file = xasprintf("%s/token", sa_dir);
+    out->ca_file = xasprintf("%s/ca.crt", sa_dir);
+    out->origin = xasprintf("in-cluster service account (%s)", sa_dir);
+    if (readable(out->token_file, err) < 0 || readable(out->ca_file, err) < 0) {
+        kube_auth_clear(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* cancellation: a flag, a condition for sleepers, and the multi handles of
+ * calls in flight (curl_multi_wakeup is the one multi call that may be made
+ * from another thread) */
+
+struct gp_kube_cancel {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_bool fired;
+    CURLM **active;           /* slots; NULL = free */
+    size_t nactive;
+};
+
+gp_kube_cancel *kube_cancel_new(void)
+{
+    gp_kube_cancel *c = xcalloc(1, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&c->fired, false);
+    return c;
+}
+
+void kube_cancel_free(gp_kube_cancel *c)
+{
+    if (!c)
+        return;
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c->active);
+    free(c);
+}
+
+void kube_cancel_fire(gp_kube_cancel *c)
+{
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->fired, true);
+    for (size_t i = 0; i < c->nactive; i++)
+        if (c->active[i])
+            curl_multi_wakeup(c->active[i]);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+bool kube_cancel_fired(gp_kube_cancel *c)
+{
+    return c && atomic_load(&c->fired);
+}
+
+bool kube_cancel_sleep(gp_kube_cancel *c, double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (seconds < 0)
+        seconds = 0;
+    long long ns = (long long)ts.tv_nsec + (long long)((seconds - (double)(long long)seconds) * 1e9);
+    ts.tv_sec += (time_t)seconds + (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_mutex_lock(&c->mu);
+    while (!atomic_load(&c->fired)) {
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    bool fired = atomic_load(&c->fired);
+    pthread_mutex_unlock(&c->mu);
+    return fired;
+}
+
+/* Registers m so that fire() wakes it; -1 when already fired. */
+static int cancel_attach(gp_kube_cancel *c, CURLM *m)
+{
+    if (!c)
+        return 0;
+    int rc = -1;
+    pthread_mutex_lock(&c->mu);
+    if (!atomic_load(&c->fired)) {
+        size_t i;
+        for (i = 0; i < c->nactive && c->active[i]; i++)
+            ;
+        if (i == c->nactive) {
+            c->nactive = c->nactive ? 2 * c->nactive : 4;
+            c->active = xrealloc(c->active, c->nactive * sizeof *c->active);
+            memset(c->active + i, 0, (c->nactive - i) * sizeof *c->active);
+        }
+        c->active[i] = m;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static void cancel_detach(gp_kube_cancel *c, CURLM *m)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->nactive; i++)
+        if (c->active[i] == m)
+            c->active[i] = NULL;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---------------------------------------------------------------------- */
+
+struct gp_kube {
+    gp_kube_auth auth;
+    CURLSH *share;
+    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+    pthread_mutex_t token_mu;
+    char *token;              /* current bearer token (static or from the file) */
+    struct stat token_st;     /* of the file when last read */
+    double token_read_at;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
+{
+    (void)h;
+    (void)access;
+    gp_kube *k = ud;
+    pthread_mutex_lock(&k->share_mu[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+    (void)h;
+    gp_kube *k = ud;
+    pthread_mutex_unlock(&k->share_mu[data]);
+}
+
+/* Reads the token file into k->token (caller holds token_mu). */
+static int token_load(gp_kube *k, gp_err *err)
+{
+    FILE *f = fopen(k->auth.token_file, "rb");
+    if (!f)
+        return gp_fail(err, "token file %s: %s", k->auth.token_file, strerror(errno));
+    struct stat st;
+    int rc = -1;
+    char *buf = xmalloc(KUBE_TOKEN_MAX + 1);
+    if (fstat(fileno(f), &st) < 0) {
+        gp_fail(err, "token file %s: %s", k->auth.token_file, strerror(errno));
+        goto out;
+    }
+    size_t n = fread(buf, 1, KUBE_TOKEN_MAX + 1, f);
+    if (n > KUBE_TOKEN_MAX) {
+        gp_fail(err, "token file %s is larger than %u bytes", k->auth.token_file, KUBE_TOKEN_MAX);
+        goto out;
+    }
+    while (n > 0 && isspace((unsigned char)buf[n - 1]))
+        n--;
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (!isgraph((unsigned char)buf[i])) {
+            gp_fail(err, "token file %s holds a non-printable byte", k->auth.token_file);
+            goto out;
+        }
+    }
+    free(k->token);
+    k->token = xstrdup(buf);
+    k->token_st = st;
+    k->token_read_at = gp_mono_s();
+    rc = 0;
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+/* The bearer header for one request (owned; NULL when no token). Re-reads a
+ * token file that changed (kubelet swaps a symlink when it rotates). */
+static char *token_header(gp_kube *k)
+{
+    char *h = NULL;
+    pthread_mutex_lock(&k->token_mu);
+    if (k->auth.token_file) {
+        struct stat st;
+        bool changed = stat(k->auth.token_file, &st) == 0 &&
+                       (st.st_ino != k->token_st.st_ino || st.st_size != k->token_st.st_size ||
+                        st.st_mtim.tv_sec != k->token_st.st_mtim.tv_sec ||
+                        st.st_mtim.tv_nsec != k->token_st.st_mtim.tv_nsec);
+        if (changed || gp_mono_s() - k->token_read_at > KUBE_TOKEN_RECHECK_S) {
+            gp_err err;
+            if (token_load(k, &err) < 0)
+                LOG_WARN("kube: keeping the previous token: %s", err.msg);
+            else if (changed)
+                LOG_INFO("kube: token file %s changed, re-read it", k->auth.token_file);
+        }
+    }
+    if (k->token && *k->token)
+        h = xasprintf("Authorization: Bearer %s", k->token);
+    pthread_mutex_unlock(&k->token_mu);
+    return h;
+}
+
+static char *dup_blob(const char *p, size_t n)
+{
+    if (!p)
+        return NULL;
+    char *d = xmalloc(n + 1);
+    memcpy(d, p, n);
+    d[n] = '\0';
+    return d;
+}
+
+gp_kube *kube_new(const gp_kube_auth *auth, gp_err *err)
+{
+    if (!auth->server || !*auth->server) {
+        gp_fail(err, "no API server address");
+        return NULL;
+    }
+    if (strncmp(auth->server, "https://", 8) != 0 && strncmp(auth->server, "http://", 7) != 0) {
+        gp_fail(err, "API server address \"%s\" is not an http(s) URL", auth->server);
+        return NULL;
+    }
+    pthread_once(&global_once, global_init);
+    gp_kube *k = xcalloc(1, sizeof *k);
+    gp_kube_auth *a = &k->auth;
+    a->server = xstrdup(auth->server);
+    size_t sl = strlen(a->server);
+    while (sl > 0 && a->server[sl - 1] == '/')
+        a->server[--sl] = '\0';
+    a->ca_file = xstrdup(auth->ca_file);
+    a->ca_pem = dup_blob(auth->ca_pem, auth->ca_pem_len);
+    a->ca_pem_len = auth->ca_pem_len;
+    a->cert_file = xstrdup(auth->cert_file);
+    a->key_file = xstrdup(auth->key_file);
+    a->cert_pem = dup_blob(auth->cert_pem, auth->cert_pem_len);
+    a->cert_pem_len = auth->cert_pem_len;
+    a->key_pem = dup_blob(auth->key_pem, auth->key_pem_len);
+    a->key_pem_len = auth->key_pem_len;
+    a->token = xstrdup(auth->token);
+    a->token_file = xstrdup(auth->token_file);
+    a->insecure = auth->insecure;
+    a->origin = xstrdup(auth->origin ? auth->origin : "credentials");
+    pthread_mutex_init(&k->token_mu, NULL);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&k->share_mu[i], NULL);
+    k->token = xstrdup(a->token);
+    if (a->token_file && token_load(k, err) < 0) {
+        kube_free(k);
+        return NULL;
+    }
+    k->share = curl_share_init();
+    if (k->share) {
+        curl_share_setopt(k->share, CURLSHOPT_LOCKFUNC, share_lock);
+        curl_share_setopt(k->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+        curl_share_setopt(k->share, CURLSHOPT_USERDATA, k);
+        curl_share_setopt(k->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+        curl_share_setopt(k->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+        curl_share_setopt(k->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    }
+    if (a->insecure)
+        LOG_WARN("kube: TLS verification of %s is OFF (insecure-skip-tls-verify)", a->server);
+    return k;
+}
+
+void kube_free(gp_kube *k)
+{
+    if (!k)
+        return;
+    if (k->share)
+        curl_share_cleanup(k->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&k->share_mu[i]);
+    pthread_mutex_destroy(&k->token_mu);
+    free(k->token);
+    kube_auth_clear(&k->auth);
+    free(k);
+}
+
+const char *kube_server(const gp_kube *k)
+{
+    return k->auth.server;
+}
+
+void kube_resp_free(gp_kube_resp *r)
+{
+    if (r)
+        gp_buf_free(&r->body);
+}
+
+/* ---------------------------------------------------------------------- */
+
+typedef struct xfer {
+    gp_buf *body;              /* non-stream body, or a stream's error body */
+    bool body_overflow;
+    gp_kube_data_fn fn;        /* stream: receives 200 bodies */
+    gp_kube_open_fn on_open;   /* stream: told the status once headers are in */
+    void *ud;
+    bool opened;
+    bool fn_aborted;
+    CURL *easy;
+    long status;               /* known once headers are in */
+} xfer;
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (x->status == 0)
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+    if (x->fn && x->status == 200) {
+        if (x->fn(x->ud, p, n) < 0) {
+            x->fn_aborted = true;
+            return 0;
+        }
+        return n;
+    }
+    if (gp_buf_append(x->body, p, n) < 0) {
+        x->body_overflow = true;
+        return 0;
+    }
+    return n;
+}
+
+/* Spots the end of the final header block (not a 100 Continue's). */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (!x->opened && (n == 2 && p[0] == '\r' && p[1] == '\n')) {
+        long st = 0;
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+        if (st >= 200) {
+            x->opened = true;
+            x->status = st;
+            if (x->on_open)
+                x->on_open(x->ud, st);
+        }
+    }
+    return n;
+}
+
+static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xfer *x)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return NULL;
+    char *url = xasprintf("%s%s", k->auth.server, path);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    free(url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, KUBE_USER_AGENT);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, KUBE_CONNECT_TIMEOUT_S);
+    /* a vanished peer (no FIN) shows up within a minute, not at the stall limit */
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    if (k->share)
+        curl_easy_setopt(h, CURLOPT_SHARE, k->share);
+    const gp_kube_auth *a = &k->auth;
+    if (a->insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    }
+    if (a->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, a->ca_file);
+    if (a->ca_pem) {
+        struct curl_blob b = {.data = a->ca_pem, .len = a->ca_pem_len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+    }
+    if (a->cert_file)
+        curl_easy_setopt(h, CURLOPT_SSLCERT, a->cert_file);
+    if (a->cert_pem) {
+        struct curl_blob b = {.data = a->cert_pem, .len = a->cert_pem_len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+    }
+    if (a->cert_file || a->cert_pem)
+        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    if (a->key_file)
+        curl_easy_setopt(h, CURLOPT_SSLKEY, a->key_file);
+    if (a->key_pem) {
+        struct curl_blob b = {.data = a->key_pem, .len = a->key_pem_len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+    }
+    if (a->key_file || a->key_pem)
+        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    *hdrs = curl_slist_append(*hdrs, "Accept: application/json");
+    char *auth = token_header(k);
+    if (auth) {
+        *hdrs = curl_slist_append(*hdrs, auth);
+        free(auth);
+    }
+    x->easy = h;
+    return h;
+}
+
+/* Runs one transfer on its own multi handle so that cancel can wake it.
+ * Returns the curl result; CURLE_ABORTED_BY_CALLBACK when cancelled. */
+static CURLcode perform(CURL *h, gp_kube_cancel *cancel)
+{
+    CURLM *m = curl_multi_init();
+    if (!m)
+        return CURLE_OUT_OF_MEMORY;
+    CURLcode res = CURLE_ABORTED_BY_CALLBACK;
+    if (cancel_attach(cancel, m) < 0) {
+        curl_multi_cleanup(m);
+        return res;
+    }
+    curl_multi_add_handle(m, h);
+    for (;;) {
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(m, &running);
+        if (mc != CURLM_OK) {
+            res = CURLE_RECV_ERROR;
+            break;
+        }
+        if (!running) {
+            int left;
+            CURLMsg *msg = curl_multi_info_read(m, &left);
+            res = (msg && msg->msg == CURLMSG_DONE) ? msg->data.result : CURLE_RECV_ERROR;
+            break;
+        }
+        if (kube_cancel_fired(cancel)) {
+            res = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        mc = curl_multi_poll(m, NULL, 0, 1000, NULL);
+        if (mc != CURLM_OK) {
+            res = CURLE_RECV_ERROR;
+            break;
+        }
+        if (kube_cancel_fired(cancel)) {
+            res = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+    }
+    cancel_detach(cancel, m);
+    curl_multi_remove_handle(m, h);
+    curl_multi_cleanup(m);
+    return res;
+}
+
+int kube_request(gp_kube *k, const char *method, const char *path, const char *content_type,
+                 const char *body, double timeout_s, gp_kube_cancel *cancel, gp_kube_resp *resp,
+                 gp_err *err)
+{
+    memset(resp, 0, sizeof *resp);
+    gp_buf_init(&resp->body, GP_KUBE_BODY_MAX);
+    xfer x = {.body = &resp->body};
+    struct curl_slist *hdrs = NULL;
+    int rc = -1;
+    CURL *h = easy_new(k, path, &hdrs, &x);
+    if (!h) {
+        gp_fail(err, "%s %s: cannot create a curl handle", method, path);
+        goto out;
+    }
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "GET") == 0) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");   /* big lists come gzipped */
+    }
+    if (body) {
+        char *ct = xasprintf("Content-Type: %s", content_type ? content_type : "application/json");
+        hdrs = curl_slist_append(hdrs, ct);
+        free(ct);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    if (timeout_s > 0)
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+    CURLcode res = perform(h, cancel);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    if (x.body_overflow) {
+        gp_fail(err, "%s %s: response body exceeds %zu bytes", method, path, resp->body.max);
+        goto out;
+    }
+    if (res == CURLE_ABORTED_BY_CALLBACK && kube_cancel_fired(cancel)) {
+        gp_fail(err, "%s %s: cancelled", method, path);
+        goto out;
+    }
+    if (res != CURLE_OK) {
+        gp_fail(err, "%s %s%s: %s", method, kube_server(k), path, curl_easy_strerror(res));
+        goto out;
+    }
+    rc = 0;
+out:
+    curl_slist_free_all(hdrs);
+    if (h)
+        curl_easy_cleanup(h);
+    return rc;
+}
+
+int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
+                gp_kube_cancel *cancel, gp_kube_open_fn on_open, gp_kube_data_fn fn, void *ud,
+                long *status, gp_buf *errbody, gp_err *err)
+{
+    *status = 0;
+    gp_buf_init(errbody, GP_KUBE_ERRBODY_MAX);
+    xfer x = {.body = errbody, .fn = fn, .on_open = on_open, .ud = ud};
+    struct curl_slist *hdrs = NULL;
+    int rc = -1;
+    CURL *h = easy_new(k, path, &hdrs, &x);
+    if (!h) {
+        gp_fail(err, "GET %s: cannot create a curl handle", path);
+        goto out;
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+    if (stall_s > 0) {
+        long t = (long)stall_s;
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, t < 1 ? 1L : t);
+    }
+    if (max_s > 0)
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(max_s * 1000));
+    CURLcode res = perform(h, cancel);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    if (res == CURLE_ABORTED_BY_CALLBACK && kube_cancel_fired(cancel)) {
+        gp_fail(err, "watch %s: cancelled", path);
+        goto out;
+    }
+    if (x.fn_aborted) {
+        gp_fail(err, "watch %s: aborted by the reader", path);
+        goto out;
+    }
+    if (res == CURLE_WRITE_ERROR && x.body_overflow) {
+        /* an error answer bigger than we keep: the status is what matters */
+        rc = 0;
+        goto out;
+    }
+    if (res == CURLE_OPERATION_TIMEDOUT) {
+        gp_fail(err, "watch %s%s: no data for %.0f s or over %.0f s in total (stuck stream)",
+                kube_server(k), path, stall_s, max_s);
+        goto out;
+    }
+    if (res != CURLE_OK) {
+        gp_fail(err, "watch %s%s: %s", kube_server(k), path, curl_easy_strerror(res));
+        goto out;
+    }
+    rc = 0;
+out:
+    curl_slist_free_all(hdrs);
+    if (h)
+        curl_easy_cleanup(h);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+
+void kube_status_message(const char *body, size_t len, char *out, size_t outlen)
+{
+    if (outlen == 0)
+        return;
+    out[0] = '\0';
+    if (!body || len == 0) {
+        gp_strlcpy(out, "(empty body)", outlen);
+        return;
+    }
+    json_t *j = json_loadb(body, len, 0, NULL);
+    const char *msg = json_string_value(json_object_get(j, "message"));
+    if (msg && *msg) {
+        gp_strlcpy(out, msg, outlen);
+    } else {
+        size_t n = 0;
+        for (size_t i = 0; i < len && n + 1 < outlen && n < 200; i++) {
+            unsigned char c = (unsigned char)body[i];
+            out[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : ' ';
+        }
+        while (n > 0 && out[n - 1] == ' ')
+            n--;
+        out[n] = '\0';
+    }
+    json_decref(j);
+}
+
+char *kube_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *o = xmalloc(3 * n + 1), *p = o;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+    }
+    *p = '\0';
+    return o;
+}

@@ -1,0 +1,145 @@
+/* gpu.c -- small pure helpers over the shared data model. */
+#include "model/gpu.h"
+
+#include <string.h>
+#include <strings.h>
+
+int gp_assignment_holds(const gp_assignment *a, gp_hold *holds)
+{
+    int n = 0;
+    /* regular containers add up; each init container alone is compared */
+    gp_hold init[GP_MAX_GPUS_PER_NODE];
+    int ninit = 0;
+    for (int c = 0; c < a->nctrs; c++) {
+        const gp_ctr_assign *ca = &a->ctrs[c];
+        if (ca->init)
+            continue;
+        for (int g = 0; g < ca->ngpus; g++) {
+            int k = 0;
+            while (k < n && holds[k].index != ca->gpus[g].index)
+                k++;
+            if (k == n) {
+                if (n == GP_MAX_GPUS_PER_NODE)
+                    continue;
+                holds[n++] = (gp_hold){ca->gpus[g].index, 0, 0};
+            }
+            holds[k].mem_mib += ca->gpus[g].mem_mib;
+            holds[k].core += ca->gpus[g].core;
+        }
+    }
+    for (int c = 0; c < a->nctrs; c++) {
+        const gp_ctr_assign *ca = &a->ctrs[c];
+        if (!ca->init)
+            continue;
+        for (int g = 0; g < ca->ngpus; g++) {
+            int k = 0;
+            while (k < ninit && init[k].index != ca->gpus[g].index)
+                k++;
+            if (k == ninit) {
+                if (ninit == GP_MAX_GPUS_PER_NODE)
+                    continue;
+                init[ninit++] = (gp_hold){ca->gpus[g].index, 0, 0};
+            }
+            /* one init container at a time: take the max, not the sum */
+            if (ca->gpus[g].mem_mib > init[k].mem_mib)
+                init[k].mem_mib = ca->gpus[g].mem_mib;
+            if (ca->gpus[g].core > init[k].core)
+                init[k].core = ca->gpus[g].core;
+        }
+    }
+    for (int i = 0; i < ninit; i++) {
+        int k = 0;
+        while (k < n && holds[k].index != init[i].index)
+            k++;
+        if (k == n) {
+            if (n == GP_MAX_GPUS_PER_NODE)
+                continue;
+            holds[n++] = init[i];
+            continue;
+        }
+        if (init[i].mem_mib > holds[k].mem_mib)
+            holds[k].mem_mib = init[i].mem_mib;
+        if (init[i].core > holds[k].core)
+            holds[k].core = init[i].core;
+    }
+    return n;
+}
+
+bool gp_assignment_equal(const gp_assignment *x, const gp_assignment *y)
+{
+    if (strcmp(x->node, y->node) != 0 || x->nctrs != y->nctrs)
+        return false;
+    for (int c = 0; c < x->nctrs; c++) {
+        const gp_ctr_assign *a = &x->ctrs[c], *b = &y->ctrs[c];
+        if (strcmp(a->name, b->name) != 0 || a->init != b->init || a->ngpus != b->ngpus)
+            return false;
+        for (int g = 0; g < a->ngpus; g++)
+            if (a->gpus[g].index != b->gpus[g].index || a->gpus[g].mem_mib != b->gpus[g].mem_mib ||
+                a->gpus[g].core != b->gpus[g].core)
+                return false;
+    }
+    return true;
+}
+
+int gp_node_gpu_pos(const gp_node *node, int index)
+{
+    for (int i = 0; i < node->ngpus; i++)
+        if (node->gpus[i].info.index == index)
+            return i;
+    return -1;
+}
+
+int64_t gp_ctr_mem_on(const gp_ctr_req *c, int64_t alloc_mib)
+{
+    if (c->mem_mib > 0 || c->mem_permille <= 0)
+        return c->mem_mib;
+    if (alloc_mib <= 0)
+        return 1;   /* nothing to share: never fits an empty GPU */
+    /* ceil(permille / 1000 * memory), as the trace protocol defines it */
+    return (alloc_mib * c->mem_permille + GP_CORE_FULL - 1) / GP_CORE_FULL;
+}
+
+static bool is_sep(char c)
+{
+    return c == '\0' || c == '-' || c == ' ' || c == '_' || c == '/';
+}
+
+/* The entry must stand as whole tokens inside the model: "T4" matches
+ * "Tesla-T4", "A100" matches "NVIDIA-A100-SXM4-40GB", "A10" does not match "A100". */
+static bool entry_matches(const char *entry, size_t len, const char *model)
+{
+    if (len == 0)
+        return false;
+    size_t mlen = strlen(model);
+    for (size_t off = 0; off + len <= mlen; off++) {
+        if (off > 0 && !is_sep(model[off - 1]))
+            continue;
+        if (strncasecmp(model + off, entry, len) == 0 && is_sep(model[off + len]))
+            return true;
+    }
+    return false;
+}
+
+bool gp_model_allowed(const char *list, const char *model)
+{
+    if (!list || !*list)
+        return true;
+    const char *p = list;
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        /* trim spaces around an entry */
+        while (len && *p == ' ') {
+            p++;
+            len--;
+        }
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (entry_matches(p, len, model))
+            return true;
+        if (!bar)
+            break;
+        p = bar + 1;
+    }
+    return false;
+}

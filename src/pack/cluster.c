@@ -1,0 +1,871 @@
+/* cluster.c -- the node -> GPU -> allocation store; one lock; assume / confirm / forget. */
+#include "pack/cluster.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "lib/strmap.h"
+
+typedef struct pod_rec {
+    char uid[GP_UID_MAX];
+    char ns[GP_NAME_MAX];
+    char name[GP_NAME_MAX];
+    char policy[GP_NAME_MAX];
+    gp_pod_state state;
+    gp_bind_phase phase;        /* ASSUMED only: where its Binding stands */
+    double assumed_at;          /* monotonic seconds */
+    double phase_at;            /* when phase last changed */
+    double reserved_until;      /* > 0: a filter-time reservation lapsing then */
+    unsigned gen;               /* last resync generation it was observed in */
+    int nrefs;                  /* GPUs named with their UUIDs (holds follow the UUID) */
+    gp_gpu_ref *refs;
+    int missing;                /* held GPUs its node no longer has (while attached) */
+    gp_assignment *a;           /* allocated to a->nctrs containers (0: host-only pod) */
+    int64_t cpu_milli, mem_mib; /* host requests, counted on a->node */
+} pod_rec;
+
+typedef struct node_ent {
+    unsigned gen;
+    pod_rec **pods;             /* pods whose assignment names this node */
+    size_t npods, cappods;
+    gp_node node;               /* allocated to node.ngpus GPUs: keep last */
+} node_ent;
+
+struct gp_cluster {
+    pthread_rwlock_t lock;
+    strmap *nodes;              /* name -> node_ent */
+    strmap *pods;               /* uid -> pod_rec */
+    size_t orphans;             /* pods whose node is not (yet) in the store */
+    unsigned node_gen, pod_gen;
+};
+
+size_t gp_node_size(int ngpus)
+{
+    return offsetof(gp_node, gpus) + (size_t)ngpus * sizeof(gp_gpu);
+}
+
+static size_t ent_size(int ngpus)
+{
+    return offsetof(node_ent, node) + gp_node_size(ngpus);
+}
+
+static size_t assign_size(int nctrs)
+{
+    return offsetof(gp_assignment, ctrs) + (size_t)nctrs * sizeof(gp_ctr_assign);
+}
+
+static gp_assignment *assign_dup(const gp_assignment *a)
+{
+    gp_assignment *d = xmalloc(assign_size(a->nctrs));
+    memcpy(d, a, assign_size(a->nctrs));
+    return d;
+}
+
+gp_cluster *cluster_new(void)
+{
+    gp_cluster *c = xcalloc(1, sizeof *c);
+    pthread_rwlock_init(&c->lock, NULL);
+    c->nodes = strmap_new();
+    c->pods = strmap_new();
+    return c;
+}
+
+static void rec_free(pod_rec *r)
+{
+    if (r) {
+        free(r->refs);
+        free(r->a);
+        free(r);
+    }
+}
+
+static void ent_free(node_ent *e)
+{
+    if (e) {
+        free(e->pods);
+        free(e);
+    }
+}
+
+void cluster_free(gp_cluster *c)
+{
+    if (!c)
+        return;
+    size_t it = 0;
+    node_ent *e;
+    while ((e = strmap_next(c->nodes, &it, NULL)))
+        ent_free(e);
+    it = 0;
+    pod_rec *r;
+    while ((r = strmap_next(c->pods, &it, NULL)))
+        rec_free(r);
+    strmap_free(c->nodes);
+    strmap_free(c->pods);
+    pthread_rwlock_destroy(&c->lock);
+    free(c);
+}
+
+static void wrlock(gp_cluster *c)
+{
+    pthread_rwlock_wrlock(&c->lock);
+}
+
+void cluster_rdlock(gp_cluster *c)
+{
+    pthread_rwlock_rdlock(&c->lock);
+}
+
+void cluster_unlock(gp_cluster *c)
+{
+    pthread_rwlock_unlock(&c->lock);
+}
+
+/* --------------------------------------------------------- accounting -- */
+
+static bool node_has_uuids(const gp_node *n)
+{
+    for (int g = 0; g < n->ngpus; g++)
+        if (n->gpus[g].info.uuid[0])
+            return true;
+    return false;
+}
+
+/* Where a pod's hold on device `index` sits on node n: by the UUID the
+ * assignment recorded when the node reports UUIDs, else by index; -1 when
+ * that GPU is not on the node. */
+static int hold_pos(const gp_node *n, const pod_rec *r, int index)
+{
+    for (int i = 0; i < r->nrefs; i++) {
+        if (r->refs[i].index != index || !r->refs[i].uuid[0])
+            continue;
+        if (!node_has_uuids(n))
+            break;
+        for (int g = 0; g < n->ngpus; g++)
+            if (strcmp(n->gpus[g].info.uuid, r->refs[i].uuid) == 0)
+                return g;
+        return -1;
+    }
+    return gp_node_gpu_pos(n, index);
+}
+
+/* Adds (sign 1) or removes (-1) a pod's holds on the GPUs of e that exist. */
+static void apply_holds(node_ent *e, pod_rec *r, int sign)
+{
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(r->a, holds);
+    int missing = 0;
+    for (int h = 0; h < nh; h++) {
+        int pos = hold_pos(&e->node, r, holds[h].index);
+        if (pos < 0) {
+            missing++;
+            continue;
+        }
+        gp_gpu *g = &e->node.gpus[pos];
+        g->mem_used += sign * holds[h].mem_mib;
+        g->core_used += sign * holds[h].core;
+        g->pods += sign;
+    }
+    e->node.cpu_used_milli += sign * r->cpu_milli;
+    e->node.host_mem_used_mib += sign * r->mem_mib;
+    e->node.state_hash = placement_state_hash(&e->node);
+    if (sign > 0 && missing && !r->missing)
+        LOG_WARN("pod %s/%s: %d of the GPUs its assignment names are not on node %s (replaced "
+                 "or removed?); /inspect lists them under missingGPUs", r->ns, r->name, missing,
+                 e->node.name);
+    r->missing = sign > 0 ? missing : 0;
+}
+
+static void attach(gp_cluster *c, pod_rec *r)
+{
+    node_ent *e = strmap_get(c->nodes, r->a->node);
+    if (!e) {
+        c->orphans++;
+        return;
+    }
+    if (e->npods == e->cappods) {
+        e->cappods = e->cappods ? e->cappods * 2 : 4;
+        e->pods = xrealloc(e->pods, e->cappods * sizeof *e->pods);
+    }
+    e->pods[e->npods++] = r;
+    apply_holds(e, r, 1);
+}
+
+static void detach(gp_cluster *c, pod_rec *r)
+{
+    node_ent *e = strmap_get(c->nodes, r->a->node);
+    if (!e) {
+        c->orphans--;
+        return;
+    }
+    for (size_t i = 0; i < e->npods; i++) {
+        if (e->pods[i] == r) {
+            e->pods[i] = e->pods[--e->npods];
+            apply_holds(e, r, -1);
+            return;
+        }
+    }
+}
+
+static void pod_remove(gp_cluster *c, pod_rec *r)
+{
+    detach(c, r);
+    strmap_del(c->pods, r->uid);
+    rec_free(r);
+}
+
+static void set_refs(pod_rec *r, const gp_gpu_ref *refs, int nrefs)
+{
+    free(r->refs);
+    r->refs = NULL;
+    r->nrefs = 0;
+    if (refs && nrefs > 0) {
+        r->refs = xmalloc((size_t)nrefs * sizeof *refs);
+        memcpy(r->refs, refs, (size_t)nrefs * sizeof *refs);
+        r->nrefs = nrefs;
+    }
+}
+
+static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const char *name,
+                        const char *policy, const gp_assignment *a, gp_pod_state state,
+                        const gp_gpu_ref *refs, int nrefs, int64_t cpu_milli, int64_t mem_mib)
+{
+    pod_rec *r = xcalloc(1, sizeof *r);
+    gp_strlcpy(r->uid, uid, sizeof r->uid);
+    gp_strlcpy(r->ns, ns ? ns : "", sizeof r->ns);
+    gp_strlcpy(r->name, name ? name : "", sizeof r->name);
+    gp_strlcpy(r->policy, policy ? policy : "", sizeof r->policy);
+    r->state = state;
+    r->phase = GP_PHASE_IN_FLIGHT;
+    r->assumed_at = r->phase_at = gp_mono_s();
+    r->gen = c->pod_gen;
+    r->a = assign_dup(a);
+    r->cpu_milli = cpu_milli > 0 ? cpu_milli : 0;
+    r->mem_mib = mem_mib > 0 ? mem_mib : 0;
+    set_refs(r, refs, nrefs);
+    strmap_put(c->pods, r->uid, r);
+    attach(c, r);
+    return r;
+}
+
+/* -------------------------------------------------------------- nodes -- */
+
+static bool same_inventory(const gp_node *n, const gp_inventory *inv)
+{
+    if (n->ngpus != inv->n || strcmp(n->source, inv->source) != 0 ||
+        n->cpu_alloc_milli != inv->cpu_alloc_milli || n->host_mem_alloc_mib != inv->mem_alloc_mib)
+        return false;
+    for (int i = 0; i < inv->n; i++)
+        if (memcmp(&n->gpus[i].info, &inv->gpus[i], sizeof inv->gpus[i]) != 0)
+            return false;
+    return true;
+}
+
+void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *inv)
+{
+    if (strlen(name) >= GP_NAME_MAX)
+        return;
+    wrlock(c);
+    node_ent *old = strmap_get(c->nodes, name);
+    if (old && same_inventory(&old->node, inv)) {
+        old->gen = c->node_gen;
+        cluster_unlock(c);
+        return;
+    }
+    node_ent *e = xcalloc(1, ent_size(inv->n));
+    gp_strlcpy(e->node.name, name, sizeof e->node.name);
+    gp_strlcpy(e->node.source, inv->source, sizeof e->node.source);
+    e->node.ngpus = inv->n;
+    e->node.cpu_alloc_milli = inv->cpu_alloc_milli;
+    e->node.host_mem_alloc_mib = inv->mem_alloc_mib;
+    for (int i = 0; i < inv->n; i++)
+        e->node.gpus[i].info = inv->gpus[i];
+    e->node.state_hash = placement_state_hash(&e->node);
+    e->gen = c->node_gen;
+    strmap_put(c->nodes, name, e);
+    if (old) {
+        /* same pods, recounted against the new inventory */
+        for (size_t i = 0; i < old->npods; i++)
+            attach(c, old->pods[i]);
+        ent_free(old);
+    } else if (c->orphans > 0) {
+        /* pods seen before their node: adopt them (a scan, but only then) */
+        size_t it = 0;
+        pod_rec *r;
+        while ((r = strmap_next(c->pods, &it, NULL)))
+            if (strcmp(r->a->node, name) == 0) {
+                c->orphans--;
+                attach(c, r);
+            }
+    }
+    cluster_unlock(c);
+}
+
+static void drop_node(gp_cluster *c, const char *name)
+{
+    node_ent *e = strmap_del(c->nodes, name);
+    if (e)
+        c->orphans += e->npods;   /* their records stay until the pods go */
+    ent_free(e);
+}
+
+void cluster_remove_node(gp_cluster *c, const char *name)
+{
+    wrlock(c);
+    drop_node(c, name);
+    cluster_unlock(c);
+}
+
+void cluster_nodes_resync_begin(gp_cluster *c)
+{
+    wrlock(c);
+    c->node_gen++;
+    cluster_unlock(c);
+}
+
+void cluster_nodes_resync_end(gp_cluster *c)
+{
+    wrlock(c);
+    const char *gone[256];
+    for (;;) {
+        size_t n = 0, it = 0;
+        const char *key;
+        node_ent *e;
+        while (n < GP_ARRAY_LEN(gone) && (e = strmap_next(c->nodes, &it, &key)))
+            if (e->gen != c->node_gen)
+                gone[n++] = key;
+        if (n == 0)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            LOG_INFO("node %s is gone after relist", gone[i]);
+            char name[GP_NAME_MAX];
+            gp_strlcpy(name, gone[i], sizeof name);
+            drop_node(c, name);
+        }
+    }
+    cluster_unlock(c);
+}
+
+/* --------------------------------------------------------------- pods -- */
+
+/* The maxNamespaceShare rule, shared by filter and bind. GPUs the pod adds
+ * that the namespace already holds are not told apart: the pod's GPUs all
+ * count as new (conservative). */
+static int ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                          const gp_assignment *a, double cap_share, char *why, size_t whylen)
+{
+    if (cap_share <= 0 || node->ngpus <= 0)
+        return 0;
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(a, holds);
+    int held = cluster_rd_ns_gpus(c, node->name, ns);
+    int cap = (int)(cap_share * node->ngpus + 1e-9);
+    if (held + nh <= cap)
+        return 0;
+    snprintf(why, whylen, "namespace %.60s would hold %d of %d GPUs, the policy allows %d", ns,
+             held + nh, node->ngpus, cap);
+    return -1;
+}
+
+int cluster_rd_ns_share_check(const gp_cluster *c, const gp_node *node, const char *ns,
+                              const gp_assignment *a, double cap_share, char *why, size_t whylen)
+{
+    return ns_share_check(c, node, ns, a, cap_share, why, whylen);
+}
+
+int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *req,
+                             const gp_place_opts *opts, double ns_share_cap, const char *policy,
+                             gp_pod_state state, gp_assignment *out, gp_err *err)
+{
+    int rc = -1;
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, req->uid);
+    if (r && r->reserved_until > 0 && strcmp(r->a->node, node) != 0) {
+        pod_remove(c, r);   /* kube-scheduler chose another node than reserved */
+        r = NULL;
+    }
+    if (r) {
+        if (r->reserved_until > 0) {   /* the bind takes the reservation over */
+            r->reserved_until = 0;
+            r->assumed_at = gp_mono_s();
+            r->state = state;
+            r->phase = GP_PHASE_IN_FLIGHT;
+            r->phase_at = r->assumed_at;
+        }
+        if (strcmp(r->a->node, node) != 0) {
+            gp_fail(err, "pod %s/%s already holds GPUs on node %s", req->ns, req->name,
+                    r->a->node);
+            goto out;
+        }
+        memset(out, 0, sizeof *out);
+        memcpy(out, r->a, assign_size(r->a->nctrs));
+        rc = 0;
+        goto out;
+    }
+    node_ent *e = strmap_get(c->nodes, node);
+    if (!e) {
+        gp_fail(err, "node %s is not known to gpupack", node);
+        goto out;
+    }
+    gp_fit_fail why;
+    if (placement_fit(&e->node, req, opts, out, &why)) {
+        gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
+        goto out;
+    }
+    char nswhy[200];
+    if (ns_share_check(c, &e->node, req->ns, out, ns_share_cap, nswhy, sizeof nswhy)) {
+        gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, nswhy);
+        goto out;
+    }
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(out, holds);
+    for (int h = 0; h < nh; h++) {
+        int pos = gp_node_gpu_pos(&e->node, holds[h].index);
+        refs[h].index = holds[h].index;
+        gp_strlcpy(refs[h].uuid, pos >= 0 ? e->node.gpus[pos].info.uuid : "", sizeof refs[h].uuid);
+    }
+    pod_add(c, req->uid, req->ns, req->name, policy, out, state, refs, nh, req->cpu_milli,
+            req->host_mem_mib);
+    rc = 0;
+out:
+    cluster_unlock(c);
+    return rc;
+}
+
+int cluster_reserve(gp_cluster *c, const char *node, const gp_pod_req *req,
+                    const gp_place_opts *opts, double ns_share_cap, const char *policy,
+                    double ttl_s, gp_assignment *out, gp_err *err)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, req->uid);
+    if (r && r->reserved_until > 0)
+        pod_remove(c, r);
+    else if (r) {
+        cluster_unlock(c);
+        return gp_fail(err, "pod %s/%s is already being bound", req->ns, req->name);
+    }
+    cluster_unlock(c);
+    if (cluster_place_and_assume(c, node, req, opts, ns_share_cap, policy, GP_POD_ASSUMED, out, err))
+        return -1;
+    wrlock(c);
+    r = strmap_get(c->pods, req->uid);
+    if (r && r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_IN_FLIGHT)
+        r->reserved_until = gp_mono_s() + (ttl_s > 0 ? ttl_s : 0) + 1e-9;
+    cluster_unlock(c);
+    return 0;
+}
+
+void cluster_unreserve(gp_cluster *c, const char *uid)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && r->reserved_until > 0 && r->state == GP_POD_ASSUMED)
+        pod_remove(c, r);
+    cluster_unlock(c);
+}
+
+static void set_phase(pod_rec *r, gp_bind_phase phase)
+{
+    r->phase = phase;
+    r->phase_at = gp_mono_s();
+}
+
+void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (!r || r->state != GP_POD_ASSUMED)
+        goto out;
+    switch (outcome) {
+    case GP_BIND_BOUND:
+        set_phase(r, GP_PHASE_ACCEPTED);
+        break;
+    case GP_BIND_UNKNOWN:
+        /* an accepted Binding stays accepted whatever a retry meets */
+        if (r->phase != GP_PHASE_ACCEPTED)
+            set_phase(r, GP_PHASE_UNKNOWN);
+        break;
+    case GP_BIND_REFUSED:
+        /* a retried bind that is refused must not undo an earlier one that landed */
+        if (r->phase != GP_PHASE_ACCEPTED)
+            pod_remove(c, r);
+        break;
+    }
+out:
+    cluster_unlock(c);
+}
+
+void cluster_forget(gp_cluster *c, const char *uid)
+{
+    cluster_bind_outcome(c, uid, GP_BIND_REFUSED);
+}
+
+size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max)
+{
+    size_t n = 0, it = 0;
+    double cutoff = gp_mono_s() - min_age_s;
+    pod_rec *r;
+    cluster_rdlock(c);
+    while (n < max && (r = strmap_next(c->pods, &it, NULL))) {
+        if (r->state != GP_POD_ASSUMED || r->phase != GP_PHASE_UNKNOWN || r->phase_at > cutoff)
+            continue;
+        gp_unsettled *u = &out[n++];
+        gp_strlcpy(u->uid, r->uid, sizeof u->uid);
+        gp_strlcpy(u->ns, r->ns, sizeof u->ns);
+        gp_strlcpy(u->name, r->name, sizeof u->name);
+        memset(&u->a, 0, sizeof u->a);
+        memcpy(&u->a, r->a, assign_size(r->a->nctrs));
+    }
+    cluster_unlock(c);
+    return n;
+}
+
+void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
+{
+    if (!obs->uid || !*obs->uid || strlen(obs->uid) >= GP_UID_MAX)
+        return;
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, obs->uid);
+    if (obs->terminal) {
+        if (r)
+            pod_remove(c, r);
+        goto out;
+    }
+    bool bound = obs->assign && obs->node_name && *obs->node_name &&
+                 strcmp(obs->assign->node, obs->node_name) == 0;
+    if (bound) {
+        if (r && gp_assignment_equal(r->a, obs->assign)) {
+            r->state = GP_POD_BOUND;
+            r->reserved_until = 0;
+            r->gen = c->pod_gen;
+            if (obs->policy && *obs->policy)
+                gp_strlcpy(r->policy, obs->policy, sizeof r->policy);
+            goto out;
+        }
+        if (r) {
+            LOG_WARN("pod %s/%s: annotations name other GPUs than assumed; following the "
+                     "annotations", obs->ns, obs->name);
+            pod_remove(c, r);
+        }
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND, obs->refs,
+                obs->nrefs, obs->cpu_milli, obs->mem_mib);
+        goto out;
+    }
+    bool host_only = obs->node_name && *obs->node_name && !obs->assign;
+    if (r) {
+        r->gen = c->pod_gen;
+        bool same_host = host_only && r->a->nctrs == 0 && strcmp(r->a->node, obs->node_name) == 0 &&
+                         r->cpu_milli == obs->cpu_milli && r->mem_mib == obs->mem_mib;
+        if (same_host) {
+            r->state = GP_POD_BOUND;
+            r->reserved_until = 0;
+            goto out;
+        }
+        bool elsewhere = obs->node_name && *obs->node_name;
+        bool keep;
+        if (r->state == GP_POD_BOUND)
+            keep = false;   /* a recorded binding whose pod no longer carries it: the cluster is the truth */
+        else if (r->a->nctrs > 0)
+            /* GPUs assumed: seen bound without our assignment after our Binding
+             * landed or may have landed means ours did not land (a Binding
+             * carries the annotations in the same write); one still in flight
+             * waits for its own answer */
+            keep = !(elsewhere && r->phase != GP_PHASE_IN_FLIGHT);
+        else
+            keep = !host_only;   /* host-only: assumed until the watch shows it bound */
+        if (keep)
+            goto out;
+        pod_remove(c, r);
+    }
+    if (host_only && strlen(obs->node_name) < GP_NAME_MAX) {
+        gp_assignment a;
+        memset(&a, 0, sizeof a);
+        gp_strlcpy(a.node, obs->node_name, sizeof a.node);
+        pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, &a, GP_POD_BOUND, NULL, 0,
+                obs->cpu_milli, obs->mem_mib);
+    }
+out:
+    cluster_unlock(c);
+}
+
+void cluster_pods_resync_begin(gp_cluster *c)
+{
+    wrlock(c);
+    c->pod_gen++;
+    cluster_unlock(c);
+}
+
+/* Removes the records `stale` selects, in batches (no map changes while iterating). */
+static int sweep_pods(gp_cluster *c, bool (*stale)(const gp_cluster *, const pod_rec *, double),
+                      double arg)
+{
+    int total = 0;
+    for (;;) {
+        pod_rec *batch[256];
+        size_t n = 0, it = 0;
+        pod_rec *r;
+        while (n < GP_ARRAY_LEN(batch) && (r = strmap_next(c->pods, &it, NULL)))
+            if (stale(c, r, arg))
+                batch[n++] = r;
+        if (n == 0)
+            return total;
+        for (size_t i = 0; i < n; i++)
+            pod_remove(c, batch[i]);
+        total += (int)n;
+    }
+}
+
+static bool unseen_bound(const gp_cluster *c, const pod_rec *r, double unused)
+{
+    return r->state == GP_POD_BOUND && r->gen != c->pod_gen;
+}
+
+static bool assumed_before(const gp_cluster *c, const pod_rec *r, double cutoff)
+{
+    /* never a Binding that landed or may have landed */
+    return r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_IN_FLIGHT && r->assumed_at < cutoff;
+}
+
+static bool assumed_or_reserved_before(const gp_cluster *c, const pod_rec *r, double cutoff)
+{
+    if (r->reserved_until > 0 && r->state == GP_POD_ASSUMED && r->reserved_until <= gp_mono_s())
+        return true;
+    return r->reserved_until <= 0 && assumed_before(c, r, cutoff);
+}
+
+void cluster_pods_resync_end(gp_cluster *c)
+{
+    wrlock(c);
+    int n = sweep_pods(c, unseen_bound, 0);
+    if (n)
+        LOG_INFO("%d pods released: gone after relist", n);
+    /* an accepted Binding whose pod the relist lacks: deleted meanwhile, or
+     * listed just before the Binding; a GET will tell (cluster_unsettled) */
+    size_t it = 0;
+    pod_rec *r;
+    while ((r = strmap_next(c->pods, &it, NULL)))
+        if (r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_ACCEPTED && r->gen != c->pod_gen)
+            set_phase(r, GP_PHASE_UNKNOWN);
+    cluster_unlock(c);
+}
+
+int cluster_expire_assumed(gp_cluster *c, double ttl_s)
+{
+    wrlock(c);
+    int n = sweep_pods(c, assumed_or_reserved_before, gp_mono_s() - ttl_s);
+    cluster_unlock(c);
+    if (n)
+        LOG_WARN("%d assumed pods expired: never seen bound within %.0f s", n, ttl_s);
+    return n;
+}
+
+/* ------------------------------------------------------------ reading -- */
+
+const gp_node *cluster_rd_node(const gp_cluster *c, const char *name)
+{
+    node_ent *e = strmap_get(c->nodes, name);
+    return e ? &e->node : NULL;
+}
+
+const gp_node *cluster_rd_node_at(const gp_cluster *c, size_t *iter)
+{
+    node_ent *e = strmap_next(c->nodes, iter, NULL);
+    return e ? &e->node : NULL;
+}
+
+size_t cluster_rd_node_count(const gp_cluster *c)
+{
+    return strmap_count(c->nodes);
+}
+
+int cluster_rd_ns_gpus(const gp_cluster *c, const char *node, const char *ns)
+{
+    node_ent *e = strmap_get(c->nodes, node);
+    if (!e)
+        return 0;
+    bool held[GP_MAX_GPUS_PER_NODE] = {false};
+    int n = 0;
+    for (size_t i = 0; i < e->npods; i++) {
+        if (strcmp(e->pods[i]->ns, ns) != 0)
+            continue;
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int nh = gp_assignment_holds(e->pods[i]->a, holds);
+        for (int h = 0; h < nh; h++) {
+            int pos = hold_pos(&e->node, e->pods[i], holds[h].index);
+            if (pos >= 0 && !held[pos]) {
+                held[pos] = true;
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+int cluster_pod_get(gp_cluster *c, const char *uid, gp_assignment *out, gp_pod_state *state)
+{
+    int rc = -1;
+    cluster_rdlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r) {
+        memset(out, 0, sizeof *out);
+        memcpy(out, r->a, assign_size(r->a->nctrs));
+        if (state)
+            *state = r->state;
+        rc = 0;
+    }
+    cluster_unlock(c);
+    return rc;
+}
+
+void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    cluster_rdlock(c);
+    size_t it = 0;
+    node_ent *e;
+    while ((e = strmap_next(c->nodes, &it, NULL))) {
+        s->nodes++;
+        for (int i = 0; i < e->node.ngpus; i++) {
+            const gp_gpu *g = &e->node.gpus[i];
+            s->gpus++;
+            if (!g->info.healthy)
+                continue;
+            s->mem_total += g->info.mem_total;
+            s->mem_used += g->mem_used;
+            s->core_total += g->info.core_total;
+            s->core_used += g->core_used;
+        }
+    }
+    it = 0;
+    pod_rec *r;
+    while ((r = strmap_next(c->pods, &it, NULL))) {
+        if (r->a->nctrs == 0)
+            continue;   /* host-only pods: counted for CPU, not GPU pods */
+        if (r->state == GP_POD_BOUND)
+            s->pods_bound++;
+        else
+            s->pods_assumed++;
+        if (r->missing)
+            s->pods_gpu_missing++;
+    }
+    cluster_unlock(c);
+}
+
+/* ------------------------------------------------------------ inspect -- */
+
+static json_t *percent(int permille)
+{
+    return permille % 10 == 0 ? json_integer(permille / 10) : json_real(permille / 10.0);
+}
+
+static json_t *inspect_node(const node_ent *e)
+{
+    const gp_node *n = &e->node;
+    json_t *gpus = json_array();
+    for (int i = 0; i < n->ngpus; i++) {
+        const gp_gpu *g = &n->gpus[i];
+        json_t *pods = json_array();
+        for (size_t p = 0; p < e->npods; p++) {
+            const pod_rec *r = e->pods[p];
+            gp_hold holds[GP_MAX_GPUS_PER_NODE];
+            int nh = gp_assignment_holds(r->a, holds);
+            for (int h = 0; h < nh; h++) {
+                if (hold_pos(n, r, holds[h].index) != i)
+                    continue;
+                json_t *po = json_object();
+                json_object_set_new(po, "namespace", json_string(r->ns));
+                json_object_set_new(po, "name", json_string(r->name));
+                json_object_set_new(po, "uid", json_string(r->uid));
+                json_object_set_new(po, "state",
+                                    json_string(r->state == GP_POD_BOUND ? "bound" : "assumed"));
+                static const char *const phases[] = {[GP_PHASE_IN_FLIGHT] = "in-flight",
+                                                     [GP_PHASE_ACCEPTED] = "accepted",
+                                                     [GP_PHASE_UNKNOWN] = "unknown"};
+                if (r->state == GP_POD_ASSUMED)
+                    json_object_set_new(po, "binding", json_string(phases[r->phase]));
+                json_object_set_new(po, "policy", json_string(r->policy));
+                json_object_set_new(po, "memMiB", json_integer(holds[h].mem_mib));
+                json_object_set_new(po, "corePercent", percent(holds[h].core));
+                json_array_append_new(pods, po);
+            }
+        }
+        json_t *go = json_object();
+        json_object_set_new(go, "index", json_integer(g->info.index));
+        json_object_set_new(go, "uuid", json_string(g->info.uuid));
+        json_object_set_new(go, "model", json_string(g->info.model));
+        json_object_set_new(go, "healthy", json_boolean(g->info.healthy));
+        json_object_set_new(go, "memoryMiB",
+                            json_pack("{s:I,s:I}", "used", (json_int_t)g->mem_used, "total",
+                                      (json_int_t)g->info.mem_total));
+        json_object_set_new(go, "corePercent",
+                            json_pack("{s:o,s:o}", "used", percent(g->core_used), "total",
+                                      percent(g->info.core_total)));
+        json_object_set_new(go, "pods", pods);
+        json_array_append_new(gpus, go);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(n->name));
+    json_object_set_new(o, "source", json_string(n->source));
+    json_object_set_new(o, "gpus", gpus);
+    /* holds whose GPU is gone: counted nowhere, shown here */
+    json_t *missing = NULL;
+    for (size_t p = 0; p < e->npods; p++) {
+        const pod_rec *r = e->pods[p];
+        if (!r->missing)
+            continue;
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int nh = gp_assignment_holds(r->a, holds);
+        for (int h = 0; h < nh; h++) {
+            if (hold_pos(n, r, holds[h].index) >= 0)
+                continue;
+            const char *uuid = "";
+            for (int k = 0; k < r->nrefs; k++)
+                if (r->refs[k].index == holds[h].index)
+                    uuid = r->refs[k].uuid;
+            if (!missing)
+                missing = json_array();
+            json_array_append_new(missing, json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "namespace", r->ns,
+                                                     "name", r->name, "uid", r->uid, "index",
+                                                     holds[h].index, "uuid", uuid, "memMiB",
+                                                     (json_int_t)holds[h].mem_mib));
+        }
+    }
+    if (missing)
+        json_object_set_new(o, "missingGPUs", missing);
+    return o;
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+    const node_ent *x = *(node_ent *const *)a, *y = *(node_ent *const *)b;
+    return strcmp(x->node.name, y->node.name);
+}
+
+json_t *cluster_inspect(gp_cluster *c, const char *node)
+{
+    json_t *out = NULL;
+    cluster_rdlock(c);
+    if (node) {
+        node_ent *e = strmap_get(c->nodes, node);
+        if (e)
+            out = json_pack("{s:o}", "node", inspect_node(e));
+        cluster_unlock(c);
+        return out;
+    }
+    size_t n = strmap_count(c->nodes), it = 0, k = 0;
+    node_ent **all = xmalloc((n ? n : 1) * sizeof *all);
+    node_ent *e;
+    while ((e = strmap_next(c->nodes, &it, NULL)))
+        all[k++] = e;
+    qsort(all, k, sizeof *all, cmp_ent);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(arr, inspect_node(all[i]));
+    free(all);
+    cluster_unlock(c);
+    return json_pack("{s:o}", "nodes", arr);
+}

@@ -1,0 +1,166 @@
+/* clusterview.c -- cluster-wide figures for operators (summary, per model). */
+#include "pack/clusterview.h"
+
+#include <string.h>
+
+#include "pack/frag.h"
+#include "lib/metrics.h"
+
+void clusterview_init(clusterview *v)
+{
+    memset(v, 0, sizeof *v);
+}
+
+static clusterview_model *model_slot(clusterview *v, const char *model)
+{
+    const char *name = model[0] ? model : "unknown";
+    for (int i = 0; i < v->nmodels; i++)
+        if (strcmp(v->models[i].model, name) == 0)
+            return &v->models[i];
+    if (v->nmodels == CLUSTERVIEW_MAX_MODELS) {
+        /* the last slot becomes "other" and takes every further model */
+        clusterview_model *o = &v->models[CLUSTERVIEW_MAX_MODELS - 1];
+        gp_strlcpy(o->model, "other", sizeof o->model);
+        return o;
+    }
+    clusterview_model *m = &v->models[v->nmodels++];
+    gp_strlcpy(m->model, name, sizeof m->model);
+    return m;
+}
+
+void clusterview_add_node(clusterview *v, const gp_node *n, const gp_shapes *shapes)
+{
+    v->nodes++;
+    for (int i = 0; i < n->ngpus; i++) {
+        const gp_gpu *g = &n->gpus[i];
+        v->gpus++;
+        if (!g->info.healthy)
+            continue;
+        clusterview_model *m = model_slot(v, g->info.model);
+        bool idle = g->mem_used == 0 && g->core_used == 0 && g->pods == 0;
+        bool full = g->mem_used >= g->info.mem_total || g->core_used >= g->info.core_total;
+        v->gpus_healthy++;
+        v->gpus_idle += idle;
+        v->gpus_full += full;
+        v->mem_total += g->info.mem_total;
+        v->mem_used += g->mem_used;
+        v->core_total += g->info.core_total;
+        v->core_used += g->core_used;
+        m->gpus++;
+        m->gpus_idle += idle;
+        m->mem_total += g->info.mem_total;
+        m->mem_used += g->mem_used;
+    }
+    /* the simulator's measure: nodes without idle share add nothing */
+    frag_view fv;
+    frag_view_of_node(n, NULL, &fv);
+    int64_t idle = frag_idle(&fv);
+    if (idle > 0) {
+        v->idle += (double)idle;
+        v->frag += frag_amount(&fv, shapes ? shapes : frag_default_shapes());
+    }
+}
+
+void clusterview_of_cluster(gp_cluster *c, const gp_shapes *shapes, clusterview *v)
+{
+    clusterview_init(v);
+    cluster_rdlock(c);
+    size_t it = 0;
+    const gp_node *n;
+    while ((n = cluster_rd_node_at(c, &it)))
+        clusterview_add_node(v, n, shapes);
+    cluster_unlock(c);
+}
+
+double clusterview_frag_ratio(const clusterview *v)
+{
+    return v->idle > 0 ? v->frag / v->idle : 0.0;
+}
+
+static json_t *used_total(int64_t used, int64_t total)
+{
+    return json_pack("{s:I,s:I}", "used", (json_int_t)used, "total", (json_int_t)total);
+}
+
+json_t *clusterview_json(const clusterview *v)
+{
+    json_t *models = json_array();
+    for (int i = 0; i < v->nmodels; i++) {
+        const clusterview_model *m = &v->models[i];
+        json_array_append_new(models, json_pack("{s:s,s:i,s:i,s:o}", "model", m->model, "gpus",
+                                                m->gpus, "gpusIdle", m->gpus_idle, "memoryMiB",
+                                                used_total(m->mem_used, m->mem_total)));
+    }
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:o,s:{s:f,s:f},s:{s:f,s:f},s:o}", "nodes",
+                     (json_int_t)v->nodes, "gpus", (json_int_t)v->gpus, "gpusHealthy",
+                     (json_int_t)v->gpus_healthy, "gpusIdle", (json_int_t)v->gpus_idle, "gpusFull",
+                     (json_int_t)v->gpus_full, "memoryMiB", used_total(v->mem_used, v->mem_total),
+                     "corePercent", "used", (double)v->core_used / 10.0, "total",
+                     (double)v->core_total / 10.0, "fragmentation", "ratio",
+                     clusterview_frag_ratio(v), "gpus", v->frag / GP_CORE_FULL, "models", models);
+}
+
+/* Model names come from node inventories: keep label values printable and
+ * free of the characters the text format escapes. */
+static void label_value(char *dst, size_t len, const char *s)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < len; s++)
+        dst[k++] = (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) ? '_' : *s;
+    dst[k] = '\0';
+}
+
+#define EMIT(...) (void)!gp_buf_printf(out, __VA_ARGS__)
+
+void clusterview_metrics(const clusterview *v, gp_buf *out)
+{
+    metrics_header(out, "gpupack_gpus_idle", "gauge", "Healthy GPUs no pod holds any part of.");
+    EMIT("gpupack_gpus_idle %zu\n", v->gpus_idle);
+    metrics_header(out, "gpupack_gpu_fragmentation_ratio", "gauge",
+                   "Share of idle GPU capacity that typical pods cannot use (the simulator's "
+                   "fragmentation measure).");
+    EMIT("gpupack_gpu_fragmentation_ratio %.6f\n", clusterview_frag_ratio(v));
+    metrics_header(out, "gpupack_gpu_fragment_gpus", "gauge",
+                   "Idle GPU capacity that typical pods cannot use, in whole GPUs.");
+    EMIT("gpupack_gpu_fragment_gpus %.3f\n", v->frag / GP_CORE_FULL);
+    metrics_header(out, "gpupack_model_gpu_memory_mib", "gauge",
+                   "GPU memory of healthy GPUs by model, total and allocated.");
+    for (int i = 0; i < v->nmodels; i++) {
+        char m[GP_MODEL_MAX];
+        label_value(m, sizeof m, v->models[i].model);
+        EMIT("gpupack_model_gpu_memory_mib{model=\"%s\",kind=\"total\"} %lld\n"
+             "gpupack_model_gpu_memory_mib{model=\"%s\",kind=\"used\"} %lld\n",
+             m, (long long)v->models[i].mem_total, m, (long long)v->models[i].mem_used);
+    }
+    metrics_header(out, "gpupack_model_gpus", "gauge", "Healthy GPUs by model, idle or in use.");
+    for (int i = 0; i < v->nmodels; i++) {
+        char m[GP_MODEL_MAX];
+        label_value(m, sizeof m, v->models[i].model);
+        EMIT("gpupack_model_gpus{model=\"%s\",state=\"idle\"} %d\n"
+             "gpupack_model_gpus{model=\"%s\",state=\"used\"} %d\n",
+             m, v->models[i].gpus_idle, m, v->models[i].gpus - v->models[i].gpus_idle);
+    }
+}
+
+void clusterview_node_metrics(gp_cluster *c, gp_buf *out)
+{
+    metrics_header(out, "gpupack_node_gpu_memory_mib", "gauge",
+                   "GPU memory of a node's healthy GPUs, total and allocated.");
+    cluster_rdlock(c);
+    size_t it = 0;
+    const gp_node *n;
+    while ((n = cluster_rd_node_at(c, &it))) {
+        int64_t total = 0, used = 0;
+        for (int i = 0; i < n->ngpus; i++)
+            if (n->gpus[i].info.healthy) {
+                total += n->gpus[i].info.mem_total;
+                used += n->gpus[i].mem_used;
+            }
+        char name[GP_NAME_MAX];
+        label_value(name, sizeof name, n->name);
+        EMIT("gpupack_node_gpu_memory_mib{node=\"%s\",kind=\"total\"} %lld\n"
+             "gpupack_node_gpu_memory_mib{node=\"%s\",kind=\"used\"} %lld\n",
+             name, (long long)total, name, (long long)used);
+    }
+    cluster_unlock(c);
+}

@@ -1,0 +1,549 @@
+/* placement.c -- fitting one pod onto one node's GPUs; strategies as tables. */
+#include "pack/placement.h"
+
+#include "pack/frag.h"   /* fragmentation-aware and baseline strategy rows */
+#include "pack/frag_la.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct gp_place_ctx {
+    const gp_node *node;
+    const gp_place_opts *opts;
+    int64_t base_mem[GP_MAX_GPUS_PER_NODE];   /* free before this pod */
+    int base_core[GP_MAX_GPUS_PER_NODE];
+    int64_t reg_mem[GP_MAX_GPUS_PER_NODE];    /* this pod's regular containers */
+    int reg_core[GP_MAX_GPUS_PER_NODE];
+    int64_t init_mem[GP_MAX_GPUS_PER_NODE];   /* this pod's largest init container */
+    int init_core[GP_MAX_GPUS_PER_NODE];
+    bool touched[GP_MAX_GPUS_PER_NODE];
+    bool allowed[GP_MAX_GPUS_PER_NODE];       /* healthy and of an allowed model */
+    bool init_phase;
+};
+
+/* ---------------------------------------------------------------- ctx -- */
+
+static int64_t hold_mem(const gp_place_ctx *x, int pos)
+{
+    return x->reg_mem[pos] > x->init_mem[pos] ? x->reg_mem[pos] : x->init_mem[pos];
+}
+
+static int hold_core(const gp_place_ctx *x, int pos)
+{
+    return x->reg_core[pos] > x->init_core[pos] ? x->reg_core[pos] : x->init_core[pos];
+}
+
+const gp_node *place_ctx_node(const gp_place_ctx *ctx)
+{
+    return ctx->node;
+}
+
+int64_t place_ctx_mem_free(const gp_place_ctx *ctx, int pos)
+{
+    return ctx->base_mem[pos] - hold_mem(ctx, pos);
+}
+
+int place_ctx_core_free(const gp_place_ctx *ctx, int pos)
+{
+    return ctx->base_core[pos] - hold_core(ctx, pos);
+}
+
+int place_ctx_pods(const gp_place_ctx *ctx, int pos)
+{
+    return ctx->node->gpus[pos].pods + (ctx->touched[pos] ? 1 : 0);
+}
+
+const gp_place_opts *place_ctx_opts(const gp_place_ctx *ctx)
+{
+    return ctx->opts;
+}
+
+static int64_t alloc_mem(const gp_gpu *g, const gp_place_opts *o)
+{
+    int64_t a = g->info.mem_total - o->reserve_mem_mib;
+    return a > 0 ? a : 0;
+}
+
+static void weights(const gp_place_opts *o, double *wm, double *wc)
+{
+    *wm = o->w_mem;
+    *wc = o->w_core;
+    if (*wm <= 0 && *wc <= 0)
+        *wm = *wc = 1.0;
+}
+
+double placement_gpu_util(const gp_gpu *g, int64_t mem_add, int core_add, const gp_place_opts *o)
+{
+    double wm, wc;
+    weights(o, &wm, &wc);
+    int64_t am = alloc_mem(g, o);
+    double fm = am > 0 ? (double)(g->mem_used + mem_add) / (double)am : 1.0;
+    double fc = g->info.core_total > 0 ? (double)(g->core_used + core_add) / g->info.core_total : 1.0;
+    return (wm * fm + wc * fc) / (wm + wc);
+}
+
+/* ------------------------------------------------------ GPU strategies -- */
+
+/* Leftover after placing, as a weighted fraction: the tightest GPU wins. */
+static double cost_best_fit(const gp_place_ctx *x, int pos, const gp_ctr_req *r)
+{
+    const gp_gpu *g = &x->node->gpus[pos];
+    double wm, wc;
+    weights(x->opts, &wm, &wc);
+    int64_t am = alloc_mem(g, x->opts);
+    int64_t need = gp_ctr_mem_on(r, am);
+    double lm = am > 0 ? (double)(place_ctx_mem_free(x, pos) - need) / (double)am : 0;
+    double lc = (double)(place_ctx_core_free(x, pos) - r->core) / GP_CORE_FULL;
+    return (wm * lm + wc * lc) / (wm + wc);
+}
+
+/* Most-used GPU first (fills GPUs that already host pods). */
+static double cost_binpack(const gp_place_ctx *x, int pos, const gp_ctr_req *r)
+{
+    const gp_gpu *g = &x->node->gpus[pos];
+    int64_t held = hold_mem(x, pos);
+    return -placement_gpu_util(g, held, hold_core(x, pos), x->opts);
+}
+
+/* Least-used GPU first (isolation, latency). */
+static double cost_spread(const gp_place_ctx *x, int pos, const gp_ctr_req *r)
+{
+    return -cost_binpack(x, pos, r);
+}
+
+/* Lowest device index that fits. */
+static double cost_first_fit(const gp_place_ctx *x, int pos, const gp_ctr_req *r)
+{
+    return 0.0;
+}
+
+static const gp_gpu_strategy gpu_strategies[] = {
+    {"best-fit", "the GPU left with the least free memory and compute", cost_best_fit, false},
+    {"binpack", "the most used GPU that fits", cost_binpack, false},
+    {"spread", "the least used GPU that fits", cost_spread, false},
+    {"first-fit", "the lowest device index that fits", cost_first_fit, false},
+    {"fragmentation-aware",
+     "the GPU whose use leaves the node least fragmented for the typical task shapes (FGD)",
+     frag_gpu_cost_fgd, false},
+    {"random", "a pseudo-random GPU that fits, stable per container and node", frag_gpu_cost_random,
+     true},
+    /* more GPU strategies: add rows here */
+};
+
+/* ----------------------------------------------------- node strategies -- */
+
+/* Weighted utilisation of the node's healthy GPUs after the placement. */
+static double node_util_after(const gp_node *n, const gp_assignment *a, const gp_place_opts *o)
+{
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(a, holds);
+    double sum = 0;
+    int count = 0;
+    for (int i = 0; i < n->ngpus; i++) {
+        const gp_gpu *g = &n->gpus[i];
+        if (!g->info.healthy)
+            continue;
+        int64_t am = 0;
+        int ac = 0;
+        for (int h = 0; h < nh; h++) {
+            if (holds[h].index == g->info.index) {
+                am = holds[h].mem_mib;
+                ac = holds[h].core;
+            }
+        }
+        sum += placement_gpu_util(g, am, ac, o);
+        count++;
+    }
+    return count ? sum / count : 0.0;
+}
+
+static double score_binpack(const gp_node *n, const gp_pod_req *r, const gp_assignment *a,
+                            const gp_place_opts *o)
+{
+    return node_util_after(n, a, o);
+}
+
+static double score_spread(const gp_node *n, const gp_pod_req *r, const gp_assignment *a,
+                           const gp_place_opts *o)
+{
+    return -node_util_after(n, a, o);
+}
+
+static const gp_node_strategy node_strategies[] = {
+    {"binpack", "the node whose GPUs are most used after placement", score_binpack},
+    {"spread", "the node whose GPUs are least used after placement", score_spread},
+    {"fragmentation-aware",
+     "the node whose expected fragmentation for the typical task shapes drops most (FGD)",
+     frag_node_score_fgd},
+    {"fragmentation-aware-bestfit",
+     "fragmentation-aware, near-ties broken towards the fuller node", frag_node_score_fgd_bestfit},
+    {"fragmentation-aware-lookahead",
+     "fragmentation-aware-bestfit, also counting the fragment the next typical pod would leave",
+     frag_node_score_lookahead},
+    {"best-fit", "the node left with the least free GPU share and CPU", frag_node_score_best_fit},
+    {"random", "all fitting nodes score alike; the scheduler's tie-breaking picks",
+     frag_node_score_none},
+    /* more node strategies: add rows here */
+};
+
+/* --------------------------------------------------------------- tables -- */
+
+#define NGPU_STRATEGIES GP_ARRAY_LEN(gpu_strategies)
+#define NNODE_STRATEGIES GP_ARRAY_LEN(node_strategies)
+static const char *gpu_names[NGPU_STRATEGIES + 1];
+static const char *node_names[NNODE_STRATEGIES + 1];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_init(void)
+{
+    for (size_t i = 0; i < NGPU_STRATEGIES; i++)
+        gpu_names[i] = gpu_strategies[i].name;
+    for (size_t i = 0; i < NNODE_STRATEGIES; i++)
+        node_names[i] = node_strategies[i].name;
+}
+
+const gp_gpu_strategy *placement_gpu_strategy(const char *name)
+{
+    for (size_t i = 0; i < NGPU_STRATEGIES; i++)
+        if (strcmp(gpu_strategies[i].name, name) == 0)
+            return &gpu_strategies[i];
+    return NULL;
+}
+
+const gp_node_strategy *placement_node_strategy(const char *name)
+{
+    for (size_t i = 0; i < NNODE_STRATEGIES; i++)
+        if (strcmp(node_strategies[i].name, name) == 0)
+            return &node_strategies[i];
+    return NULL;
+}
+
+const char *const *placement_gpu_strategy_names(void)
+{
+    pthread_once(&names_once, names_init);
+    return gpu_names;
+}
+
+const char *const *placement_node_strategy_names(void)
+{
+    pthread_once(&names_once, names_init);
+    return node_names;
+}
+
+void placement_default_opts(gp_place_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->gpu = &gpu_strategies[0];
+    o->node = &node_strategies[0];
+    o->w_mem = 1.0;
+    o->w_core = 1.0;
+}
+
+/* ------------------------------------------------------------- fitting -- */
+
+/* Touches only the node's GPUs: the arrays are sized for the largest node,
+ * and clearing all of them per node dominated filter time on big clusters. */
+static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req,
+                     const gp_place_opts *o, bool empty)
+{
+    x->node = node;
+    x->opts = o;
+    x->init_phase = false;
+    bool any_models = req->models[0] || o->models[0];
+    for (int i = 0; i < node->ngpus; i++) {
+        const gp_gpu *g = &node->gpus[i];
+        x->base_mem[i] = alloc_mem(g, o) - (empty ? 0 : g->mem_used);
+        x->base_core[i] = g->info.core_total - (empty ? 0 : g->core_used);
+        x->reg_mem[i] = x->init_mem[i] = 0;
+        x->reg_core[i] = x->init_core[i] = 0;
+        x->touched[i] = false;
+        x->allowed[i] = g->info.healthy &&
+                        (!any_models || (gp_model_allowed(req->models, g->info.model) &&
+                                         gp_model_allowed(o->models, g->info.model)));
+    }
+}
+
+static bool gpu_fits(const gp_place_ctx *x, int pos, const gp_ctr_req *r, bool empty)
+{
+    if (!x->allowed[pos])
+        return false;
+    const gp_gpu *g = &x->node->gpus[pos];
+    int64_t need = gp_ctr_mem_on(r, alloc_mem(g, x->opts));
+    if (r->init) {
+        /* an init container runs alone: it only competes with other pods */
+        if (need > x->base_mem[pos] || r->core > x->base_core[pos])
+            return false;
+    } else if (need > x->base_mem[pos] - x->reg_mem[pos] ||
+               r->core > x->base_core[pos] - x->reg_core[pos]) {
+        return false;
+    }
+    int max = x->opts->max_pods_per_gpu;
+    if (max > 0 && !x->touched[pos] && (empty ? 0 : g->pods) >= max)
+        return false;
+    return true;
+}
+
+typedef struct cand {
+    int pos;
+    double cost;
+} cand;
+
+static void sort_cands(cand *c, int n)
+{
+    /* insertion sort: n <= 64, and stable on device order for equal costs */
+    for (int i = 1; i < n; i++) {
+        cand v = c[i];
+        int j = i - 1;
+        while (j >= 0 && c[j].cost > v.cost) {
+            c[j + 1] = c[j];
+            j--;
+        }
+        c[j + 1] = v;
+    }
+}
+
+static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp_ctr_req *r,
+                          char *out, size_t len)
+{
+    const gp_node *n = x->node;
+    int allowed = 0, mem_ok = 0, both_ok = 0, unhealthy = 0, full_pods = 0;
+    int64_t best_mem = -1, best_alloc = 0;
+    int best_core = -1;
+    for (int i = 0; i < n->ngpus; i++) {
+        if (!n->gpus[i].info.healthy)
+            unhealthy++;
+        if (!x->allowed[i])
+            continue;
+        allowed++;
+        int64_t am = alloc_mem(&n->gpus[i], x->opts);
+        int64_t need = gp_ctr_mem_on(r, am);
+        int64_t fm = r->init ? x->base_mem[i] : x->base_mem[i] - x->reg_mem[i];
+        int fc = r->init ? x->base_core[i] : x->base_core[i] - x->reg_core[i];
+        if (fm > best_mem)
+            best_mem = fm;
+        if (am > best_alloc)
+            best_alloc = am;
+        if (fm >= need) {
+            mem_ok++;
+            if (fc > best_core)
+                best_core = fc;
+            if (fc >= r->core) {
+                both_ok++;
+                int max = x->opts->max_pods_per_gpu;
+                if (max > 0 && !x->touched[i] && n->gpus[i].pods >= max)
+                    full_pods++;
+            }
+        }
+    }
+    const char *what = r->init ? "init container" : "container";
+    int64_t need0 = r->mem_mib > 0 ? r->mem_mib : gp_ctr_mem_on(r, best_alloc);
+    if (n->ngpus == 0) {
+        snprintf(out, len, "node has no GPUs known to gpupack");
+    } else if (allowed == 0 && unhealthy == n->ngpus) {
+        snprintf(out, len, "all %d GPUs of the node are unhealthy", n->ngpus);
+    } else if (allowed == 0) {
+        const char *models = req->models[0] ? req->models : x->opts->models;
+        snprintf(out, len, "no healthy GPU of model %.100s on node (node has %.63s)", models,
+                 n->gpus[0].info.model[0] ? n->gpus[0].info.model : "GPUs of unknown model");
+    } else if (allowed < r->count) {
+        snprintf(out, len, "%s %s needs %d GPUs, node has %d usable", what, r->name, r->count,
+                 allowed);
+    } else if (mem_ok < r->count) {
+        if (r->count == 1)
+            snprintf(out, len, "largest free GPU has %lld MiB, %s %s needs %lld MiB per GPU",
+                     (long long)(best_mem < 0 ? 0 : best_mem), what, r->name, (long long)need0);
+        else
+            snprintf(out, len, "%d GPUs have %lld MiB free, %s %s needs %d of them", mem_ok,
+                     (long long)need0, what, r->name, r->count);
+    } else if (both_ok < r->count) {
+        if (r->count == 1)
+            snprintf(out, len,
+                     "most free compute on a GPU with enough memory is %d.%d%%, %s %s needs "
+                     "%d.%d%%",
+                     best_core / 10, best_core % 10, what, r->name, r->core / 10, r->core % 10);
+        else
+            snprintf(out, len, "%d GPUs have %lld MiB and %d.%d%% compute free, %s %s needs %d",
+                     both_ok, (long long)need0, r->core / 10, r->core % 10, what, r->name,
+                     r->count);
+    } else if (full_pods > 0) {
+        snprintf(out, len, "GPUs with room already host the policy's maximum of %d pods",
+                 x->opts->max_pods_per_gpu);
+    } else {
+        snprintf(out, len, "containers of the pod do not fit together on the node's GPUs");
+    }
+}
+
+/* Places all containers on the tentative state x. Returns 0 or the index+1 of
+ * the container that failed. */
+static int fit_all(gp_place_ctx *x, const gp_pod_req *req, gp_assignment *out, bool empty)
+{
+    const gp_gpu_strategy *gs = x->opts->gpu ? x->opts->gpu : &gpu_strategies[0];
+    /* out is filled as containers are placed; it is not cleared whole (it is
+     * ~5 KiB and this runs once per node per request) */
+    out->nctrs = 0;
+    gp_strlcpy(out->node, x->node->name, sizeof out->node);
+    /* regular containers first, then init containers, whatever the input order */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int c = 0; c < req->nctrs; c++) {
+            const gp_ctr_req *r = &req->ctrs[c];
+            if (r->init != (pass == 1))
+                continue;
+            x->init_phase = r->init;
+            cand cands[GP_MAX_GPUS_PER_NODE];
+            int nc = 0;
+            for (int i = 0; i < x->node->ngpus; i++) {
+                if (gpu_fits(x, i, r, empty))
+                    cands[nc++] = (cand){i, gs->cost(x, i, r)};
+            }
+            if (nc < r->count || r->count > GP_MAX_GPUS_PER_CTR)
+                return c + 1;
+            sort_cands(cands, nc);
+            gp_ctr_assign *ca = &out->ctrs[out->nctrs++];
+            gp_strlcpy(ca->name, r->name, sizeof ca->name);
+            ca->init = r->init;
+            ca->ngpus = r->count;
+            for (int k = 0; k < r->count; k++) {
+                int pos = cands[k].pos;
+                const gp_gpu *g = &x->node->gpus[pos];
+                int64_t need = gp_ctr_mem_on(r, alloc_mem(g, x->opts));
+                ca->gpus[k] = (gp_gpu_grant){g->info.index, need, r->core};
+                x->touched[pos] = true;
+                if (r->init) {
+                    if (need > x->init_mem[pos])
+                        x->init_mem[pos] = need;
+                    if (r->core > x->init_core[pos])
+                        x->init_core[pos] = r->core;
+                } else {
+                    x->reg_mem[pos] += need;
+                    x->reg_core[pos] += r->core;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int placement_fit(const gp_node *node, const gp_pod_req *req, const gp_place_opts *opts,
+                  gp_assignment *out, gp_fit_fail *why)
+{
+    gp_place_ctx x;
+    ctx_init(&x, node, req, opts, false);
+    int failed = fit_all(&x, req, out, false);
+    if (!failed)
+        return 0;
+    if (why) {
+        const gp_ctr_req *r = &req->ctrs[failed - 1];
+        describe_fail(&x, req, r, why->reason, sizeof why->reason);
+        /* could it fit if every GPU of the node were free? */
+        gp_place_ctx empty;
+        gp_assignment scratch;
+        ctx_init(&empty, node, req, opts, true);
+        int f2 = node->ngpus == 0 ? 0 : fit_all(&empty, req, &scratch, true);
+        why->unresolvable = node->ngpus == 0 || f2 != 0;
+        if (f2) {
+            /* describe the container that fails on the empty node */
+            char msg[200];
+            describe_fail(&empty, req, &req->ctrs[f2 - 1], msg, sizeof msg);
+            snprintf(why->reason, sizeof why->reason, "%s even with all GPUs free", msg);
+        }
+    }
+    return -1;
+}
+
+double placement_node_score(const gp_node *node, const gp_pod_req *req, const gp_assignment *a,
+                            const gp_place_opts *opts)
+{
+    const gp_node_strategy *ns = opts->node ? opts->node : &node_strategies[0];
+    return ns->score(node, req, a, opts);
+}
+
+void placement_normalize(const double *raw, int n, int *scores)
+{
+    if (n <= 0)
+        return;
+    double lo = raw[0], hi = raw[0];
+    for (int i = 1; i < n; i++) {
+        if (raw[i] < lo)
+            lo = raw[i];
+        if (raw[i] > hi)
+            hi = raw[i];
+    }
+    for (int i = 0; i < n; i++) {
+        if (hi - lo < 1e-12)
+            scores[i] = 10;
+        else
+            scores[i] = (int)lround(10.0 * (raw[i] - lo) / (hi - lo));
+    }
+}
+
+bool placement_same_state(const gp_node *a, const gp_node *b)
+{
+    if (a->ngpus != b->ngpus || a->cpu_alloc_milli != b->cpu_alloc_milli ||
+        a->cpu_used_milli != b->cpu_used_milli || a->host_mem_alloc_mib != b->host_mem_alloc_mib ||
+        a->host_mem_used_mib != b->host_mem_used_mib)
+        return false;
+    for (int i = 0; i < a->ngpus; i++) {
+        const gp_gpu *x = &a->gpus[i], *y = &b->gpus[i];
+        if (x->mem_used != y->mem_used || x->core_used != y->core_used || x->pods != y->pods ||
+            x->info.mem_total != y->info.mem_total || x->info.core_total != y->info.core_total ||
+            x->info.index != y->info.index || x->info.healthy != y->info.healthy ||
+            strcmp(x->info.model, y->info.model) != 0)
+            return false;
+    }
+    return true;
+}
+
+uint64_t placement_state_hash(const gp_node *n)
+{
+    /* FNV-1a over whole values rather than bytes: fewer steps, and the
+     * splitmix finaliser below makes up for the weaker mixing */
+    uint64_t h = GP_FNV_OFFSET;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * GP_FNV_PRIME)
+    MIX(n->ngpus);
+    MIX(n->cpu_alloc_milli);
+    MIX(n->cpu_used_milli);
+    MIX(n->host_mem_alloc_mib);
+    MIX(n->host_mem_used_mib);
+    for (int i = 0; i < n->ngpus; i++) {
+        const gp_gpu *g = &n->gpus[i];
+        MIX(g->mem_used);
+        MIX(g->core_used);
+        MIX(g->pods);
+        MIX(g->info.mem_total);
+        MIX(g->info.core_total);
+        MIX(g->info.index);
+        MIX(g->info.healthy);
+        for (const char *m = g->info.model; *m; m++)
+            MIX((unsigned char)*m);
+        MIX(0xff);
+    }
+#undef MIX
+    /* finalise (splitmix64): FNV alone mixes the high bits poorly */
+    h ^= h >> 30;
+    h *= UINT64_C(0xbf58476d1ce4e5b9);
+    h ^= h >> 27;
+    h *= UINT64_C(0x94d049bb133111eb);
+    h ^= h >> 31;
+    return h ? h : 1;   /* 0 means "not kept" */
+}
+
+int placement_apply(gp_node *node, const gp_assignment *a, int sign)
+{
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(a, holds);
+    int pos[GP_MAX_GPUS_PER_NODE];
+    for (int h = 0; h < nh; h++) {
+        pos[h] = gp_node_gpu_pos(node, holds[h].index);
+        if (pos[h] < 0)
+            return -1;
+    }
+    for (int h = 0; h < nh; h++) {
+        gp_gpu *g = &node->gpus[pos[h]];
+        g->mem_used += sign * holds[h].mem_mib;
+        g->core_used += sign * holds[h].core;
+        g->pods += sign;
+    }
+    return 0;
+}

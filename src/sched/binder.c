@@ -1,0 +1,198 @@
+/* binder.c -- bind in live mode: one POST of a Binding that carries the pod's annotations. */
+#include "sched/binder.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/annotations.h"
+#include "lib/log.h"
+
+static char *pod_path(const gp_bind_call *call, const char *suffix)
+{
+    char *ns = kube_escape(call->ns), *name = kube_escape(call->name);
+    char *p = xasprintf("/api/v1/namespaces/%s/pods/%s%s", ns, name, suffix);
+    free(ns);
+    free(name);
+    return p;
+}
+
+/* Does the pod carry call->assign (any assignment is fine for a plain Binding)? */
+static bool carries_ours(const json_t *annotations, const gp_bind_call *call)
+{
+    if (!call->assign)
+        return true;
+    gp_assignment *a = xmalloc(sizeof *a);   /* ~7 KiB: bind threads have small stacks */
+    gp_err err;
+    /* the unit only matters for aliyun-only annotations, which gpupack never writes alone */
+    bool same = annotations_decode(annotations, call->node, 1024, a, &err) == 1 &&
+                gp_assignment_equal(a, call->assign);
+    free(a);
+    return same;
+}
+
+/* What a pod object says about our Binding. When it is still our pod (same
+ * uid), unbound and not being deleted, *fresh_rv gets its resourceVersion
+ * (a Binding may be tried again on that state); else it is left "". */
+static gp_bind_outcome judge_pod(const json_t *pod, const gp_bind_call *call, char *fresh_rv,
+                                 size_t rvlen, gp_err *err)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const char *uid = json_string_value(json_object_get(md, "uid"));
+    const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+    fresh_rv[0] = '\0';
+    const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+    if (call->uid && *call->uid && (!uid || strcmp(uid, call->uid) != 0)) {
+        gp_fail(err, "pod %s/%s now has uid %s, not %s", call->ns, call->name, uid ? uid : "(none)",
+                call->uid);
+        return GP_BIND_REFUSED;
+    }
+    if (!node || !*node) {
+        if (json_object_get(md, "deletionTimestamp")) {
+            gp_fail(err, "pod %s/%s is being deleted", call->ns, call->name);
+        } else {
+            gp_fail(err, "pod %s/%s is not bound", call->ns, call->name);
+            if (rv && strlen(rv) < rvlen)
+                gp_strlcpy(fresh_rv, rv, rvlen);
+        }
+        return GP_BIND_REFUSED;
+    }
+    if (strcmp(node, call->node) != 0) {
+        gp_fail(err, "pod %s/%s is bound to node %s", call->ns, call->name, node);
+        return GP_BIND_REFUSED;
+    }
+    if (!carries_ours(json_object_get(md, "annotations"), call)) {
+        gp_fail(err, "pod %s/%s is bound to node %s with another GPU assignment", call->ns,
+                call->name, node);
+        return GP_BIND_REFUSED;
+    }
+    return GP_BIND_BOUND;
+}
+
+static gp_bind_outcome check_pod(gp_kube *k, const gp_bind_call *call, double timeout_s,
+                                 char *fresh_rv, size_t rvlen, gp_err *err)
+{
+    gp_bind_outcome out = GP_BIND_UNKNOWN;
+    fresh_rv[0] = '\0';
+    char *path = pod_path(call, "");
+    gp_kube_resp resp;
+    gp_err e;
+    char msg[300];
+    if (kube_request(k, "GET", path, NULL, NULL, timeout_s, NULL, &resp, &e) < 0) {
+        gp_fail(err, "GET pod %s/%s: %s", call->ns, call->name, e.msg);
+    } else if (resp.status == 404) {
+        gp_fail(err, "pod %s/%s is gone", call->ns, call->name);
+        out = GP_BIND_REFUSED;
+    } else if (resp.status != 200) {
+        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
+        gp_fail(err, "GET pod %s/%s: HTTP %ld: %s", call->ns, call->name, resp.status, msg);
+    } else {
+        json_t *pod = json_loadb(resp.body.data, resp.body.len, 0, NULL);
+        if (json_is_object(pod))
+            out = judge_pod(pod, call, fresh_rv, rvlen, err);
+        else
+            gp_fail(err, "GET pod %s/%s: the answer is not a JSON object", call->ns, call->name);
+        json_decref(pod);
+    }
+    kube_resp_free(&resp);
+    free(path);
+    return out;
+}
+
+gp_bind_outcome binder_check(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *err)
+{
+    char rv[64];
+    return check_pod(k, call, timeout_s, rv, sizeof rv, err);
+}
+
+static char *binding_body(const gp_bind_call *call, const char *rv)
+{
+    json_t *b = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
+                          "Binding", "metadata", "name", call->name, "namespace", call->ns, "target",
+                          "apiVersion", "v1", "kind", "Node", "name", call->node);
+    if (!b)
+        abort();   /* only strings the extender validated */
+    json_t *md = json_object_get(b, "metadata");
+    /* kube-apiserver wipes metadata.uid of a created object (Binding
+     * included), so the uid alone is no precondition: resourceVersion is, and
+     * a pod deleted and re-created under the name has another one */
+    if (call->uid && *call->uid)
+        json_object_set_new(md, "uid", json_string(call->uid));
+    if (rv && *rv)
+        json_object_set_new(md, "resourceVersion", json_string(rv));
+    if (call->annotations)
+        json_object_set(md, "annotations", (json_t *)call->annotations);
+    char *s = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    if (!s)
+        abort();
+    return s;
+}
+
+/* One POST of the Binding with `rv` as precondition. Returns the outcome;
+ * for a 409 not settled as ours, *fresh_rv tells whether one more try on the
+ * pod's current state makes sense. */
+static gp_bind_outcome post_binding(gp_kube *k, const gp_bind_call *call, const char *rv,
+                                    double timeout_s, char *fresh_rv, size_t rvlen, gp_err *err)
+{
+    gp_bind_outcome out;
+    char *path = pod_path(call, "/binding");
+    char *body = binding_body(call, rv);
+    gp_kube_resp resp;
+    char msg[300];
+    gp_err e;
+    fresh_rv[0] = '\0';
+    if (kube_request(k, "POST", path, "application/json", body, timeout_s, NULL, &resp, &e) < 0) {
+        gp_fail(err, "POST binding of pod %s/%s to node %s: %s", call->ns, call->name, call->node,
+                e.msg);
+        out = GP_BIND_UNKNOWN;
+        goto done;
+    }
+    if (resp.status == 201 || resp.status == 200) {
+        out = GP_BIND_BOUND;
+        goto done;
+    }
+    kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
+    gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP %ld: %s", call->ns, call->name,
+            call->node, resp.status, msg);
+    if (resp.status >= 500) {
+        out = GP_BIND_UNKNOWN;
+    } else if (resp.status == 409) {
+        /* refused this time; an earlier attempt of ours may have landed */
+        gp_err why;
+        out = check_pod(k, call, timeout_s, fresh_rv, rvlen, &why);
+        if (out == GP_BIND_BOUND)
+            LOG_INFO("bind %s/%s: already bound to %s with these GPUs (a retried bind)", call->ns,
+                     call->name, call->node);
+        else if (out == GP_BIND_UNKNOWN)
+            gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP 409: %s; then %s", call->ns,
+                    call->name, call->node, msg, why.msg);
+        else
+            gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP 409: %s (%s)", call->ns,
+                    call->name, call->node, msg, why.msg);
+        /* the same state again: no point in a second try */
+        if (rv && strcmp(fresh_rv, rv) == 0)
+            fresh_rv[0] = '\0';
+    } else {
+        out = GP_BIND_REFUSED;
+    }
+done:
+    kube_resp_free(&resp);
+    free(body);
+    free(path);
+    return out;
+}
+
+gp_bind_outcome binder_bind(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *err)
+{
+    char fresh[64];
+    gp_bind_outcome out = post_binding(k, call, call->rv, timeout_s, fresh, sizeof fresh, err);
+    if (out == GP_BIND_REFUSED && fresh[0]) {
+        /* the pod changed since bind decided (a status or label update), it is
+         * still the same pod (uid), unbound: bind it as it is now, once */
+        LOG_DEBUG("bind %s/%s: pod changed (resourceVersion %s -> %s), binding again", call->ns,
+                  call->name, call->rv ? call->rv : "-", fresh);
+        out = post_binding(k, call, fresh, timeout_s, fresh, sizeof fresh, err);
+    }
+    return out;
+}

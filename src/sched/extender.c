@@ -1,0 +1,994 @@
+/* extender.c -- kube-scheduler extender verbs: decoded request -> decision. */
+#include "sched/extender.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/annotations.h"
+#include "sched/webhook.h"
+#include "lib/extargs.h"
+#include "lib/jsonw.h"
+#include "lib/log.h"
+#include "model/podreq.h"
+#include "lib/strmap.h"
+#include "lib/workq.h"
+
+#define MAX_NODES_PER_REQUEST 100000
+#define EVAL_MAX_WORKERS 4
+#define EVAL_PARALLEL_MIN 1024    /* below this many nodes one thread is faster */
+#define MAX_ANSWER_BYTES (256u << 20)   /* an answer past this is a bug, not a request */
+
+typedef struct pending {
+    json_t *pod;        /* trimmed copy: metadata + container resources */
+    double at;          /* monotonic seconds */
+} pending;
+
+struct gp_extender {
+    gp_cluster *c;
+    gp_extender_config cfg;
+    gp_policy_set *fallback;    /* used when cfg.policies is NULL */
+    pthread_mutex_t mu;         /* guards pending */
+    strmap *pending;            /* uid -> pending */
+    atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
+    int eval_threads;           /* threads evaluating one large node list */
+    gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
+};
+
+gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
+{
+    gp_extender *e = xcalloc(1, sizeof *e);
+    e->c = c;
+    if (cfg)
+        e->cfg = *cfg;
+    if (!e->cfg.pending_max)
+        e->cfg.pending_max = 10000;
+    if (e->cfg.pending_ttl_s <= 0)
+        e->cfg.pending_ttl_s = 600;
+    if (!e->cfg.policies)
+        e->fallback = policy_set_default();
+    pthread_mutex_init(&e->mu, NULL);
+    e->pending = strmap_new();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
+    if (e->cfg.binder) {
+        gp_err err;
+        e->binds = workq_new(e->cfg.bind_threads > 0 ? e->cfg.bind_threads : 16, "bind threads",
+                             &err);
+        if (!e->binds)
+            abort();   /* no thread at all: the process cannot serve */
+    }
+    return e;
+}
+
+static void pending_free(pending *p)
+{
+    if (p) {
+        json_decref(p->pod);
+        free(p);
+    }
+}
+
+void extender_free(gp_extender *e)
+{
+    if (!e)
+        return;
+    workq_free(e->binds);   /* finishes the binds in flight first */
+    size_t it = 0;
+    pending *p;
+    while ((p = strmap_next(e->pending, &it, NULL)))
+        pending_free(p);
+    strmap_free(e->pending);
+    pthread_mutex_destroy(&e->mu);
+    policy_set_unref(e->fallback);
+    free(e);
+}
+
+void extender_stats(gp_extender *e, gp_extender_stats *out)
+{
+    out->filter = atomic_load(&e->n_filter);
+    out->prioritize = atomic_load(&e->n_prioritize);
+    out->bind = atomic_load(&e->n_bind);
+    out->bind_errors = atomic_load(&e->n_bind_errors);
+    out->bad_requests = atomic_load(&e->n_bad);
+}
+
+static gp_policy_set *policies_get(gp_extender *e)
+{
+    if (e->cfg.policies)
+        return e->cfg.policies(e->cfg.policies_ud);
+    policy_set_ref(e->fallback);
+    return e->fallback;
+}
+
+/* {"Error": msg} as owned text. */
+static char *error_body(const char *msg)
+{
+    gp_buf b;
+    gp_buf_init(&b, MAX_ANSWER_BYTES);
+    if (jsonw_raw(&b, "{\"Error\":") || jsonw_str(&b, msg) || jsonw_raw(&b, "}"))
+        abort();
+    return b.data;
+}
+
+static int bad_request(gp_extender *e, char **out, const char *fmt, ...) GP_PRINTF(3, 4);
+static int bad_request(gp_extender *e, char **out, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    atomic_fetch_add(&e->n_bad, 1);
+    *out = error_body(msg);
+    return 400;
+}
+
+/* ------------------------------------------------------ pending pods -- */
+
+/* Keeps what bind needs of a pod: metadata and container resources. */
+static json_t *trim_pod(const json_t *pod)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    json_t *tmd = json_object();
+    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels"};
+    for (size_t i = 0; i < GP_ARRAY_LEN(mkeys); i++) {
+        json_t *v = json_object_get(md, mkeys[i]);
+        if (v)
+            json_object_set(tmd, mkeys[i], v);
+    }
+    json_t *ann = json_object_get(md, "annotations");
+    if (json_is_object(ann)) {
+        json_t *tann = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(ann, k, v) {
+            if (strncmp(k, "gpupack.io/", 11) == 0)
+                json_object_set(tann, k, v);
+        }
+        json_object_set_new(tmd, "annotations", tann);
+    }
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *tspec = json_object();
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < GP_ARRAY_LEN(lists); l++) {
+        json_t *arr = json_object_get(spec, lists[l]);
+        if (!json_is_array(arr))
+            continue;
+        json_t *tarr = json_array();
+        size_t i;
+        json_t *c;
+        json_array_foreach(arr, i, c) {
+            json_t *tc = json_object();
+            json_t *name = json_object_get(c, "name");
+            json_t *res = json_object_get(c, "resources");
+            if (name)
+                json_object_set(tc, "name", name);
+            if (res)
+                json_object_set(tc, "resources", res);
+            json_t *env = json_object_get(c, "env");   /* the webhook check at bind */
+            if (env)
+                json_object_set(tc, "env", env);
+            json_array_append_new(tarr, tc);
+        }
+        json_object_set_new(tspec, lists[l], tarr);
+    }
+    return json_pack("{s:o,s:o}", "metadata", tmd, "spec", tspec);
+}
+
+static void pending_evict_locked(gp_extender *e, double now)
+{
+    pending *victims[64];
+    const char *keys[64];
+    for (;;) {
+        size_t n = 0, it = 0;
+        const char *k;
+        pending *p, *oldest = NULL;
+        const char *oldest_key = NULL;
+        while (n < GP_ARRAY_LEN(victims) && (p = strmap_next(e->pending, &it, &k))) {
+            if (now - p->at > e->cfg.pending_ttl_s) {
+                victims[n] = p;
+                keys[n++] = k;
+            } else if (!oldest || p->at < oldest->at) {
+                oldest = p;
+                oldest_key = k;
+            }
+        }
+        if (n == 0 && strmap_count(e->pending) >= e->cfg.pending_max && oldest) {
+            victims[n] = oldest;
+            keys[n++] = oldest_key;
+        }
+        if (n == 0)
+            return;
+        for (size_t i = 0; i < n; i++) {
+            char key[GP_UID_MAX];
+            gp_strlcpy(key, keys[i], sizeof key);
+            strmap_del(e->pending, key);
+            pending_free(victims[i]);
+        }
+        if (strmap_count(e->pending) < e->cfg.pending_max)
+            return;
+    }
+}
+
+static void remember(gp_extender *e, const json_t *pod, const char *uid)
+{
+    if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
+        return;
+    pending *p = xcalloc(1, sizeof *p);
+    p->pod = trim_pod(pod);
+    p->at = gp_mono_s();
+    pthread_mutex_lock(&e->mu);
+    if (strmap_count(e->pending) >= e->cfg.pending_max)
+        pending_evict_locked(e, p->at);
+    pending_free(strmap_put(e->pending, uid, p));
+    pthread_mutex_unlock(&e->mu);
+}
+
+static json_t *recall(gp_extender *e, const char *uid)
+{
+    pthread_mutex_lock(&e->mu);
+    pending *p = strmap_get(e->pending, uid);
+    json_t *pod = p ? json_incref(p->pod) : NULL;
+    pthread_mutex_unlock(&e->mu);
+    return pod;
+}
+
+void extender_note_pod(gp_extender *e, const json_t *pod)
+{
+    const json_t *uid = json_object_get(json_object_get(pod, "metadata"), "uid");
+    if (json_is_string(uid))
+        remember(e, pod, json_string_value(uid));
+}
+
+/* ------------------------------------------------------ request parts -- */
+
+gp_policy_set *extender_policies(gp_extender *e)
+{
+    return policies_get(e);
+}
+
+/* The pod's request under the policy that governs it. Returns 0, or -1 with
+ * a message (the pod cannot be scheduled by gpupack as it stands). */
+int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+                         gp_policy_view *view, gp_err *err)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const json_t *ns = json_object_get(md, "namespace");
+    const json_t *ask = json_object_get(json_object_get(md, "annotations"), "gpupack.io/policy");
+    if (policy_select(set, json_is_string(ns) ? json_string_value(ns) : "default",
+                      podreq_labels(pod), json_is_string(ask) ? json_string_value(ask) : NULL,
+                      time(NULL), view, err))
+        return -1;
+    return podreq_decode(pod, &view->names, req, err);
+}
+
+/* The nodes of a request: names from NodeNames, or from
+ * Nodes.items[].metadata.name (then items are echoed back). */
+typedef struct node_list {
+    const char **names;     /* n pointers, into the request's storage */
+    bool own_names;         /* the array (not the strings) is ours to free */
+    const json_t *items;    /* Nodes.items (NULL when empty) */
+    bool nodes_mode;        /* the request sent Nodes: answer with Nodes */
+    size_t n;
+} node_list;
+
+static const char *node_list_name(const node_list *nl, size_t i)
+{
+    return nl->names[i];
+}
+
+/* A decoded ExtenderArgs: by the fast scanner when the body is in the plain
+ * form, else by jansson; the rest of the code does not care which. */
+typedef struct verb_args {
+    json_t *root;           /* jansson path: the whole body */
+    gp_extargs fast;        /* fast path */
+    const json_t *pod;
+    node_list nl;
+} verb_args;
+
+static void verb_args_free(verb_args *va)
+{
+    if (va->nl.own_names)
+        free(va->nl.names);
+    extargs_free(&va->fast);
+    json_decref(va->root);
+}
+
+static int node_list_from(verb_args *va, const json_t *names, const json_t *nodes, char *msg,
+                          size_t len)
+{
+    node_list *nl = &va->nl;
+    if (va->fast.has_names) {
+        nl->names = va->fast.names;
+        nl->n = va->fast.nnames;
+    } else if (names && !json_is_null(names)) {
+        if (!json_is_array(names)) {
+            snprintf(msg, len, "NodeNames must be an array of node names");
+            return -1;
+        }
+        nl->n = json_array_size(names);
+    } else if (nodes && !json_is_null(nodes)) {
+        const json_t *items = json_object_get(nodes, "items");
+        if (!json_is_object(nodes) || !(json_is_array(items) || json_is_null(items) || !items)) {
+            snprintf(msg, len, "Nodes must be a NodeList object with an items array");
+            return -1;
+        }
+        nl->items = json_is_array(items) ? items : NULL;
+        nl->n = nl->items ? json_array_size(items) : 0;
+        nl->nodes_mode = true;
+    } else {
+        snprintf(msg, len, "request has neither NodeNames nor Nodes");
+        return -1;
+    }
+    if (nl->n > MAX_NODES_PER_REQUEST) {
+        snprintf(msg, len, "more than %d nodes in one request", MAX_NODES_PER_REQUEST);
+        return -1;
+    }
+    if (!nl->names) {
+        nl->names = xmalloc((nl->n ? nl->n : 1) * sizeof *nl->names);
+        nl->own_names = true;
+        for (size_t i = 0; i < nl->n; i++) {
+            const json_t *v = nl->nodes_mode ? json_object_get(json_object_get(json_array_get(nl->items, i),
+                                                                          "metadata"),
+                                                          "name")
+                                        : json_array_get(names, i);
+            nl->names[i] = json_string_value(v);   /* NULL when not a string */
+        }
+    }
+    for (size_t i = 0; i < nl->n; i++) {
+        const char *v = nl->names[i];
+        size_t l = v ? strlen(v) : 0;
+        if (l == 0 || l >= GP_NAME_MAX) {
+            snprintf(msg, len, "%s[%zu] is not a node name", nl->nodes_mode ? "Nodes.items" : "NodeNames",
+                     i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Decodes a filter/prioritize body. Returns 0, or 400 with *out set. */
+static int verb_args_decode(gp_extender *e, const char *body, size_t len, verb_args *va, char **out)
+{
+    memset(va, 0, sizeof *va);
+    const json_t *names = NULL, *nodes = NULL;
+    if (extargs_scan(body, len, MAX_NODES_PER_REQUEST, &va->fast) == 0) {
+        va->pod = va->fast.pod;
+        nodes = va->fast.nodes;
+    } else {
+        json_error_t je;
+        va->root = json_loadb(body, len, 0, &je);
+        if (!va->root)
+            return bad_request(e, out, "request body is not valid JSON (line %d, column %d): %s",
+                               je.line, je.column, je.text);
+        if (!json_is_object(va->root))
+            return bad_request(e, out, "request body must be a JSON object");
+        va->pod = json_object_get(va->root, "Pod");
+        names = json_object_get(va->root, "NodeNames");
+        nodes = json_object_get(va->root, "Nodes");
+    }
+    if (!json_is_object(va->pod))
+        return bad_request(e, out, "Pod must be a Pod object");
+    char msg[256];
+    if (node_list_from(va, names, nodes, msg, sizeof msg))
+        return bad_request(e, out, "%s", msg);
+    return 0;
+}
+
+static int parse_args(gp_extender *e, const char *body, size_t len, json_t **args, char **out)
+{
+    json_error_t je;
+    *args = json_loadb(body, len, 0, &je);
+    if (!*args)
+        return bad_request(e, out, "request body is not valid JSON (line %d, column %d): %s",
+                           je.line, je.column, je.text);
+    if (!json_is_object(*args)) {
+        json_decref(*args);
+        *args = NULL;
+        return bad_request(e, out, "request body must be a JSON object");
+    }
+    return 0;
+}
+
+/* Evaluates every node for the pod under the read lock. Reasons for nodes
+ * that do not fit go to one arena (a few per request), not into per-node
+ * fixed buffers: per-node state stays small for 5,000-node requests. */
+typedef struct verdict {
+    bool fits;
+    bool unresolvable;
+    unsigned char arena;    /* which worker's arena holds the reason */
+    unsigned reason;        /* offset into that arena */
+    double raw;             /* node score, when asked for */
+    bool unknown;           /* host-only pod, node not in the store: passes, unranked */
+} verdict;
+
+typedef struct verdicts {
+    verdict *v;
+    gp_buf reasons[EVAL_MAX_WORKERS];   /* one per worker: no shared writes */
+} verdicts;
+
+static void verdicts_init(verdicts *vs, size_t n)
+{
+    vs->v = xmalloc((n ? n : 1) * sizeof *vs->v);
+    for (int w = 0; w < EVAL_MAX_WORKERS; w++) {
+        gp_buf_init(&vs->reasons[w], (size_t)1 << 30);
+        (void)!gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
+    }
+}
+
+static void verdicts_free(verdicts *vs)
+{
+    free(vs->v);
+    for (int w = 0; w < EVAL_MAX_WORKERS; w++)
+        gp_buf_free(&vs->reasons[w]);
+}
+
+static void set_reason_w(verdicts *vs, int arena, size_t i, const char *fmt, ...) GP_PRINTF(4, 5);
+static void set_reason_w(verdicts *vs, int arena, size_t i, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof msg)
+        n = sizeof msg - 1;
+    gp_buf *b = &vs->reasons[arena];
+    size_t off = b->len;
+    if (off > 0xffffffffu || gp_buf_append(b, msg, (size_t)n + 1))
+        off = 0;
+    vs->v[i].arena = (unsigned char)arena;
+    vs->v[i].reason = (unsigned)off;
+}
+
+#define set_reason(vs, i, ...) set_reason_w(vs, 0, i, __VA_ARGS__)
+
+static const char *reason_of(const verdicts *vs, size_t i)
+{
+    return vs->reasons[vs->v[i].arena].data + vs->v[i].reason;
+}
+
+/* One slice of the node list, evaluated by one thread. */
+typedef struct eval_job {
+    gp_extender *e;
+    const gp_pod_req *req;
+    const gp_policy_view *view;
+    const node_list *nl;
+    bool want_scores;
+    verdicts *vs;
+    int arena;
+    size_t from, to;
+} eval_job;
+
+/* Within one request, nodes in the same state get the same verdict: a
+ * small table from state to the first such node's verdict (state compared in
+ * full, the hash only finds candidates). Clusters are mostly made of a few
+ * kinds of machine, many of them empty or full. */
+#define MEMO_SLOTS 4096
+
+typedef struct memo_slot {
+    uint64_t hash;
+    const gp_node *rep;     /* NULL = empty slot */
+    size_t idx;             /* whose verdict to copy */
+} memo_slot;
+
+/* kept: the store maintains node->state_hash; equal fingerprints are then
+ * taken as equal states without reading the GPUs again (a 64-bit collision
+ * among a few thousand states is ~1e-12 likely, and bind re-checks the fit
+ * under the store's lock, so it could not over-commit a GPU). */
+static size_t memo_find(memo_slot *m, const gp_node *node, uint64_t h, bool kept, bool *found)
+{
+    size_t i = h & (MEMO_SLOTS - 1);
+    for (size_t probes = 0; probes < 16; probes++, i = (i + 1) & (MEMO_SLOTS - 1)) {
+        if (!m[i].rep) {
+            *found = false;
+            return i;
+        }
+        if (m[i].hash == h && (kept || placement_same_state(m[i].rep, node))) {
+            *found = true;
+            return i;
+        }
+    }
+    *found = false;
+    return MEMO_SLOTS;   /* crowded: evaluate without memo */
+}
+
+/* Evaluates nodes [from, to). The caller holds the store's read lock. */
+static void *eval_range(void *arg)
+{
+    eval_job *j = arg;
+    const gp_policy_view *view = j->view;
+    const gp_pod_req *req = j->req;
+    /* a verdict may be shared when it depends on the node's state alone */
+    bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
+    memo_slot *memo = memo_ok && j->to - j->from > 8 ? xcalloc(MEMO_SLOTS, sizeof *memo) : NULL;
+    for (size_t i = j->from; i < j->to; i++) {
+        const char *name = node_list_name(j->nl, i);
+        const gp_node *node = cluster_rd_node(j->e->c, name);
+        verdict *v = &j->vs->v[i];
+        *v = (verdict){0};
+        if (!node && req->nctrs == 0) {
+            v->fits = v->unknown = true;   /* nothing of gpupack's to check there */
+            continue;
+        }
+        if (!node) {
+            v->unresolvable = true;
+            set_reason_w(j->vs, j->arena, i, "node is not known to gpupack (no GPU inventory seen)");
+            continue;
+        }
+        size_t slot = MEMO_SLOTS;
+        uint64_t h = 0;
+        if (memo) {
+            bool found;
+            bool kept = node->state_hash != 0;
+            h = kept ? node->state_hash : placement_state_hash(node);
+            slot = memo_find(memo, node, h, kept, &found);
+            if (found) {
+                *v = j->vs->v[memo[slot].idx];
+                continue;
+            }
+        }
+        gp_assignment a;
+        gp_fit_fail why;
+        if (placement_fit(node, req, &view->place, &a, &why)) {
+            v->unresolvable = why.unresolvable;
+            set_reason_w(j->vs, j->arena, i, "%s", why.reason);
+        } else {
+            char why_ns[200];
+            if (cluster_rd_ns_share_check(j->e->c, node, req->ns, &a, view->ns_share_cap, why_ns,
+                                          sizeof why_ns))
+                set_reason_w(j->vs, j->arena, i, "%s (policy %.60s)", why_ns, view->name);
+            else
+                v->fits = true;
+        }
+        if (v->fits && j->want_scores)
+            v->raw = placement_node_score(node, req, &a, &view->place);
+        if (slot < MEMO_SLOTS)
+            memo[slot] = (memo_slot){h, node, i};
+    }
+    free(memo);
+    return NULL;
+}
+
+/* Evaluates every node for the pod under the read lock; large lists are
+ * split across threads (the store is read-only meanwhile, and every thread
+ * writes its own slice of verdicts and its own reason arena). */
+static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
+                     const node_list *nl, bool want_scores, verdicts *vs)
+{
+    int workers = 1;
+    if (nl->n >= EVAL_PARALLEL_MIN)
+        workers = e->eval_threads;
+    eval_job jobs[EVAL_MAX_WORKERS];
+    pthread_t th[EVAL_MAX_WORKERS];
+    bool started[EVAL_MAX_WORKERS] = {false};
+    cluster_rdlock(e->c);
+    for (int w = 0; w < workers; w++) {
+        jobs[w] = (eval_job){e, req, view, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
+                             nl->n * (size_t)(w + 1) / (size_t)workers};
+        if (w > 0)
+            started[w] = pthread_create(&th[w], NULL, eval_range, &jobs[w]) == 0;
+    }
+    eval_range(&jobs[0]);
+    for (int w = 1; w < workers; w++) {
+        if (started[w])
+            pthread_join(th[w], NULL);
+        else
+            eval_range(&jobs[w]);   /* no thread to be had: do it here */
+    }
+    cluster_unlock(e->c);
+}
+
+/* --------------------------------------------------------------- verbs -- */
+
+/* The filter answer, written directly: 5,000-node answers are built per
+ * request, and an object tree plus serialisation cost more than the fitting. */
+static char *filter_answer(const node_list *nl, const verdicts *vs)
+{
+    gp_buf b;
+    gp_buf_init(&b, MAX_ANSWER_BYTES);
+    int rc = 0;
+    if (!nl->nodes_mode) {
+        rc |= jsonw_raw(&b, "{\"NodeNames\":[");
+        bool first = true;
+        for (size_t i = 0; i < nl->n; i++) {
+            if (!vs->v[i].fits)
+                continue;
+            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i));
+            first = false;
+        }
+        rc |= jsonw_raw(&b, "],\"Nodes\":null");
+    } else {
+        rc |= jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
+        bool first = true;
+        for (size_t i = 0; i < nl->n; i++) {
+            if (!vs->v[i].fits)
+                continue;
+            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_value(&b, json_array_get(nl->items, i));
+            first = false;
+        }
+        rc |= jsonw_raw(&b, "]},\"NodeNames\":null");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
+        bool first = true;
+        for (size_t i = 0; i < nl->n; i++) {
+            if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
+                continue;
+            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
+                  jsonw_raw(&b, ":") | jsonw_str(&b, reason_of(vs, i));
+            first = false;
+        }
+        rc |= jsonw_raw(&b, "}");
+    }
+    rc |= jsonw_raw(&b, ",\"Error\":\"\"}");
+    if (rc)
+        abort();   /* MAX_ANSWER_BYTES is far above any answer MAX_NODES_PER_REQUEST allows */
+    return b.data;
+}
+
+typedef enum { ASSESSED, BAD_POD } assess_result;
+
+/* The half filter and prioritize share: the pod's request under the policy
+ * that governs it, remembered for bind, and every node evaluated (with node
+ * scores when `scores` or the policy decides in filter). The policy set is
+ * released before returning: only the view's plain fields (name,
+ * decide_in_filter) may be read afterwards. */
+static assess_result assess(gp_extender *e, const verb_args *va, bool scores, verdicts *vs,
+                            gp_policy_view *view, gp_err *err)
+{
+    for (size_t i = 0; i < va->nl.n; i++)
+        vs->v[i] = (verdict){0};
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    assess_result r = ASSESSED;
+    if (extender_pod_request(e, va->pod, set, &req, view, err)) {
+        r = BAD_POD;
+    } else {
+        /* pods without GPU containers too: where their CPU and memory go
+         * decides what GPU pods can still use (fragmentation-aware policies
+         * weigh it; docs/simulator.md) */
+        remember(e, va->pod, req.uid);
+        if (!scores)
+            cluster_unreserve(e->c, req.uid);   /* filter decides afresh */
+        evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
+    }
+    policy_set_unref(set);
+    return r;
+}
+
+/* nodeDecision: filter, some nodes tied best: keep the first of them in
+ * kube-scheduler's order (it starts each search where the last one stopped)
+ * and reserve the pod's GPUs and CPU there at once, so the next pod's filter
+ * sees them before this pod's bind arrives (kube-scheduler binds
+ * asynchronously). If no reservation can be made (a bind raced us), every
+ * tied node stays and bind re-checks the fit. */
+static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs,
+                        const gp_policy_view *view)
+{
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view v2;
+    gp_err err;
+    size_t chosen = nl->n;
+    if (extender_pod_request(e, va->pod, set, &req, &v2, &err) == 0) {
+        for (size_t i = 0; i < nl->n && chosen == nl->n; i++) {
+            gp_assignment a;
+            if (vs->v[i].fits && !vs->v[i].unknown &&
+                cluster_reserve(e->c, node_list_name(nl, i), &req, &v2.place, v2.ns_share_cap, v2.name,
+                                GP_RESERVE_TTL_S, &a, &err) == 0)
+                chosen = i;
+        }
+    }
+    policy_set_unref(set);
+    for (size_t i = 0; chosen < nl->n && i < nl->n; i++)
+        if (i != chosen && vs->v[i].fits) {
+            vs->v[i].fits = false;
+            set_reason(vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
+                       view->name);
+        }
+}
+
+int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
+{
+    atomic_fetch_add(&e->n_filter, 1);
+    verb_args va;
+    int status = verb_args_decode(e, body, len, &va, out);
+    if (status)
+        goto done;
+    const node_list *nl = &va.nl;
+    gp_policy_view view;
+    gp_err err;
+    verdicts vs;
+    verdicts_init(&vs, nl->n);
+    verdict *v = vs.v;
+    assess_result r = assess(e, &va, false, &vs, &view, &err);
+    if (r == BAD_POD) {
+        /* the pod cannot be scheduled as it stands: say why on every node */
+        for (size_t i = 0; i < nl->n; i++) {
+            v[i].unresolvable = true;
+            set_reason(&vs, i, "%s", err.msg);
+        }
+    } else if (r == ASSESSED && view.decide_in_filter) {
+        double best = 0;
+        bool any = false;
+        for (size_t i = 0; i < nl->n; i++)
+            if (v[i].fits && !v[i].unknown && (!any || v[i].raw > best)) {
+                best = v[i].raw;
+                any = true;
+            }
+        for (size_t i = 0; i < nl->n; i++)
+            if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12)) {
+                v[i].fits = false;
+                set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
+                           view.name);
+            }
+        if (any)
+            reserve_one(e, &va, nl, &vs, &view);
+    }
+    *out = filter_answer(nl, &vs);
+    verdicts_free(&vs);
+    status = 200;
+done:
+    verb_args_free(&va);
+    return status;
+}
+
+int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out)
+{
+    atomic_fetch_add(&e->n_prioritize, 1);
+    verb_args va;
+    int status = verb_args_decode(e, body, len, &va, out);
+    if (status)
+        goto done;
+    const node_list *nl = &va.nl;
+    gp_policy_view view;
+    gp_err err;
+    verdicts vs;
+    verdicts_init(&vs, nl->n);
+    verdict *v = vs.v;
+    int *scores = xcalloc(nl->n ? nl->n : 1, sizeof *scores);
+    if (assess(e, &va, true, &vs, &view, &err) == ASSESSED) {
+        /* normalise over the nodes that fit; the others score 0 */
+        double *raw = xcalloc(nl->n ? nl->n : 1, sizeof *raw);
+        int *sc = xcalloc(nl->n ? nl->n : 1, sizeof *sc);
+        size_t k = 0;
+        for (size_t i = 0; i < nl->n; i++)
+            if (v[i].fits && !v[i].unknown)
+                raw[k++] = v[i].raw;
+        placement_normalize(raw, (int)k, sc);
+        k = 0;
+        for (size_t i = 0; i < nl->n; i++)
+            scores[i] = v[i].fits && !v[i].unknown ? sc[k++] : 0;
+        free(raw);
+        free(sc);
+    }
+    gp_buf b;
+    gp_buf_init(&b, MAX_ANSWER_BYTES);
+    int rc = jsonw_raw(&b, "[");
+    for (size_t i = 0; i < nl->n; i++) {
+        char score[32];
+        snprintf(score, sizeof score, ",\"Score\":%d}", scores[i]);
+        rc |= jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":") |
+              jsonw_str(&b, node_list_name(nl, i)) | jsonw_raw(&b, score);
+    }
+    rc |= jsonw_raw(&b, "]");
+    if (rc)
+        abort();   /* see filter_answer */
+    verdicts_free(&vs);
+    free(scores);
+    *out = b.data;
+    status = 200;
+done:
+    verb_args_free(&va);
+    return status;
+}
+
+static int bind_field(const json_t *args, const char *key, size_t max, const char **out)
+{
+    const json_t *v = json_object_get(args, key);
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= max)
+        return -1;
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* One bind waiting on the API server (owned by the bind thread once queued). */
+typedef struct bind_job {
+    gp_extender *e;
+    char ns[GP_NAME_MAX], name[GP_NAME_MAX], uid[GP_UID_MAX], node[GP_NAME_MAX];
+    char policy[GP_NAME_MAX];
+    char rv[64];            /* "" = unknown */
+    json_t *ann;
+    gp_bind_done_fn done;
+    void *ud;
+    bool host_only;         /* the pod asks no GPUs: a plain Binding */
+    gp_assignment a;        /* last member (large) */
+} bind_job;
+
+static void log_bound(const char *ns, const char *name, const char *node, const gp_assignment *a,
+                      const char *policy)
+{
+    char gpus[256];
+    size_t off = 0;
+    gpus[0] = '\0';
+    for (int c = 0; c < a->nctrs && off < sizeof gpus - 32; c++)
+        for (int g = 0; g < a->ctrs[c].ngpus && off < sizeof gpus - 32; g++)
+            off += (size_t)snprintf(gpus + off, sizeof gpus - off, "%s%.20s:%d", off ? " " : "",
+                                    a->ctrs[c].name, a->ctrs[c].gpus[g].index);
+    /* the pending request stays until its TTL: a retried bind is idempotent */
+    LOG_INFO("bind %s/%s -> %s gpus [%s] policy %s", ns, name, node, gpus, policy);
+}
+
+static char *bind_failed(gp_extender *e, const char *ns, const char *name, const char *node,
+                         const char *msg)
+{
+    atomic_fetch_add(&e->n_bind_errors, 1);
+    LOG_WARN("bind %s/%s -> %s: %s", ns, name, node, msg);
+    return error_body(msg);
+}
+
+/* On a bind thread: the Binding, its outcome into the store, the answer. */
+static void bind_run(void *arg)
+{
+    bind_job *j = arg;
+    gp_extender *e = j->e;
+    gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->rv[0] ? j->rv : NULL, j->ann,
+                         j->host_only ? NULL : &j->a, j->policy};
+    gp_err err;
+    gp_bind_outcome o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
+    cluster_bind_outcome(e->c, j->uid, o);
+    char *out;
+    if (o == GP_BIND_BOUND) {
+        log_bound(j->ns, j->name, j->node, &j->a, j->policy);
+        out = error_body("");
+    } else {
+        /* kube-scheduler forgets the pod on any Error and retries it unless
+         * its informer already shows it bound: right for UNKNOWN too, since
+         * the GPUs stay assumed here until a GET or the watch settles it */
+        char msg[1200];
+        snprintf(msg, sizeof msg, "binding pod %.200s/%.200s to %.200s %s: %.600s", j->ns, j->name,
+                 j->node, o == GP_BIND_REFUSED ? "refused" : "outcome unknown (GPUs kept until settled)",
+                 err.msg);
+        out = bind_failed(e, j->ns, j->name, j->node, msg);
+    }
+    json_decref(j->ann);
+    gp_bind_done_fn done = j->done;
+    void *ud = j->ud;
+    free(j);
+    done(ud, 200, out);
+}
+
+int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_done_fn done,
+                        void *ud, char **out)
+{
+    atomic_fetch_add(&e->n_bind, 1);
+    json_t *args;
+    int status = parse_args(e, body, len, &args, out);
+    if (status)
+        return status;
+    const char *name, *ns, *uid, *node;
+    if (bind_field(args, "PodName", GP_NAME_MAX, &name) ||
+        bind_field(args, "PodNamespace", GP_NAME_MAX, &ns) ||
+        bind_field(args, "PodUID", GP_UID_MAX, &uid) || bind_field(args, "Node", GP_NAME_MAX, &node)) {
+        status = bad_request(e, out,
+                             "bind needs PodName, PodNamespace, PodUID and Node as non-empty strings");
+        goto done;
+    }
+    status = 200;
+    char msg[1200];
+    msg[0] = '\0';
+    json_t *pod = recall(e, uid);
+    gp_policy_set *set = policies_get(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_err err;
+    bind_job *j = xcalloc(1, sizeof *j);
+    if (!pod) {
+        snprintf(msg, sizeof msg,
+                 "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
+                 ns, name, uid);
+    } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
+        snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
+    } else if (req.nctrs == 0) {
+        /* a pod that asks no GPUs: its CPU and memory are recorded on the node
+         * (when gpupack knows the node) so the next decisions see them, then a
+         * plain Binding (no annotations) goes out like any other */
+        j->host_only = true;
+        j->ann = json_object();   /* no annotations to write: a plain Binding */
+        if (cluster_place_and_assume(e->c, node, &req, &view.place, 0, view.name,
+                                     e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err))
+            j->a.nctrs = 0;   /* a node gpupack does not know: nothing to record */
+    } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
+        snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
+    } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.ns_share_cap, view.name,
+                                        e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err)) {
+        snprintf(msg, sizeof msg, "%s", err.msg);
+    } else if (e->binds) {
+        cluster_rdlock(e->c);
+        const gp_node *n = cluster_rd_node(e->c, node);
+        if (n) {
+            j->ann = annotations_build(&j->a, n, req.profile, view.names.aliyun_unit_mib,
+                                       view.name, gp_now_ns());
+            annotations_add_containers(j->ann, pod, &j->a, n, &view.names);
+        }
+        cluster_unlock(e->c);
+        if (!j->ann) {
+            cluster_forget(e->c, uid);
+            snprintf(msg, sizeof msg, "node %.200s disappeared during bind", node);
+        }
+    }
+    policy_set_unref(set);
+    if (msg[0]) {
+        *out = bind_failed(e, ns, name, node, msg);
+        free(j);
+    } else if (!e->binds) {
+        log_bound(ns, name, node, &j->a, view.name);
+        *out = error_body("");
+        free(j);
+    } else {
+        j->e = e;
+        gp_strlcpy(j->ns, ns, sizeof j->ns);
+        gp_strlcpy(j->name, name, sizeof j->name);
+        gp_strlcpy(j->uid, uid, sizeof j->uid);
+        gp_strlcpy(j->node, node, sizeof j->node);
+        gp_strlcpy(j->policy, view.name, sizeof j->policy);
+        const char *rv = json_string_value(
+            json_object_get(json_object_get(pod, "metadata"), "resourceVersion"));
+        gp_strlcpy(j->rv, rv && strlen(rv) < sizeof j->rv ? rv : "", sizeof j->rv);
+        j->done = done;
+        j->ud = ud;
+        workq_push(e->binds, bind_run, j);
+        status = 0;
+    }
+    json_decref(pod);
+done:
+    json_decref(args);
+    return status;
+}
+
+/* extender_bind's rendezvous with the bind thread. */
+typedef struct bind_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int status;
+    char *out;
+} bind_wait;
+
+static void bind_wait_done(void *ud, int status, char *out)
+{
+    bind_wait *w = ud;
+    pthread_mutex_lock(&w->mu);
+    w->status = status;
+    w->out = out;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int extender_bind(gp_extender *e, const char *body, size_t len, char **out)
+{
+    bind_wait w = {.done = false};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    int status = extender_bind_start(e, body, len, bind_wait_done, &w, out);
+    if (status == 0) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        status = w.status;
+        *out = w.out;
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return status;
+}

@@ -1,0 +1,414 @@
+/* live.c -- live mode: reflectors feed the store from the API server; bind goes through it;
+ * housekeeping settles lost bind outcomes and expires binds that never reported. */
+#include "sched/live.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/binder.h"
+#include "model/k8s_obs.h"
+#include "kube/kube.h"
+#include "kube/kubeconfig.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
+#include "kube/reflector.h"
+
+#define LIVE_DEFAULT_TTL_S 120.0
+#define LIVE_DEFAULT_STALL_S 90.0
+#define LIVE_SETTLE_BATCH 64        /* UNKNOWN binds checked per housekeeping round */
+#define LIVE_DEFAULT_ALIYUN_UNIT 1024
+
+struct gp_live {
+    gp_live_config cfg;
+    gp_cluster *c;
+    gp_kube *kube;
+    _Atomic(gp_extender *) ext;
+    gp_reflector *nodes, *pods;
+    gp_kube_cancel *stop;           /* the housekeeping thread's */
+    pthread_t hk;
+    bool hk_started;
+    atomic_ulong binds, bound, refused, unknown, settled_bound, settled_released, expired, bypassed;
+    gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
+    gp_live_gate gate;              /* NULL fn: every bind may go ahead */
+    atomic_ulong binds_refused;
+};
+
+/* ------------------------------------------------------------- nodes --- */
+
+static void nodes_begin(void *ud)
+{
+    gp_live *l = ud;
+    cluster_nodes_resync_begin(l->c);
+}
+
+static void nodes_end(void *ud)
+{
+    gp_live *l = ud;
+    cluster_nodes_resync_end(l->c);
+}
+
+static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
+{
+    gp_live *l = ud;
+    char name[GP_NAME_MAX];
+    gp_inventory inv;
+    gp_err err;
+    int rc = k8s_obs_node(obj, l->cfg.aliyun_unit_mib, name, &inv, &err);
+    if (rc < 0) {
+        LOG_WARN("nodes: skipping an object: %s", err.msg);
+        return;
+    }
+    if (type == GP_WATCH_DELETED) {
+        cluster_remove_node(l->c, name);
+        return;
+    }
+    if (rc == 1) {
+        /* status heartbeats repeat MODIFIED often: say it loudly once */
+        if (listed || type == GP_WATCH_ADDED)
+            LOG_WARN("node %s: GPU inventory unusable, no GPUs offered: %s", name, err.msg);
+        else
+            LOG_DEBUG("node %s: GPU inventory unusable: %s", name, err.msg);
+    }
+    cluster_upsert_node(l->c, name, &inv);
+}
+
+/* -------------------------------------------------------------- pods --- */
+
+static void pods_begin(void *ud)
+{
+    gp_live *l = ud;
+    cluster_pods_resync_begin(l->c);
+}
+
+static void pods_end(void *ud)
+{
+    gp_live *l = ud;
+    cluster_pods_resync_end(l->c);
+}
+
+/* GPUs for a pod already bound to `node` without gpupack's bind, under the
+ * policy that governs it: 0 (fits), 1 (fits only by over-committing: chosen as
+ * if the node's GPUs were free), 2 (not a gpupack pod), -1 with a message
+ * (cannot be placed there at all). Nothing is recorded. */
+static int place_bound(gp_live *l, gp_extender *e, const json_t *pod, const char *node,
+                       gp_assignment *out, char policy[GP_NAME_MAX], gp_err *err)
+{
+    gp_policy_set *set = extender_policies(e);
+    gp_pod_req req;
+    gp_policy_view view;
+    gp_node *copy = NULL;
+    int rc = -1;
+    if (extender_pod_request(e, pod, set, &req, &view, err) < 0)
+        goto done;
+    rc = 2;
+    if (req.nctrs == 0)
+        goto done;
+    gp_strlcpy(policy, view.name, GP_NAME_MAX);
+    cluster_rdlock(l->c);
+    const gp_node *n = cluster_rd_node(l->c, node);
+    if (n) {
+        copy = xmalloc(gp_node_size(n->ngpus));
+        memcpy(copy, n, gp_node_size(n->ngpus));
+    }
+    cluster_unlock(l->c);
+    rc = -1;
+    if (!copy) {
+        gp_fail(err, "node %.200s is unknown to gpupack", node);
+        goto done;
+    }
+    rc = 0;
+    if (placement_fit(copy, &req, &view.place, out, NULL) == 0)
+        goto done;
+    for (int g = 0; g < copy->ngpus; g++) {
+        copy->gpus[g].mem_used = 0;
+        copy->gpus[g].core_used = 0;
+        copy->gpus[g].pods = 0;
+    }
+    copy->state_hash = 0;
+    gp_fit_fail why;
+    rc = 1;
+    if (placement_fit(copy, &req, &view.place, out, &why) < 0)
+        rc = gp_fail(err, "%s", why.reason);
+done:
+    free(copy);
+    policy_set_unref(set);
+    return rc;
+}
+
+/* A pod bound without gpupack's bind that asks gpupack resources (created
+ * with spec.nodeName, or bound by another scheduler): its GPUs are chosen on
+ * its node by the governing policy, even if that over-commits, so that the
+ * capacity is not handed out twice. Sets v->obs.assign for the store; a pod
+ * the store already holds keeps its GPUs, so this warns and counts once. */
+static void account_bypassed(gp_live *l, const json_t *obj, bool announce, gp_pod_view *v)
+{
+    gp_pod_state st;
+    if (cluster_pod_get(l->c, v->uid, &v->assign, &st) == 0) {
+        if (strcmp(v->assign.node, v->node) == 0)
+            v->obs.assign = &v->assign;
+        return;
+    }
+    gp_extender *e = atomic_load(&l->ext);
+    gp_err err;
+    char policy[GP_NAME_MAX];
+    int rc = e ? place_bound(l, e, obj, v->node, &v->assign, policy, &err) : 2;
+    if (rc == 2)
+        return;
+    if (rc < 0) {
+        if (announce)
+            LOG_WARN("pod %s/%s is bound to %s without gpupack and cannot be accounted there: %s",
+                     v->ns, v->name, v->node, err.msg);
+        return;
+    }
+    v->obs.assign = &v->assign;
+    gp_strlcpy(v->policy, policy, sizeof v->policy);
+    v->obs.policy = v->policy;
+    atomic_fetch_add(&l->bypassed, 1);
+    LOG_WARN("pod %s/%s is bound to %s without gpupack's bind (spec.nodeName set, or another "
+             "scheduler): accounted on its GPUs by policy %s%s", v->ns, v->name, v->node, policy,
+             rc == 1 ? "; this OVER-COMMITS the node" : "");
+}
+
+static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
+{
+    gp_live *l = ud;
+    gp_pod_view *v = xmalloc(sizeof *v);   /* ~7 KiB: keep it off small thread stacks */
+    gp_err err;
+    if (k8s_obs_pod(obj, type == GP_WATCH_DELETED, l->cfg.aliyun_unit_mib, v, &err) < 0) {
+        LOG_WARN("pods: skipping an object: %s", err.msg);
+        free(v);
+        return;
+    }
+    if (v->assign_err[0] && !v->obs.terminal)
+        LOG_WARN("pod %s/%s: ignoring its GPU annotations: %s", v->ns, v->name, v->assign_err);
+    if (!v->obs.terminal && v->node[0] && !v->obs.assign && !v->assign_err[0] && v->wants_gpu)
+        account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
+    cluster_pod_observed(l->c, &v->obs);
+    gp_extender *e = atomic_load(&l->ext);
+    if (e && v->pending)   /* every pod may reach bind (no managedResources) */
+        extender_note_pod(e, obj);
+    free(v);
+}
+
+static const gp_reflector_ops node_ops = {nodes_begin, nodes_end, nodes_apply, k8s_obs_trim_node};
+static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_obs_trim_pod};
+
+/* ------------------------------------------------------------ binder --- */
+
+static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err)
+{
+    gp_live *l = ud;
+    double timeout = GP_BINDER_TIMEOUT_S, budget = 0;
+    if (l->gate.fn) {
+        /* leader election: only the leader binds, and within its fencing budget
+         * (a bind makes up to three API calls) */
+        if (!l->gate.fn(l->gate.ud, &budget)) {
+            atomic_fetch_add(&l->binds_refused, 1);
+            gp_fail(err, "this gpupack replica does not lead (standby or fenced); "
+                         "kube-scheduler retries the pod");
+            return GP_BIND_REFUSED;   /* nothing was sent */
+        }
+        if (budget / 3 < timeout)
+            timeout = budget / 3;
+    }
+    atomic_fetch_add(&l->binds, 1);
+    double t0 = gp_mono_s();
+    gp_bind_outcome o = binder_bind(l->kube, call, timeout, err);
+    metrics_observe(&l->bind_api, gp_mono_s() - t0);
+    atomic_ulong *by[] = {[GP_BIND_BOUND] = &l->bound, [GP_BIND_REFUSED] = &l->refused,
+                          [GP_BIND_UNKNOWN] = &l->unknown};
+    atomic_fetch_add(by[o], 1);
+    if (o == GP_BIND_UNKNOWN)
+        LOG_WARN("bind %s/%s -> %s: outcome unknown, GPUs stay assumed until a GET or the watch "
+                 "settles it: %s", call->ns, call->name, call->node, err->msg);
+    return o;
+}
+
+gp_binder_fn live_binder(void)
+{
+    return live_bind;
+}
+
+void live_set_bind_gate(gp_live *l, gp_live_gate gate)
+{
+    l->gate = gate;
+}
+
+gp_kube *live_kube(gp_live *l)
+{
+    return l->kube;
+}
+
+/* ------------------------------------------------------ housekeeping --- */
+
+/* Asks the API server about binds whose outcome was lost. */
+static void settle_unknown(gp_live *l)
+{
+    gp_unsettled *u = xmalloc(LIVE_SETTLE_BATCH * sizeof *u);
+    /* give a Binding the API server is still working on time to land first */
+    size_t n = cluster_unsettled(l->c, GP_BINDER_TIMEOUT_S, u, LIVE_SETTLE_BATCH);
+    for (size_t i = 0; i < n && !kube_cancel_fired(l->stop); i++) {
+        gp_bind_call call = {u[i].ns, u[i].name, u[i].uid, u[i].a.node, NULL, NULL, &u[i].a, NULL};
+        gp_err err;
+        gp_bind_outcome o = binder_check(l->kube, &call, GP_BINDER_TIMEOUT_S, &err);
+        if (o == GP_BIND_BOUND) {
+            atomic_fetch_add(&l->settled_bound, 1);
+            LOG_INFO("bind %s/%s -> %s: settled, the Binding had landed", u[i].ns, u[i].name,
+                     u[i].a.node);
+        } else if (o == GP_BIND_REFUSED) {
+            atomic_fetch_add(&l->settled_released, 1);
+            LOG_WARN("bind %s/%s -> %s: settled, the Binding had not landed (%s); GPUs released",
+                     u[i].ns, u[i].name, u[i].a.node, err.msg);
+        } else {
+            LOG_WARN("bind %s/%s -> %s: still unsettled: %s", u[i].ns, u[i].name, u[i].a.node,
+                     err.msg);
+        }
+        cluster_bind_outcome(l->c, u[i].uid, o);
+    }
+    free(u);
+}
+
+static void *housekeeping(void *arg)
+{
+    gp_live *l = arg;
+    double period = l->cfg.assume_ttl_s / 4;
+    if (period > 1)
+        period = 1;
+    if (period < 0.05)
+        period = 0.05;
+    while (!kube_cancel_sleep(l->stop, period)) {
+        settle_unknown(l);
+        /* a silent watch may be hiding the event that would confirm a pod */
+        if (!reflector_synced(l->pods) || !reflector_healthy(l->pods, NULL, 0))
+            continue;
+        int n = cluster_expire_assumed(l->c, l->cfg.assume_ttl_s);
+        if (n > 0) {
+            atomic_fetch_add(&l->expired, (unsigned long)n);
+            LOG_WARN("released %d assumed pod(s) whose bind never reported within %.0f s", n,
+                     l->cfg.assume_ttl_s);
+        }
+    }
+    return NULL;
+}
+
+/* -------------------------------------------------------------- life --- */
+
+gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
+{
+    gp_kube_auth auth;
+    int rc = cfg->kubeconfig && *cfg->kubeconfig ? kubeconfig_load(cfg->kubeconfig, NULL, &auth, err)
+                                                  : kube_auth_incluster(NULL, &auth, err);
+    if (rc < 0)
+        return NULL;
+    gp_kube *k = kube_new(&auth, err);
+    if (!k) {
+        kube_auth_clear(&auth);
+        return NULL;
+    }
+    LOG_INFO("API server %s from %s", auth.server, auth.origin);
+    kube_auth_clear(&auth);
+    gp_live *l = xcalloc(1, sizeof *l);
+    l->cfg = *cfg;
+    l->cfg.kubeconfig = NULL;   /* not kept: the caller owns the string */
+    if (l->cfg.assume_ttl_s <= 0)
+        l->cfg.assume_ttl_s = LIVE_DEFAULT_TTL_S;
+    if (l->cfg.aliyun_unit_mib <= 0)
+        l->cfg.aliyun_unit_mib = LIVE_DEFAULT_ALIYUN_UNIT;
+    if (l->cfg.watch_stall_s <= 0)
+        l->cfg.watch_stall_s = LIVE_DEFAULT_STALL_S;
+    l->c = c;
+    l->kube = k;
+    atomic_init(&l->ext, NULL);
+    l->stop = kube_cancel_new();
+    /* A healthy API server ends each watch at timeoutSeconds (60 s) and gpupack re-watches at
+     * once; bookmarks cannot be relied on to keep an idle watch talking (kube-apiserver 1.26
+     * sent none in 200 s on an idle watch of the test kit). So a watch silent for longer
+     * than its timeout plus slack is half-open: cut and re-opened. */
+    int timeout = (int)(l->cfg.watch_stall_s * 2 / 3);
+    gp_reflector_config ncfg = {.resource = "nodes", .path = "/api/v1/nodes",
+                                .watch_timeout_s = timeout > 1 ? timeout : 1,
+                                .stall_s = l->cfg.watch_stall_s};
+    gp_reflector_config pcfg = ncfg;
+    pcfg.resource = "pods";
+    pcfg.path = "/api/v1/pods";
+    l->nodes = reflector_new(k, &ncfg, &node_ops, l);
+    l->pods = reflector_new(k, &pcfg, &pod_ops, l);
+    /* pods name nodes: list nodes first so that every hold lands on a known node */
+    reflector_set_gate(l->pods, l->nodes);
+    return l;
+}
+
+int live_start(gp_live *l, gp_extender *e, gp_err *err)
+{
+    atomic_store(&l->ext, e);
+    if (reflector_start(l->nodes, err) < 0 || reflector_start(l->pods, err) < 0)
+        return -1;
+    int rc = pthread_create(&l->hk, NULL, housekeeping, l);
+    if (rc != 0)
+        return gp_fail(err, "cannot start the housekeeping thread: %s", strerror(rc));
+    l->hk_started = true;
+    return 0;
+}
+
+bool live_ready(gp_live *l)
+{
+    return l && reflector_synced(l->nodes) && reflector_synced(l->pods);
+}
+
+bool live_stale(gp_live *l, char *why, size_t whylen)
+{
+    if (!l)
+        return true;
+    char a[256] = "", b[256] = "";
+    bool nok = reflector_healthy(l->nodes, a, sizeof a);
+    bool pok = reflector_healthy(l->pods, b, sizeof b);
+    if (nok && pok)
+        return false;
+    if (why && whylen)
+        snprintf(why, whylen, "%s%s%s", a, (!nok && !pok) ? "; " : "", b);
+    return true;
+}
+
+void live_stats(gp_live *l, gp_live_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!l)
+        return;
+    reflector_stats(l->nodes, &out->nodes);
+    reflector_stats(l->pods, &out->pods);
+    out->binds = atomic_load(&l->binds);
+    out->bound = atomic_load(&l->bound);
+    out->refused = atomic_load(&l->refused);
+    out->unknown = atomic_load(&l->unknown);
+    out->settled_bound = atomic_load(&l->settled_bound);
+    out->settled_released = atomic_load(&l->settled_released);
+    out->assumed_expired = atomic_load(&l->expired);
+    out->bypassed = atomic_load(&l->bypassed);
+    out->binds_refused = atomic_load(&l->binds_refused);
+}
+
+void live_metrics(gp_live *l, gp_buf *out)
+{
+    if (!l)
+        return;
+    metrics_header(out, "gpupack_api_bind_duration_seconds", "histogram",
+                   "Time one bind spends in its API calls (the Binding, and a GET/retry after a 409).");
+    metrics_render_histo(out, "gpupack_api_bind_duration_seconds", "", &l->bind_api);
+}
+
+void live_free(gp_live *l)
+{
+    if (!l)
+        return;
+    kube_cancel_fire(l->stop);
+    reflector_free(l->pods);
+    reflector_free(l->nodes);
+    if (l->hk_started)
+        pthread_join(l->hk, NULL);
+    kube_cancel_free(l->stop);
+    kube_free(l->kube);
+    free(l);
+}

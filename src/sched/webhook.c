@@ -1,0 +1,292 @@
+/* webhook.c -- the mutating admission webhook: AdmissionReview v1 -> JSONPatch of container env. */
+#include "sched/webhook.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/annotations.h"
+
+#define REVIEW_API "admission.k8s.io/v1"
+
+/* ------------------------------------------------------------ base64 -- */
+
+char *webhook_base64(const void *data, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    char *out = xmalloc((n + 2) / 3 * 4 + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? tab[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* ----------------------------------------------------- env injection -- */
+
+static const struct {
+    const char *key;
+    bool init;
+} ctr_lists[] = {{"containers", false}, {"initContainers", true}};
+
+/* The fieldPath a variable of this container must carry. */
+static void field_path(char *buf, size_t len, bool init, size_t index, gp_ctr_var v)
+{
+    char key[GP_CTR_KEY_MAX];
+    annotations_ctr_key(key, init, index, v);
+    snprintf(buf, len, "metadata.annotations['%s']", key);
+}
+
+static json_t *env_entry(bool init, size_t index, gp_ctr_var v)
+{
+    char fp[GP_CTR_KEY_MAX + 32];
+    field_path(fp, sizeof fp, init, index, v);
+    return json_pack("{s:s,s:{s:{s:s,s:s}}}", "name", annotations_ctr_vars[v].env, "valueFrom",
+                     "fieldRef", "apiVersion", "v1", "fieldPath", fp);
+}
+
+/* True when an env entry is the one gpupack injects (apiVersion may have
+ * been defaulted by the API server, so only the fieldPath counts). */
+static bool is_ours(const json_t *e, bool init, size_t index, gp_ctr_var v)
+{
+    char fp[GP_CTR_KEY_MAX + 32];
+    field_path(fp, sizeof fp, init, index, v);
+    const json_t *p = json_object_get(
+        json_object_get(json_object_get(e, "valueFrom"), "fieldRef"), "fieldPath");
+    return json_is_string(p) && strcmp(json_string_value(p), fp) == 0;
+}
+
+static const char *env_name(const json_t *e)
+{
+    const json_t *n = json_object_get(e, "name");
+    return json_is_string(n) ? json_string_value(n) : "";
+}
+
+static void warn(json_t *warnings, const char *fmt, ...) GP_PRINTF(2, 3);
+
+static void warn(json_t *warnings, const char *fmt, ...)
+{
+    if (!warnings)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_array_append_new(warnings, json_string(msg));
+}
+
+static void add_op(json_t *ops, const char *op, const char *path, json_t *value)
+{
+    json_array_append_new(ops, json_pack("{s:s,s:s,s:o}", "op", op, "path", path, "value", value));
+}
+
+/* The ops for one container that asks. NVIDIA_VISIBLE_DEVICES is always
+ * gpupack's (a value in the spec would bypass the packing); the limits the
+ * pod sets itself are kept (they only tighten or loosen what the container
+ * does to itself) and reported. */
+static void inject(json_t *ops, const json_t *c, const char *list, bool init, size_t index,
+                   const char *name, json_t *warnings)
+{
+    char base[64], path[96];
+    snprintf(base, sizeof base, "/spec/%s/%zu/env", list, index);
+    const json_t *env = json_object_get(c, "env");
+    if (!env || json_is_null(env)) {
+        json_t *arr = json_array();
+        for (int v = 0; v < GP_CTR_NVARS; v++)
+            json_array_append_new(arr, env_entry(init, index, (gp_ctr_var)v));
+        add_op(ops, "add", base, arr);
+        return;
+    }
+    if (!json_is_array(env)) {
+        warn(warnings, "gpupack: %s[%zu] (%s): env is not a list; no GPU variables injected",
+             list, index, name);
+        return;
+    }
+    json_t *appends = json_array();
+    for (int v = 0; v < GP_CTR_NVARS; v++) {
+        const char *var = annotations_ctr_vars[v].env;
+        bool found = false;
+        size_t k;
+        const json_t *e;
+        json_array_foreach(env, k, e) {
+            if (strcmp(env_name(e), var) != 0)
+                continue;
+            found = true;
+            if (is_ours(e, init, index, (gp_ctr_var)v))
+                continue;
+            if (v == GP_CTR_VISIBLE) {
+                snprintf(path, sizeof path, "%s/%zu", base, k);
+                add_op(ops, "replace", path, env_entry(init, index, (gp_ctr_var)v));
+                warn(warnings, "gpupack: %s[%zu] (%s): its own %s is replaced by the GPUs gpupack assigns",
+                     list, index, name, var);
+            } else {
+                warn(warnings, "gpupack: %s[%zu] (%s): keeps its own %s", list, index, name, var);
+            }
+        }
+        if (!found)
+            json_array_append_new(appends, env_entry(init, index, (gp_ctr_var)v));
+    }
+    snprintf(path, sizeof path, "%s/-", base);
+    size_t k;
+    json_t *e;
+    json_array_foreach(appends, k, e)
+        add_op(ops, "add", path, json_incref(e));
+    json_decref(appends);
+}
+
+json_t *webhook_patch(const json_t *pod, const gp_resource_names *names, json_t *warnings)
+{
+    json_t *ops = json_array();
+    gp_pod_req req;
+    gp_err err;
+    if (podreq_decode(pod, names, &req, &err)) {
+        warn(warnings, "gpupack: no GPU variables injected: %.400s", err.msg);
+        return ops;
+    }
+    if (req.nctrs == 0)
+        return ops;
+    const json_t *spec = json_object_get(pod, "spec");
+    for (size_t l = 0; l < GP_ARRAY_LEN(ctr_lists); l++) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(spec, ctr_lists[l].key), i, c) {
+            gp_ctr_req one;
+            gp_profile profile;
+            if (podreq_container(c, ctr_lists[l].key, names, &one, &profile, &err) == 1)
+                inject(ops, c, ctr_lists[l].key, ctr_lists[l].init, i, one.name, warnings);
+        }
+    }
+    return ops;
+}
+
+int webhook_check_pod(const json_t *pod, const gp_resource_names *names, gp_err *err)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    for (size_t l = 0; l < GP_ARRAY_LEN(ctr_lists); l++) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(spec, ctr_lists[l].key), i, c) {
+            gp_ctr_req one;
+            gp_profile profile;
+            gp_err e;
+            if (podreq_container(c, ctr_lists[l].key, names, &one, &profile, &e) != 1)
+                continue;
+            size_t k;
+            const json_t *ev;
+            bool ok = false;
+            json_array_foreach(json_object_get(c, "env"), k, ev)
+                ok |= strcmp(env_name(ev), annotations_ctr_vars[GP_CTR_VISIBLE].env) == 0 &&
+                      is_ours(ev, ctr_lists[l].init, i, GP_CTR_VISIBLE);
+            if (!ok)
+                return gp_fail(err,
+                               "%s[%zu] (%s) lacks the NVIDIA_VISIBLE_DEVICES the gpupack webhook "
+                               "injects (created while the webhook was down?); delete and recreate "
+                               "the pod",
+                               ctr_lists[l].key, i, one.name);
+        }
+    }
+    return 0;
+}
+
+/* --------------------------------------------------- AdmissionReview -- */
+
+static char *review(const char *uid, json_t *response)
+{
+    json_object_set_new(response, "uid", json_string(uid));
+    json_t *r = json_pack("{s:s,s:s,s:o}", "apiVersion", REVIEW_API, "kind", "AdmissionReview",
+                          "response", response);
+    char *s = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(r);
+    if (!s)
+        abort();
+    return s;
+}
+
+static int bad(char **out, const char *uid, const char *msg)
+{
+    json_t *resp = json_pack("{s:b,s:{s:i,s:s,s:s}}", "allowed", 0, "status", "code", 400,
+                             "reason", "BadRequest", "message", msg);
+    *out = review(uid, resp);
+    return 400;
+}
+
+static const char *str_at(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int webhook_review(const char *body, size_t len, const gp_resource_names *names, char **out)
+{
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    int status;
+    char msg[300];
+    if (!doc) {
+        snprintf(msg, sizeof msg, "not JSON: %s at line %d column %d", je.text, je.line,
+                 je.column);
+        return bad(out, "", msg);
+    }
+    const json_t *req = json_object_get(doc, "request");
+    const char *api = str_at(doc, "apiVersion"), *kind = str_at(doc, "kind");
+    const char *uid = str_at(req, "uid");
+    if (!json_is_object(doc) || !kind || strcmp(kind, "AdmissionReview") != 0) {
+        status = bad(out, "", "expected an object of kind AdmissionReview");
+    } else if (!api || strcmp(api, REVIEW_API) != 0) {
+        snprintf(msg, sizeof msg, "apiVersion %.60s is not served; register the webhook with "
+                 "admissionReviewVersions: [v1]", api ? api : "(missing)");
+        status = bad(out, "", msg);
+    } else if (!json_is_object(req) || !uid || !*uid || strlen(uid) > 128) {
+        status = bad(out, "", "request.uid must be a non-empty string (of at most 128 bytes)");
+    } else {
+        const json_t *rk = json_object_get(req, "kind");
+        const char *group = str_at(rk, "group"), *rkind = str_at(rk, "kind");
+        const char *op = str_at(req, "operation"), *sub = str_at(req, "subResource");
+        const json_t *pod = json_object_get(req, "object");
+        json_t *resp = json_pack("{s:b}", "allowed", 1);
+        if (!json_is_object(rk) || !rkind || !op) {
+            json_decref(resp);
+            status = bad(out, uid, "request.kind and request.operation are required");
+        } else if ((group && *group) || strcmp(rkind, "Pod") != 0 || strcmp(op, "CREATE") != 0 ||
+                   (sub && *sub)) {
+            *out = review(uid, resp);   /* not ours: allowed untouched */
+            status = 200;
+        } else if (!json_is_object(pod)) {
+            json_decref(resp);
+            status = bad(out, uid, "request.object must be the Pod being created");
+        } else {
+            json_t *warnings = json_array();
+            json_t *ops = webhook_patch(pod, names, warnings);
+            if (json_array_size(ops)) {
+                char *p = json_dumps(ops, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                if (!p)
+                    abort();
+                json_object_set_new(resp, "patchType", json_string("JSONPatch"));
+                char *b64 = webhook_base64(p, strlen(p));
+                json_object_set_new(resp, "patch", json_string(b64));
+                free(b64);
+                free(p);
+            }
+            if (json_array_size(warnings))
+                json_object_set(resp, "warnings", warnings);
+            json_decref(warnings);
+            json_decref(ops);
+            *out = review(uid, resp);
+            status = 200;
+        }
+    }
+    json_decref(doc);
+    return status;
+}

@@ -1,0 +1,1517 @@
+/* sim.c -- trace replay through gpupack's placement code: the reference protocol,
+ * the two deployment modes, and the reports of `gpupack simulate`. */
+#include "sim/sim.h"
+#include "sim/sim_plot.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/kubesim.h"
+#include "policy/policy.h"
+#include "policy/policy_store.h"
+
+/* ---------------------------------------------------------------- rng -- */
+
+/* splitmix64: small, fast, good enough to shuffle and break ties. */
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n), n > 0, without modulo bias. */
+static uint64_t rng_below(rng *r, uint64_t n)
+{
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do
+        x = rng_next(r);
+    while (x >= limit);
+    return x % n;
+}
+
+/* ------------------------------------------------------------- state -- */
+
+#define SCORE_EPS 1e-9   /* raw scores closer than this are a tie */
+
+typedef struct cache_ent {
+    uint32_t ver;        /* node version it was computed at; 0 = empty */
+    int8_t fit;
+    double raw;
+} cache_ent;
+
+/* What a placed pod holds, to release it on departure. */
+typedef struct placed {
+    int node;            /* -1 = not placed */
+    int ngpus;
+    gp_hold holds[GP_MAX_GPUS_PER_CTR];
+} placed;
+
+/* kube-scheduler's accounting of a node (NodeInfo.Requested / NonZeroRequested). */
+typedef struct kacct {
+    int64_t cpu_alloc, mem_alloc;   /* milli-CPU, MiB */
+    int64_t cpu_req, mem_req;       /* sum of pod requests */
+    int64_t cpu_nz, mem_nz;         /* same with kube's defaults for absent requests */
+} kacct;
+
+typedef struct run {
+    const sim_config *cfg;
+    kacct *ka;
+    size_t start;        /* kube mode: nextStartNodeIndex */
+    bool blind;          /* gpupack's nodes carry no CPU/memory */
+    rng r;
+    gp_node *nodes;
+    uint32_t *ver;
+    size_t nn;
+    int *cls;            /* pod row -> class (identical requests) */
+    int ncls;
+    cache_ent *cache;    /* nn x ncls */
+    bool cache_on;
+    double *raw;         /* per node scratch */
+    int *fits;           /* indices of fitting nodes */
+    int *norm;
+    int64_t cap_milli;
+    int gpus;
+    int64_t alloc_milli;
+} run;
+
+void sim_capacity(const trace_node *nodes, size_t n, int *gpus, int64_t *milli)
+{
+    int g = 0;
+    for (size_t i = 0; i < n; i++)
+        g += nodes[i].gpus;
+    *gpus = g;
+    *milli = (int64_t)g * GP_CORE_FULL;
+}
+
+/* Pods with identical requests share placement results on an unchanged node. */
+static int classify(const trace_pod *pods, size_t n, int *cls)
+{
+    typedef struct key {
+        int64_t cpu, mem;
+        int ng, milli;
+        const char *spec;
+    } key;
+    size_t cap = 256, nk = 0;
+    key *k = xmalloc(cap * sizeof *k);
+    /* open-addressing hash of keys -> class */
+    size_t hcap = 1;
+    while (hcap < 2 * n + 16)
+        hcap <<= 1;
+    int *h = xmalloc(hcap * sizeof *h);
+    for (size_t i = 0; i < hcap; i++)
+        h[i] = -1;
+    for (size_t i = 0; i < n; i++) {
+        const trace_pod *p = &pods[i];
+        uint64_t x = UINT64_C(1469598103934665603);
+        x = (x ^ (uint64_t)p->cpu_milli) * UINT64_C(1099511628211);
+        x = (x ^ (uint64_t)p->mem_mib) * UINT64_C(1099511628211);
+        x = (x ^ (uint64_t)p->num_gpu) * UINT64_C(1099511628211);
+        x = (x ^ (uint64_t)p->gpu_milli) * UINT64_C(1099511628211);
+        for (const char *s = p->gpu_spec; *s; s++)
+            x = (x ^ (unsigned char)*s) * UINT64_C(1099511628211);
+        size_t slot = (size_t)(x & (hcap - 1));
+        for (;;) {
+            int c = h[slot];
+            if (c < 0) {
+                if (nk == cap) {
+                    cap *= 2;
+                    k = xrealloc(k, cap * sizeof *k);
+                }
+                k[nk] = (key){p->cpu_milli, p->mem_mib, p->num_gpu, p->gpu_milli, p->gpu_spec};
+                h[slot] = (int)nk;
+                cls[i] = (int)nk++;
+                break;
+            }
+            if (k[c].cpu == p->cpu_milli && k[c].mem == p->mem_mib && k[c].ng == p->num_gpu &&
+                k[c].milli == p->gpu_milli && strcmp(k[c].spec, p->gpu_spec) == 0) {
+                cls[i] = c;
+                break;
+            }
+            slot = (slot + 1) & (hcap - 1);
+        }
+    }
+    free(h);
+    free(k);
+    return (int)nk;
+}
+
+/* kube-scheduler's NodeResourcesFit filter, for the two resources the trace has. */
+static bool kube_fits(const kacct *n, const trace_pod *p)
+{
+    if (n->cpu_req + p->cpu_milli > n->cpu_alloc)
+        return false;
+    if (n->mem_req + p->mem_mib > n->mem_alloc)
+        return false;
+    return true;
+}
+
+/* A trace pod's CPU and memory as kube's scoring counts them: an absent
+ * (zero) request counts as 100m / 200 MiB (schedutil.GetRequestForResource). */
+static int64_t nz_cpu(const trace_pod *p)
+{
+    return p->cpu_milli ? p->cpu_milli : KUBESIM_DEFAULT_MILLI_CPU;
+}
+
+static int64_t nz_mem(const trace_pod *p)
+{
+    return p->mem_mib ? p->mem_mib : KUBESIM_DEFAULT_MEMORY_MIB;
+}
+
+/* kube-scheduler's LeastAllocated score (NodeResourcesFit, CPU and memory
+ * weighted 1:1), 0..100, integer arithmetic as kube-scheduler does it. */
+static int64_t least_allocated(const kacct *n, const trace_pod *p)
+{
+    int64_t s = 0;
+    int64_t a = n->cpu_alloc, r = n->cpu_req + p->cpu_milli;
+    if (a > 0 && r <= a)
+        s += (a - r) * 100 / a;
+    a = n->mem_alloc;
+    r = n->mem_req + p->mem_mib;
+    if (a > 0 && r <= a)
+        s += (a - r) * 100 / a;
+    return s / 2;
+}
+
+/* Fit and raw score of pod row `pi` on node `ni`, through placement's code
+ * (memoised per node version and pod class when that is exact). */
+static bool node_eval(run *R, size_t ni, size_t pi, const gp_pod_req *req, double *raw)
+{
+    cache_ent *e = NULL;
+    if (R->cache_on) {
+        e = &R->cache[ni * (size_t)R->ncls + (size_t)R->cls[pi]];
+        if (e->ver == R->ver[ni]) {
+            *raw = e->raw;
+            return e->fit;
+        }
+    }
+    gp_assignment a;
+    bool fit = placement_fit(&R->nodes[ni], req, &R->cfg->place, &a, NULL) == 0;
+    double s = fit ? placement_node_score(&R->nodes[ni], req, &a, &R->cfg->place) : 0.0;
+    if (e) {
+        e->ver = R->ver[ni];
+        e->fit = fit;
+        e->raw = s;
+    }
+    *raw = s;
+    return fit;
+}
+
+/* Picks among R->fits[0..nf) the index with the highest key, ties by RNG. */
+static int pick_max_i64(run *R, const int *idx, int nf, const int64_t *key)
+{
+    int best = -1, ties = 0;
+    for (int k = 0; k < nf; k++) {
+        if (best < 0 || key[k] > key[best]) {
+            best = k;
+            ties = 1;
+        } else if (key[k] == key[best]) {
+            ties++;
+            if (rng_below(&R->r, (uint64_t)ties) == 0)
+                best = k;
+        }
+    }
+    return best < 0 ? -1 : idx[best];
+}
+
+/* Chooses a node for the pod, or -1. */
+static int choose_node(run *R, size_t pi, const gp_pod_req *req)
+{
+    const sim_config *c = R->cfg;
+    const trace_pod *p = &c->pods[pi];
+    int nf = 0;
+    bool kube_only = p->num_gpu == 0 && c->cpu_pods == SIM_CPU_PODS_KUBE;
+    for (size_t i = 0; i < R->nn; i++) {
+        const gp_node *n = &R->nodes[i];
+        if (!kube_fits(&R->ka[i], p))
+            continue;
+        if (p->num_gpu > n->ngpus)
+            continue;   /* placement_fit would say the same, only slower */
+        double s = 0;
+        if (!kube_only && !node_eval(R, i, pi, req, &s))
+            continue;
+        R->fits[nf] = (int)i;
+        R->raw[nf] = s;
+        nf++;
+    }
+    if (nf == 0)
+        return -1;
+    int64_t *key = xmalloc((size_t)nf * sizeof *key);
+    int chosen;
+    if (kube_only) {
+        for (int k = 0; k < nf; k++)
+            key[k] = least_allocated(&R->ka[R->fits[k]], p);
+        chosen = pick_max_i64(R, R->fits, nf, key);
+    } else if (c->mode == SIM_MODE_PRIORITIZE) {
+        placement_normalize(R->raw, nf, R->norm);
+        for (int k = 0; k < nf; k++)
+            key[k] = least_allocated(&R->ka[R->fits[k]], p) +
+                     (int64_t)R->norm[k] * c->weight * 10;
+        chosen = pick_max_i64(R, R->fits, nf, key);
+    } else {
+        double best = -INFINITY;
+        for (int k = 0; k < nf; k++)
+            if (R->raw[k] > best)
+                best = R->raw[k];
+        int nt = 0;
+        for (int k = 0; k < nf; k++) {
+            if (R->raw[k] >= best - SCORE_EPS) {
+                R->fits[nt] = R->fits[k];
+                key[nt] = c->ties == SIM_TIES_KUBE ? least_allocated(&R->ka[R->fits[k]], p) : 0;
+                nt++;
+            }
+        }
+        chosen = pick_max_i64(R, R->fits, nt, key);
+    }
+    free(key);
+    return chosen;
+}
+
+/* ------------------------------------------------------ kube-scheduler -- */
+
+/* What a GPU trace pod asks kube-scheduler for (a CPU-only pod asks none). */
+static const char *const gpu_resources[] = {"gpupack.io/gpu-mem", "gpupack.io/gpu-core",
+                                            "gpupack.io/gpu-count"};
+
+/* kube's (allocatable, requested-with-pod) of one scoring resource; (0, 0)
+ * for resources the trace has no notion of. */
+static void kube_resource(const kacct *n, const trace_pod *p, const char *name, bool nonzero,
+                          int64_t *alloc, int64_t *req)
+{
+    *alloc = 0;
+    *req = 0;
+    if (strcmp(name, "cpu") == 0) {
+        *alloc = n->cpu_alloc;
+        *req = nonzero ? n->cpu_nz + nz_cpu(p) : n->cpu_req + p->cpu_milli;
+    } else if (strcmp(name, "memory") == 0) {
+        *alloc = n->mem_alloc;
+        *req = nonzero ? n->mem_nz + nz_mem(p) : n->mem_req + p->mem_mib;
+    }
+}
+
+/* The score plugins that vary between trace nodes: NodeResourcesFit (on
+ * NonZeroRequested) and NodeResourcesBalancedAllocation (on Requested), each
+ * times its weight. TaintToleration, NodeAffinity, PodTopologySpread,
+ * InterPodAffinity and ImageLocality give every trace node the same score. */
+static int64_t kube_plugin_score(const schedcfg *k, const kacct *n, const trace_pod *p)
+{
+    int64_t req[SCHEDCFG_MAX_RES], alloc[SCHEDCFG_MAX_RES], total = 0;
+    if (k->w_fit > 0) {
+        for (int i = 0; i < k->nfit_res; i++)
+            kube_resource(n, p, k->fit_res[i].name, true, &alloc[i], &req[i]);
+        total += k->w_fit * kubesim_fit_score(k, req, alloc);
+    }
+    if (k->w_bal > 0) {
+        for (int i = 0; i < k->nbal_res; i++)
+            kube_resource(n, p, k->bal_res[i].name, false, &alloc[i], &req[i]);
+        total += k->w_bal * kubesim_balanced_score(req, alloc, k->nbal_res);
+    }
+    return total;
+}
+
+/* One scheduling cycle of kube-scheduler v1.26 with gpupack as its extender
+ * (schedule_one.go: findNodesThatPassFilters, findNodesThatPassExtenders,
+ * prioritizeNodes, selectHost). gpupack answers as src/sched/extender.c does:
+ * filter keeps the nodes the pod fits (in nodeDecision: filter only the first
+ * best one, reserved), prioritize normalises raw scores 0..10; gpupack decides
+ * CPU-only pods the same way when it knows host CPU (extender_cpu), else
+ * they pass every node and score 0. Returns the node or -1. */
+static int choose_node_kube(run *R, size_t pi, const gp_pod_req *req)
+{
+    const sim_config *c = R->cfg;
+    const schedcfg *k = c->kube;
+    const trace_pod *p = &c->pods[pi];
+    bool gpu = p->num_gpu > 0;
+    int nres = gpu ? (int)GP_ARRAY_LEN(gpu_resources) : 0;
+    int nall = (int)R->nn;
+    if (nall == 0)
+        return -1;
+    /* NodeResourcesFit filter: no node advertises gpupack's resources */
+    for (int i = 0; i < nres; i++)
+        if (kubesim_checks_resource(k, gpu_resources[i])) {
+            R->start = (R->start + R->nn) % R->nn;   /* every node was examined */
+            return -1;
+        }
+    int want = kubesim_num_feasible(k->pct, nall), nf = 0;
+    size_t processed = 0;
+    for (int i = 0; i < nall && nf < want; i++) {
+        size_t ni = (R->start + (size_t)i) % R->nn;
+        processed++;
+        if (kube_fits(&R->ka[ni], p))
+            R->fits[nf++] = (int)ni;
+    }
+    R->start = (R->start + processed) % R->nn;
+    /* gpupack decides GPU pods, and CPU-only pods too when it knows host CPU */
+    bool ours = k->has_extender && (gpu || c->extender_cpu) &&
+                kubesim_interested(k, gpu_resources, nres);
+    bool evaluated = false;
+    if (ours && k->ext_filter) {
+        int nk = 0;
+        double best = -INFINITY;
+        for (int i = 0; i < nf; i++) {
+            double s = 0;
+            if (p->num_gpu > R->nodes[R->fits[i]].ngpus ||
+                !node_eval(R, (size_t)R->fits[i], pi, req, &s))
+                continue;
+            R->fits[nk] = R->fits[i];
+            R->raw[nk++] = s;
+            if (s > best)
+                best = s;
+        }
+        nf = nk;
+        if (c->mode == SIM_MODE_FILTER) {
+            /* the first best node in kube-scheduler's order, reserved at
+             * filter time (extender.c reserve_one): the only node passed on */
+            for (int i = 0; i < nf; i++)
+                if (R->raw[i] >= best - 1e-12)
+                    return R->fits[i];
+        }
+        evaluated = true;
+    }
+    if (nf <= 1)
+        return nf == 1 ? R->fits[0] : -1;
+    int64_t *key = xmalloc((size_t)nf * sizeof *key);
+    for (int i = 0; i < nf; i++)
+        key[i] = kube_plugin_score(k, &R->ka[R->fits[i]], p);
+    if (ours && k->ext_prioritize) {
+        /* the live extender normalises over the nodes the pod fits; the others score 0 */
+        double *raw = xmalloc((size_t)nf * sizeof *raw);
+        bool *fit = xmalloc((size_t)nf * sizeof *fit);
+        int nk = 0;
+        for (int i = 0; i < nf; i++) {
+            double s = evaluated ? R->raw[i] : 0;
+            fit[i] = evaluated || (p->num_gpu <= R->nodes[R->fits[i]].ngpus &&
+                                   node_eval(R, (size_t)R->fits[i], pi, req, &s));
+            if (fit[i])
+                raw[nk++] = s;
+        }
+        placement_normalize(raw, nk, R->norm);
+        nk = 0;
+        for (int i = 0; i < nf; i++)
+            if (fit[i])
+                key[i] += kubesim_extender_score(R->norm[nk++], k->ext_weight);
+        free(fit);
+        free(raw);
+    }
+    int chosen = pick_max_i64(R, R->fits, nf, key);
+    free(key);
+    return chosen;
+}
+
+static void node_changed(run *R, int ni)
+{
+    if (++R->ver[ni] == 0)
+        R->ver[ni] = 1;
+}
+
+/* CPU and memory of a pod joining (+1) or leaving (-1) a node: kube's
+ * accounting, and gpupack's when it sees host resources. */
+static void account(run *R, int ni, const trace_pod *p, int sign)
+{
+    kacct *k = &R->ka[ni];
+    k->cpu_req += sign * p->cpu_milli;
+    k->mem_req += sign * p->mem_mib;
+    k->cpu_nz += sign * nz_cpu(p);
+    k->mem_nz += sign * nz_mem(p);
+    if (!R->blind) {
+        R->nodes[ni].cpu_used_milli = k->cpu_req;
+        R->nodes[ni].host_mem_used_mib = k->mem_req;
+    }
+}
+
+static int place_pod(run *R, size_t pi, const char *name, placed *out)
+{
+    const trace_pod *p = &R->cfg->pods[pi];
+    gp_pod_req req;
+    trace_pod_to_req(p, name, &req);
+    out->node = -1;
+    out->ngpus = 0;
+    int ni = R->cfg->kube ? choose_node_kube(R, pi, &req) : choose_node(R, pi, &req);
+    if (ni < 0)
+        return -1;
+    gp_node *n = &R->nodes[ni];
+    gp_assignment a;
+    if (placement_fit(n, &req, &R->cfg->place, &a, NULL) != 0)
+        return -1;   /* cannot happen: the node was chosen because it fits */
+    if (placement_apply(n, &a, +1) != 0)
+        return -1;
+    account(R, ni, p, +1);
+    node_changed(R, ni);
+    out->node = ni;
+    out->ngpus = gp_assignment_holds(&a, out->holds);
+    R->alloc_milli += trace_pod_gpu_milli(p);
+    return 0;
+}
+
+static void remove_pod(run *R, size_t pi, const placed *pl)
+{
+    if (pl->node < 0)
+        return;
+    const trace_pod *p = &R->cfg->pods[pi];
+    gp_node *n = &R->nodes[pl->node];
+    gp_assignment a;
+    memset(&a, 0, sizeof a);
+    gp_strlcpy(a.node, n->name, sizeof a.node);
+    a.nctrs = 1;
+    a.ctrs[0].ngpus = pl->ngpus;
+    for (int g = 0; g < pl->ngpus; g++)
+        a.ctrs[0].gpus[g] = (gp_gpu_grant){pl->holds[g].index, pl->holds[g].mem_mib,
+                                           pl->holds[g].core};
+    if (pl->ngpus > 0 && placement_apply(n, &a, -1) != 0)
+        return;
+    account(R, pl->node, p, -1);
+    node_changed(R, pl->node);
+    R->alloc_milli -= trace_pod_gpu_milli(p);
+}
+
+static double frag_rate(const run *R)
+{
+    double frag = 0;
+    int64_t idle = 0;
+    for (size_t i = 0; i < R->nn; i++) {
+        frag_view v;
+        frag_view_of_node(&R->nodes[i], &R->cfg->place, &v);
+        int64_t id = frag_idle(&v);
+        if (id == 0)
+            continue;
+        idle += id;
+        frag += frag_amount(&v, R->cfg->shapes);
+    }
+    return idle > 0 ? frag / (double)idle : 0.0;
+}
+
+static sim_point point_now(const run *R, int64_t arrived_milli)
+{
+    sim_point pt;
+    pt.arrived = (double)arrived_milli / (double)R->cap_milli;
+    pt.alloc = (double)R->alloc_milli / (double)R->cap_milli;
+    pt.frag = frag_rate(R);
+    return pt;
+}
+
+/* The arrival order of the reference protocol: shuffled rows, then rows
+ * re-sampled at random until the GPU request reaches inflate x capacity
+ * (or random rows removed while it is above). Returns the length. */
+static size_t arrival_order(run *R, size_t **order_out)
+{
+    const sim_config *c = R->cfg;
+    size_t n = c->npods, cap = n + 16;
+    size_t *o = xmalloc(cap * sizeof *o);
+    for (size_t i = 0; i < n; i++)
+        o[i] = i;
+    if (c->shuffle)
+        for (size_t i = n - 1; i > 0; i--) {
+            size_t j = (size_t)rng_below(&R->r, (uint64_t)i + 1);
+            size_t t = o[i];
+            o[i] = o[j];
+            o[j] = t;
+        }
+    if (c->inflate > 0) {
+        double target = c->inflate * (double)R->cap_milli;
+        int64_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += trace_pod_gpu_milli(&c->pods[o[i]]);
+        while ((double)total > target && n > 0) {
+            size_t j = (size_t)rng_below(&R->r, n);
+            total -= trace_pod_gpu_milli(&c->pods[o[j]]);
+            memmove(&o[j], &o[j + 1], (n - j - 1) * sizeof *o);
+            n--;
+        }
+        for (;;) {
+            size_t j = (size_t)rng_below(&R->r, c->npods);
+            int64_t g = trace_pod_gpu_milli(&c->pods[j]);
+            if ((double)(total + g) > target)
+                break;
+            if (n == cap) {
+                cap *= 2;
+                o = xrealloc(o, cap * sizeof *o);
+            }
+            o[n++] = j;
+            total += g;
+        }
+    }
+    *order_out = o;
+    return n;
+}
+
+typedef struct event {
+    int64_t t;
+    int del;     /* 0 = creation, 1 = deletion; deletions first at equal times */
+    size_t pod;
+} event;
+
+static int cmp_event(const void *pa, const void *pb)
+{
+    const event *a = pa, *b = pb;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if (a->del != b->del)
+        return a->del > b->del ? -1 : 1;
+    return a->pod < b->pod ? -1 : (a->pod > b->pod);
+}
+
+int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
+{
+    double t0 = gp_mono_s();
+    run R;
+    memset(&R, 0, sizeof R);
+    memset(out, 0, sizeof *out);
+    out->seed = seed;
+    R.cfg = cfg;
+    R.r.s = seed;
+    R.nn = cfg->nnodes;
+    int rc = -1;
+    size_t *order = NULL;
+    event *ev = NULL;
+    placed *pl = NULL;
+
+    if (!cfg->shapes)
+        return gp_fail(err, "simulator: no task shapes for the fragmentation metric");
+    if (cfg->departures)
+        for (size_t i = 0; i < cfg->npods; i++)
+            if (!cfg->pods[i].has_times)
+                return gp_fail(err,
+                               "--departures needs creation_time/deletion_time, pod %s has none",
+                               cfg->pods[i].name);
+    sim_capacity(cfg->nodes, cfg->nnodes, &R.gpus, &R.cap_milli);
+    if (R.cap_milli <= 0)
+        return gp_fail(err, "simulator: the node list has no GPUs");
+
+    R.nodes = xcalloc(R.nn, sizeof *R.nodes);
+    R.ver = xcalloc(R.nn, sizeof *R.ver);
+    R.ka = xcalloc(R.nn ? R.nn : 1, sizeof *R.ka);
+    R.blind = cfg->kube && !cfg->extender_cpu;
+    for (size_t i = 0; i < R.nn; i++) {
+        gp_node *n = &R.nodes[i];
+        trace_node_to_gp(&cfg->nodes[i], n);
+        R.ka[i] = (kacct){n->cpu_alloc_milli, n->host_mem_alloc_mib, n->cpu_used_milli,
+                          n->host_mem_used_mib, n->cpu_used_milli, n->host_mem_used_mib};
+        if (R.blind) {
+            n->cpu_alloc_milli = n->cpu_used_milli = 0;
+            n->host_mem_alloc_mib = n->host_mem_used_mib = 0;
+        }
+        R.ver[i] = 1;
+    }
+    R.cls = xmalloc(cfg->npods * sizeof *R.cls);
+    R.ncls = classify(cfg->pods, cfg->npods, R.cls);
+    /* memoising is exact when a pod's fit and score depend only on the node
+     * state and its request; the random GPU strategy also hashes the pod name */
+    R.cache_on = cfg->cache &&
+                 !(cfg->place.gpu == placement_gpu_strategy("random") &&
+                   cfg->place.node != placement_node_strategy("random"));
+    if (R.cache_on)
+        R.cache = xcalloc(R.nn * (size_t)R.ncls, sizeof *R.cache);
+    R.raw = xmalloc(R.nn * sizeof *R.raw);
+    R.fits = xmalloc(R.nn * sizeof *R.fits);
+    R.norm = xmalloc(R.nn * sizeof *R.norm);
+
+    size_t nev;
+    if (cfg->departures) {
+        ev = xmalloc(2 * cfg->npods * sizeof *ev);
+        nev = 0;
+        for (size_t i = 0; i < cfg->npods; i++) {
+            ev[nev++] = (event){cfg->pods[i].creation, 0, i};
+            if (cfg->pods[i].deletion >= 0)
+                ev[nev++] = (event){cfg->pods[i].deletion, 1, i};
+        }
+        qsort(ev, nev, sizeof *ev, cmp_event);
+        pl = xmalloc(cfg->npods * sizeof *pl);
+        for (size_t i = 0; i < cfg->npods; i++)
+            pl[i].node = -1;
+    } else {
+        size_t n = arrival_order(&R, &order);
+        ev = xmalloc((n ? n : 1) * sizeof *ev);
+        for (size_t i = 0; i < n; i++)
+            ev[i] = (event){(int64_t)i, 0, order[i]};
+        nev = n;
+    }
+
+    int64_t arrived = 0;
+    int next_step = 0;
+    char name[GP_NAME_MAX];
+    for (size_t e = 0; e < nev; e++) {
+        size_t pi = ev[e].pod;
+        const trace_pod *p = &cfg->pods[pi];
+        if (ev[e].del) {
+            remove_pod(&R, pi, &pl[pi]);
+            pl[pi].node = -1;
+            continue;
+        }
+        trace_kind kind = trace_pod_kind(p);
+        snprintf(name, sizeof name, "%s-%zu", p->name, e);
+        placed tmp;
+        placed *dst = pl ? &pl[pi] : &tmp;
+        out->pods++;
+        out->arrived[kind]++;
+        arrived += trace_pod_gpu_milli(p);
+        if (place_pod(&R, pi, name, dst) != 0) {
+            out->failed[kind]++;
+            out->failed_total++;
+        }
+        while (next_step < SIM_MAX_STEPS &&
+               arrived * 10 >= (int64_t)(next_step + 1) * R.cap_milli) {
+            out->step[next_step++] = point_now(&R, arrived);
+        }
+    }
+    out->nsteps = next_step;
+    out->end = point_now(&R, arrived);
+    out->unalloc_gpus = (1.0 - out->end.alloc) * R.gpus;
+    out->wall_s = gp_mono_s() - t0;
+    rc = 0;
+
+    free(pl);
+    free(ev);
+    free(order);
+    free(R.norm);
+    free(R.fits);
+    free(R.raw);
+    free(R.cache);
+    free(R.cls);
+    free(R.ver);
+    free(R.ka);
+    free(R.nodes);
+    return rc;
+}
+
+/* --------------------------------------------------------------- CLI -- */
+
+#define MAX_SEEDS 1000
+
+typedef struct cli {
+    const char *nodes_path, *pods_path, *policy_path, *label;
+    const char *plot_path;        /* --plot FILE.png: gnuplot chart of the mean curves */
+    const char *policies_dir;     /* --policies DIR */
+    const char *sched_path;       /* --scheduler-config FILE; NULL = ideal mode */
+    bool sched_explicit, ideal_knob, extender_no_cpu;
+    const char *node_strategy, *gpu_strategy;
+    const char *format;           /* table | csv | json */
+    const char *shapes_src;       /* trace | trace-gpu | policy */
+    double coverage;
+    uint64_t seeds[MAX_SEEDS];
+    int nseeds;
+    int nmodes;
+    sim_mode modes[2];
+    bool mode_set;
+    int jobs;
+    bool quiet;
+    bool by_gpus;                 /* typical shapes weighted by GPU demand */
+    bool emit_shapes;             /* print the trace's shapes as spec.shapes and stop */
+} cli;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gpupack simulate --nodes NODES.csv --pods PODS.csv [options]\n"
+            "  --scheduler-config FILE\n"
+            "                         play kube-scheduler v1.26 as this KubeSchedulerConfiguration\n"
+            "                         says (default: manifests/scheduler-config.yaml, the shipped\n"
+            "                         deployment); \"none\" = ideal mode: gpupack places every pod\n"
+            "                         over every node (--weight, --ties, --cpu-pods imply it)\n"
+            "  --policies DIR         the policy set `gpupack serve --policies DIR` would use,\n"
+            "                         trace pods matched as namespace \"trace\", no labels\n"
+            "                         (default with a scheduler configuration: policies/)\n"
+            "  --extender-no-cpu      with a scheduler configuration: gpupack does not see host\n"
+            "                         CPU and memory and passes CPU-only pods everywhere (what\n"
+            "                         gpupack did before it tracked them)\n"
+            "  --policy FILE          packing policy (YAML); default: the built-in default\n"
+            "  --node-strategy NAME   override the policy's node strategy\n"
+            "  --gpu-strategy NAME    override the policy's GPU strategy\n"
+            "  --mode filter|prioritize|both\n"
+            "                         deployment mode (default: the policy's nodeDecision)\n"
+            "  --weight N             extender weight in prioritize mode (default 25, as\n"
+            "                         manifests/scheduler-config.yaml ships it)\n"
+            "  --ties random|kube     filter mode: break equal best scores by RNG (default)\n"
+            "                         or by kube-scheduler's LeastAllocated score, as live\n"
+            "  --cpu-pods policy|kube CPU-only pods scored by the policy (default, as the\n"
+            "                         paper's simulator) or by kube-scheduler alone (as live)\n"
+            "  --seeds A..B | A,B,... (default 42..51)\n"
+            "  --inflate X            re-sample to X x GPU capacity (default 1.3; 0 = off)\n"
+            "  --departures           replay creation/deletion times (no shuffle, no inflation)\n"
+            "  --no-shuffle           keep the file order\n"
+            "  --shapes trace|trace-gpu|policy\n"
+            "                         typical task shapes the strategies use: the pod list's\n"
+            "                         with CPU, its GPU pods only, or the policy's (its\n"
+            "                         spec.shapes, else the built-in ones, as live gpupack;\n"
+            "                         the default with a scheduler configuration, else trace)\n"
+            "  --coverage X           share of pods the typical shapes cover (default 0.95)\n"
+            "  --shape-weight pods|gpus\n"
+            "                         shape popularity by pod count (the paper) or by GPUs,\n"
+            "                         a multi-GPU pod counting once per GPU (default)\n"
+            "  --format table|csv|json, --csv, --json\n"
+            "  --label NAME           policy name in the reports\n"
+            "  --plot FILE.png        chart allocation and fragmentation against arrived load\n"
+            "                         (mean over seeds, one curve per mode; needs gnuplot)\n"
+            "  --jobs N               seeds run in parallel (default: online CPUs)\n"
+            "  --no-cache             evaluate every node for every pod (slow; for checking)\n"
+            "  --emit-shapes          print the pod list's typical shapes (--coverage,\n"
+            "                         --shape-weight) as a policy's spec.shapes, and stop\n"
+            "  --quiet                no progress on stderr\n"
+            "strategies: node:");
+    for (const char *const *n = placement_node_strategy_names(); *n; n++)
+        fprintf(f, " %s", *n);
+    fprintf(f, "; gpu:");
+    for (const char *const *n = placement_gpu_strategy_names(); *n; n++)
+        fprintf(f, " %s", *n);
+    fprintf(f, "\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!*s)
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_seeds(const char *s, cli *c, gp_err *err)
+{
+    c->nseeds = 0;
+    const char *dots = strstr(s, "..");
+    if (dots) {
+        char a[32];
+        size_t la = (size_t)(dots - s);
+        uint64_t lo, hi;
+        if (la == 0 || la >= sizeof a)
+            return gp_fail(err, "--seeds: \"%s\" is not A..B", s);
+        memcpy(a, s, la);
+        a[la] = '\0';
+        if (parse_u64(a, &lo) || parse_u64(dots + 2, &hi) || hi < lo)
+            return gp_fail(err, "--seeds: \"%s\" is not A..B with A <= B", s);
+        if (hi - lo >= MAX_SEEDS)
+            return gp_fail(err, "--seeds: at most %d seeds", MAX_SEEDS);
+        for (uint64_t x = lo; x <= hi; x++)
+            c->seeds[c->nseeds++] = x;
+        return 0;
+    }
+    char buf[1024];
+    if (strlen(s) >= sizeof buf)
+        return gp_fail(err, "--seeds: list too long");
+    gp_strlcpy(buf, s, sizeof buf);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (c->nseeds == MAX_SEEDS)
+            return gp_fail(err, "--seeds: at most %d seeds", MAX_SEEDS);
+        if (parse_u64(t, &c->seeds[c->nseeds]))
+            return gp_fail(err, "--seeds: \"%s\" is not a number", t);
+        c->nseeds++;
+    }
+    if (c->nseeds == 0)
+        return gp_fail(err, "--seeds: no seeds");
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out,
+                        gp_err *err)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi))
+        return gp_fail(err, "%s: \"%s\" is not a number in %g..%g", opt, s, lo, hi);
+    *out = v;
+    return 0;
+}
+
+/* ---------------------------------------------------------- workers -- */
+
+typedef struct job {
+    const sim_config *cfg;
+    const uint64_t *seeds;
+    sim_result *res;
+    int n;
+    atomic_int next;
+    atomic_int done;
+    atomic_int failed;
+    gp_err err;
+    pthread_mutex_t mu;
+    bool quiet;
+    const char *what;
+} job;
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    for (;;) {
+        int k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->n)
+            break;
+        gp_err err;
+        if (sim_run(j->cfg, j->seeds[k], &j->res[k], &err) != 0) {
+            pthread_mutex_lock(&j->mu);
+            j->err = err;
+            pthread_mutex_unlock(&j->mu);
+            atomic_store(&j->failed, 1);
+            break;
+        }
+        int d = atomic_fetch_add(&j->done, 1) + 1;
+        if (!j->quiet) {
+            pthread_mutex_lock(&j->mu);
+            fprintf(stderr, "simulate: %s seed %llu done in %.1f s (%d/%d)\n", j->what,
+                    (unsigned long long)j->seeds[k], j->res[k].wall_s, d, j->n);
+            pthread_mutex_unlock(&j->mu);
+        }
+    }
+    return NULL;
+}
+
+static int run_seeds(const sim_config *cfg, const cli *c, const char *what, sim_result *res,
+                     gp_err *err)
+{
+    job j;
+    memset(&j, 0, sizeof j);
+    j.cfg = cfg;
+    j.seeds = c->seeds;
+    j.res = res;
+    j.n = c->nseeds;
+    j.quiet = c->quiet;
+    j.what = what;
+    atomic_init(&j.next, 0);
+    atomic_init(&j.done, 0);
+    atomic_init(&j.failed, 0);
+    pthread_mutex_init(&j.mu, NULL);
+    int nt = c->jobs < j.n ? c->jobs : j.n;
+    pthread_t th[64];
+    int started = 0;
+    for (int i = 0; i < nt && i < 64; i++)
+        if (pthread_create(&th[i], NULL, worker, &j) == 0)
+            started++;
+    if (started == 0)
+        worker(&j);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&j.mu);
+    if (atomic_load(&j.failed)) {
+        *err = j.err;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- reports -- */
+
+static void mean_result(const sim_result *r, int n, sim_result *m)
+{
+    memset(m, 0, sizeof *m);
+    m->nsteps = SIM_MAX_STEPS;
+    for (int i = 0; i < n; i++)
+        if (r[i].nsteps < m->nsteps)
+            m->nsteps = r[i].nsteps;
+    for (int i = 0; i < n; i++) {
+        for (int s = 0; s < m->nsteps; s++) {
+            m->step[s].arrived += r[i].step[s].arrived / n;
+            m->step[s].alloc += r[i].step[s].alloc / n;
+            m->step[s].frag += r[i].step[s].frag / n;
+        }
+        m->end.arrived += r[i].end.arrived / n;
+        m->end.alloc += r[i].end.alloc / n;
+        m->end.frag += r[i].end.frag / n;
+        m->unalloc_gpus += r[i].unalloc_gpus / n;
+        m->wall_s += r[i].wall_s;
+        m->pods += r[i].pods;
+        m->failed_total += r[i].failed_total;
+        for (int k = 0; k < TRACE_KIND_COUNT; k++) {
+            m->failed[k] += r[i].failed[k];
+            m->arrived[k] += r[i].arrived[k];
+        }
+    }
+}
+
+static double stddev_alloc(const sim_result *r, int n, double mean)
+{
+    if (n < 2)
+        return 0;
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += (r[i].end.alloc - mean) * (r[i].end.alloc - mean);
+    return sqrt(s / (n - 1));
+}
+
+static const char *mode_name(sim_mode m)
+{
+    return m == SIM_MODE_PRIORITIZE ? "prioritize" : "filter";
+}
+
+static void print_table(FILE *f, const cli *c, const sim_result *res, sim_mode mode)
+{
+    int n = c->nseeds;
+    sim_result m;
+    mean_result(res, n, &m);
+    fprintf(f, "\n== %s, nodeDecision: %s ==\n", c->label, mode_name(mode));
+    fprintf(f, "%-6s %8s %8s %9s %7s %7s %5s %5s %5s %5s %5s %5s %5s %7s\n", "seed", "arrived%",
+            "alloc%", "unalloc", "frag%", "failed", "cpu", "share", "1gpu", "2gpu", "4gpu",
+            "8gpu", "other", "time_s");
+    for (int i = 0; i < n; i++) {
+        const sim_result *r = &res[i];
+        fprintf(f, "%-6llu %8.2f %8.2f %9.1f %7.2f %7ld", (unsigned long long)r->seed,
+                100 * r->end.arrived, 100 * r->end.alloc, r->unalloc_gpus, 100 * r->end.frag,
+                r->failed_total);
+        for (int k = 0; k < TRACE_KIND_COUNT; k++)
+            fprintf(f, " %5ld", r->failed[k]);
+        fprintf(f, " %7.2f\n", r->wall_s);
+    }
+    fprintf(f, "%-6s %8.2f %8.2f %9.1f %7.2f %7.1f", "mean", 100 * m.end.arrived,
+            100 * m.end.alloc, m.unalloc_gpus, 100 * m.end.frag, (double)m.failed_total / n);
+    for (int k = 0; k < TRACE_KIND_COUNT; k++)
+        fprintf(f, " %5.1f", (double)m.failed[k] / n);
+    fprintf(f, " %7.2f\n", m.wall_s);
+    fprintf(f, "alloc%% std over seeds: %.2f\n", 100 * stddev_alloc(res, n, m.end.alloc));
+    fprintf(f, "allocation ratio (mean) vs arrived workload:\n  arrived%%");
+    for (int s = 0; s < m.nsteps; s++)
+        fprintf(f, " %6d", (s + 1) * 10);
+    fprintf(f, "\n  alloc%%  ");
+    for (int s = 0; s < m.nsteps; s++)
+        fprintf(f, " %6.2f", 100 * m.step[s].alloc);
+    fprintf(f, "\n  frag%%   ");
+    for (int s = 0; s < m.nsteps; s++)
+        fprintf(f, " %6.2f", 100 * m.step[s].frag);
+    fprintf(f, "\n");
+}
+
+static void csv_row(FILE *f, const cli *c, sim_mode mode, const char *seed, const char *point,
+                    const sim_point *pt, const sim_result *r, double div, int gpus)
+{
+    fprintf(f, "%s,%s,%s,%s,%.4f,%.4f,%.1f,%.4f", c->label, mode_name(mode), seed, point,
+            100 * pt->arrived, 100 * pt->alloc, (1 - pt->alloc) * gpus, 100 * pt->frag);
+    fprintf(f, ",%.1f", (double)r->failed_total / div);
+    for (int k = 0; k < TRACE_KIND_COUNT; k++)
+        fprintf(f, ",%.1f", (double)r->failed[k] / div);
+    fprintf(f, ",%.3f\n", r->wall_s / div);
+}
+
+static void print_csv_header(FILE *f)
+{
+    fprintf(f, "policy,mode,seed,point,arrived_pct,alloc_pct,unalloc_gpus,frag_pct,failed");
+    for (int k = 0; k < TRACE_KIND_COUNT; k++)
+        fprintf(f, ",failed_%s", trace_kind_name((trace_kind)k));
+    fprintf(f, ",wall_s\n");
+}
+
+static void print_csv(FILE *f, const cli *c, const sim_result *res, sim_mode mode, int gpus)
+{
+    char seed[32], point[16];
+    for (int i = 0; i <= c->nseeds; i++) {
+        sim_result m;
+        const sim_result *r = &res[i < c->nseeds ? i : 0];
+        double div = 1;
+        if (i == c->nseeds) {
+            mean_result(res, c->nseeds, &m);
+            r = &m;
+            div = c->nseeds;
+            gp_strlcpy(seed, "mean", sizeof seed);
+        } else {
+            snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
+        }
+        for (int s = 0; s < r->nsteps; s++) {
+            snprintf(point, sizeof point, "%d", (s + 1) * 10);
+            csv_row(f, c, mode, seed, point, &r->step[s], r, div, gpus);
+        }
+        csv_row(f, c, mode, seed, "end", &r->end, r, div, gpus);
+    }
+}
+
+/* --plot: the mean curve of every mode run. */
+static int plot_modes(const cli *c, sim_result *const *res, gp_err *err)
+{
+    sim_result mean[2];
+    sim_plot_series series[2];
+    for (int m = 0; m < c->nmodes; m++) {
+        mean_result(res[m], c->nseeds, &mean[m]);
+        series[m] = (sim_plot_series){c->label, mode_name(c->modes[m]), &mean[m]};
+    }
+    return sim_plot_write(c->plot_path, series, c->nmodes, err);
+}
+
+static json_t *json_point(const sim_point *p)
+{
+    return json_pack("{s:f,s:f,s:f}", "arrived", p->arrived, "alloc", p->alloc, "frag", p->frag);
+}
+
+static json_t *json_result(const sim_result *r, int gpus, double div)
+{
+    json_t *steps = json_array();
+    for (int s = 0; s < r->nsteps; s++)
+        json_array_append_new(steps, json_point(&r->step[s]));
+    json_t *failed = json_object(), *arrived = json_object();
+    for (int k = 0; k < TRACE_KIND_COUNT; k++) {
+        json_object_set_new(failed, trace_kind_name((trace_kind)k),
+                            json_real((double)r->failed[k] / div));
+        json_object_set_new(arrived, trace_kind_name((trace_kind)k),
+                            json_real((double)r->arrived[k] / div));
+    }
+    return json_pack("{s:o,s:o,s:f,s:f,s:o,s:o,s:f}", "steps", steps, "end", json_point(&r->end),
+                     "unalloc_gpus", (1 - r->end.alloc) * gpus, "failed_total",
+                     (double)r->failed_total / div, "failed", failed, "arrived", arrived,
+                     "wall_s", r->wall_s / div);
+}
+
+static json_t *json_mode(const cli *c, const sim_result *res, sim_mode mode, int gpus)
+{
+    json_t *runs = json_array();
+    for (int i = 0; i < c->nseeds; i++) {
+        json_t *o = json_result(&res[i], gpus, 1);
+        json_object_set_new(o, "seed", json_integer((json_int_t)res[i].seed));
+        json_array_append_new(runs, o);
+    }
+    sim_result m;
+    mean_result(res, c->nseeds, &m);
+    return json_pack("{s:s,s:o,s:o}", "mode", mode_name(mode), "runs", runs, "mean",
+                     json_result(&m, gpus, c->nseeds));
+}
+
+/* spec.shapes of a policy (docs/policies.md), from typical shapes. */
+static void print_shapes(FILE *f, const gp_shapes *sh, const char *src)
+{
+    fprintf(f, "  # typical task shapes of %s (gpupack simulate --emit-shapes)\n", src);
+    fprintf(f, "  shapes:\n");
+    for (int i = 0; i < sh->n; i++) {
+        const gp_shape *s = &sh->s[i];
+        fprintf(f, "    - {gpus: %d, core: %g, weight: %.5f", s->count, s->core / 10.0, s->weight);
+        if (s->cpu_milli > 0)
+            fprintf(f, ", cpuMilli: %lld", (long long)s->cpu_milli);
+        if (s->models[0]) {
+            fprintf(f, ", gpuModels: [");
+            const char *m = s->models;
+            for (int k = 0; *m; k++) {
+                size_t len = strcspn(m, "|");
+                fprintf(f, "%s\"%.*s\"", k ? ", " : "", (int)len, m);
+                m += len;
+                if (*m == '|')
+                    m++;
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "}\n");
+    }
+}
+
+/* ------------------------------------------------------------- main -- */
+
+/* The policy that governs trace pods: --policy FILE through the policy
+ * loader when given, else the built-in default set. A file with one policy
+ * is replayed under that policy whatever its match says (that is what tuning
+ * it offline means); a file with several is matched like a live cluster
+ * would match pods of a namespace "trace" without labels. --policies DIR
+ * loads a directory as `gpupack serve --policies` does and matches the same
+ * way. The set behind the view is returned in *keep (unref when done). */
+static int load_policy(const char *path, const char *dir, gp_policy_view *view,
+                       gp_policy_set **keep, gp_err *err)
+{
+    gp_policy_set *set = NULL;
+    *keep = NULL;
+    if (path) {
+        if (policy_set_load_file(path, &set, err) != 0)
+            return -1;
+    } else if (dir) {
+        policy_store *st = NULL;
+        if (policy_store_open(dir, &st, err) != 0)
+            return -1;
+        set = policy_store_current(st);
+        policy_store_free(st);   /* the set stays valid while referenced */
+        *keep = set;
+        return policy_select(set, "trace", NULL, NULL, time(NULL), view, err);
+    } else {
+        set = policy_set_default();
+    }
+    const char *only = NULL;
+    int own = 0;
+    for (int i = 0; i < policy_set_count(set); i++) {
+        const char *n = policy_set_name_at(set, i);
+        if (n && strcmp(n, "default") != 0) {
+            only = n;
+            own++;
+        }
+    }
+    int rc = path && own == 1 ? policy_view_by_name(set, only, view, err)
+                              : policy_select(set, "trace", NULL, NULL, time(NULL), view, err);
+    /* the view points into static tables or into the set: the caller keeps
+     * a set loaded from a file until it is done */
+    if (!path)
+        policy_set_unref(set);
+    else
+        *keep = set;
+    return rc;
+}
+
+int sim_main(int argc, char **argv)
+{
+    cli c;
+    memset(&c, 0, sizeof c);
+    c.format = "table";
+    c.shapes_src = NULL;   /* default: policy with a scheduler configuration, else trace */
+    c.coverage = 0.95;
+    c.by_gpus = true;
+    c.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (c.jobs < 1)
+        c.jobs = 1;
+    double inflate = 1.3;
+    int weight = SIM_DEFAULT_WEIGHT;
+    sim_ties ties = SIM_TIES_RANDOM;
+    sim_cpu_pods cpu_pods = SIM_CPU_PODS_POLICY;
+    bool departures = false, shuffle = true, cache = true;
+    gp_err err;
+    trace_node *nodes = NULL;
+    trace_pod *pods = NULL;
+    size_t nnodes = 0, npods = 0;
+    sim_result *res[2] = {NULL, NULL};
+    schedcfg kube;
+    gp_policy_set *set = NULL;
+    int status = 2;
+    char label[256];
+
+    for (uint64_t s = 42; s <= 51; s++)
+        c.seeds[c.nseeds++] = s;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_ARG()                                                                      \
+    do {                                                                                \
+        if (!v) {                                                                       \
+            fprintf(stderr, "gpupack simulate: %s needs a value\n", a);                 \
+            goto done;                                                                  \
+        }                                                                               \
+        i++;                                                                            \
+    } while (0)
+        if (strcmp(a, "--nodes") == 0) {
+            NEED_ARG();
+            c.nodes_path = v;
+        } else if (strcmp(a, "--pods") == 0) {
+            NEED_ARG();
+            c.pods_path = v;
+        } else if (strcmp(a, "--policy") == 0) {
+            NEED_ARG();
+            c.policy_path = v;
+        } else if (strcmp(a, "--policies") == 0) {
+            NEED_ARG();
+            c.policies_dir = v;
+        } else if (strcmp(a, "--scheduler-config") == 0) {
+            NEED_ARG();
+            c.sched_path = strcmp(v, "none") == 0 ? NULL : v;
+            c.sched_explicit = true;
+        } else if (strcmp(a, "--extender-no-cpu") == 0) {
+            c.extender_no_cpu = true;
+        } else if (strcmp(a, "--node-strategy") == 0) {
+            NEED_ARG();
+            c.node_strategy = v;
+        } else if (strcmp(a, "--gpu-strategy") == 0) {
+            NEED_ARG();
+            c.gpu_strategy = v;
+        } else if (strcmp(a, "--mode") == 0) {
+            NEED_ARG();
+            c.mode_set = true;
+            if (strcmp(v, "filter") == 0) {
+                c.nmodes = 1;
+                c.modes[0] = SIM_MODE_FILTER;
+            } else if (strcmp(v, "prioritize") == 0) {
+                c.nmodes = 1;
+                c.modes[0] = SIM_MODE_PRIORITIZE;
+            } else if (strcmp(v, "both") == 0) {
+                c.nmodes = 2;
+                c.modes[0] = SIM_MODE_FILTER;
+                c.modes[1] = SIM_MODE_PRIORITIZE;
+            } else {
+                fprintf(stderr, "gpupack simulate: --mode: filter, prioritize or both\n");
+                goto done;
+            }
+        } else if (strcmp(a, "--weight") == 0) {
+            NEED_ARG();
+            c.ideal_knob = true;
+            double w;
+            if (parse_double(a, v, 1, 100, &w, &err)) {
+                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+                goto done;
+            }
+            weight = (int)w;
+        } else if (strcmp(a, "--ties") == 0) {
+            NEED_ARG();
+            c.ideal_knob = true;
+            if (strcmp(v, "random") == 0)
+                ties = SIM_TIES_RANDOM;
+            else if (strcmp(v, "kube") == 0)
+                ties = SIM_TIES_KUBE;
+            else {
+                fprintf(stderr, "gpupack simulate: --ties: random or kube\n");
+                goto done;
+            }
+        } else if (strcmp(a, "--cpu-pods") == 0) {
+            NEED_ARG();
+            c.ideal_knob = true;
+            if (strcmp(v, "policy") == 0)
+                cpu_pods = SIM_CPU_PODS_POLICY;
+            else if (strcmp(v, "kube") == 0)
+                cpu_pods = SIM_CPU_PODS_KUBE;
+            else {
+                fprintf(stderr, "gpupack simulate: --cpu-pods: policy or kube\n");
+                goto done;
+            }
+        } else if (strcmp(a, "--seeds") == 0) {
+            NEED_ARG();
+            if (parse_seeds(v, &c, &err)) {
+                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+                goto done;
+            }
+        } else if (strcmp(a, "--inflate") == 0) {
+            NEED_ARG();
+            if (parse_double(a, v, 0, 100, &inflate, &err)) {
+                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+                goto done;
+            }
+        } else if (strcmp(a, "--coverage") == 0) {
+            NEED_ARG();
+            if (parse_double(a, v, 0.01, 1, &c.coverage, &err)) {
+                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+                goto done;
+            }
+        } else if (strcmp(a, "--shapes") == 0) {
+            NEED_ARG();
+            if (strcmp(v, "trace") && strcmp(v, "trace-gpu") && strcmp(v, "policy")) {
+                fprintf(stderr, "gpupack simulate: --shapes: trace, trace-gpu or policy\n");
+                goto done;
+            }
+            c.shapes_src = v;
+        } else if (strcmp(a, "--shape-weight") == 0) {
+            NEED_ARG();
+            if (strcmp(v, "pods") == 0)
+                c.by_gpus = false;
+            else if (strcmp(v, "gpus") == 0)
+                c.by_gpus = true;
+            else {
+                fprintf(stderr, "gpupack simulate: --shape-weight: pods or gpus\n");
+                goto done;
+            }
+        } else if (strcmp(a, "--format") == 0) {
+            NEED_ARG();
+            if (strcmp(v, "table") && strcmp(v, "csv") && strcmp(v, "json")) {
+                fprintf(stderr, "gpupack simulate: --format: table, csv or json\n");
+                goto done;
+            }
+            c.format = v;
+        } else if (strcmp(a, "--csv") == 0) {
+            c.format = "csv";
+        } else if (strcmp(a, "--json") == 0) {
+            c.format = "json";
+        } else if (strcmp(a, "--plot") == 0) {
+            NEED_ARG();
+            c.plot_path = v;
+        } else if (strcmp(a, "--label") == 0) {
+            NEED_ARG();
+            c.label = v;
+        } else if (strcmp(a, "--jobs") == 0) {
+            NEED_ARG();
+            double j;
+            if (parse_double(a, v, 1, 64, &j, &err)) {
+                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+                goto done;
+            }
+            c.jobs = (int)j;
+        } else if (strcmp(a, "--departures") == 0) {
+            departures = true;
+        } else if (strcmp(a, "--no-shuffle") == 0) {
+            shuffle = false;
+        } else if (strcmp(a, "--no-cache") == 0) {
+            cache = false;
+        } else if (strcmp(a, "--emit-shapes") == 0) {
+            c.emit_shapes = true;
+        } else if (strcmp(a, "--quiet") == 0) {
+            c.quiet = true;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            status = 0;
+            goto done;
+        } else {
+            fprintf(stderr, "gpupack simulate: unknown option %s\n", a);
+            usage(stderr);
+            goto done;
+        }
+#undef NEED_ARG
+    }
+    if (!c.nodes_path || !c.pods_path) {
+        fprintf(stderr, "gpupack simulate: --nodes and --pods are required\n");
+        usage(stderr);
+        goto done;
+    }
+
+    status = 1;
+    if (!c.sched_explicit && !c.ideal_knob && access(SIM_SCHEDULER_CONFIG, R_OK) == 0)
+        c.sched_path = SIM_SCHEDULER_CONFIG;
+    if (c.sched_path) {
+        if (schedcfg_load(c.sched_path, &kube, &err)) {
+            fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+            goto done;
+        }
+        if (!c.policy_path && !c.policies_dir && access(SIM_POLICIES_DIR, R_OK) == 0)
+            c.policies_dir = SIM_POLICIES_DIR;
+    }
+    gp_policy_view view;
+    if (load_policy(c.policy_path, c.policies_dir, &view, &set, &err)) {
+        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+        goto done;
+    }
+    if (c.node_strategy) {
+        view.place.node = placement_node_strategy(c.node_strategy);
+        if (!view.place.node) {
+            fprintf(stderr, "gpupack simulate: unknown node strategy \"%s\"\n", c.node_strategy);
+            usage(stderr);
+            goto done;
+        }
+    }
+    if (c.gpu_strategy) {
+        view.place.gpu = placement_gpu_strategy(c.gpu_strategy);
+        if (!view.place.gpu) {
+            fprintf(stderr, "gpupack simulate: unknown GPU strategy \"%s\"\n", c.gpu_strategy);
+            usage(stderr);
+            goto done;
+        }
+    }
+    if (!c.mode_set) {
+        c.nmodes = 1;
+        c.modes[0] = view.decide_in_filter ? SIM_MODE_FILTER : SIM_MODE_PRIORITIZE;
+    }
+    if (trace_load_nodes(c.nodes_path, &nodes, &nnodes, &err) ||
+        trace_load_pods(c.pods_path, &pods, &npods, &err)) {
+        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+        goto done;
+    }
+
+    if (c.emit_shapes) {
+        gp_shapes sh;
+        frag_shapes_from_trace(pods, npods, c.coverage, true, c.by_gpus, &sh);
+        print_shapes(stdout, &sh, c.pods_path);
+        status = 0;
+        goto done;
+    }
+    gp_shapes *shapes = xcalloc(1, sizeof *shapes);
+    if (!c.shapes_src)
+        c.shapes_src = c.sched_path ? "policy" : "trace";
+    frag_shapes_from_trace(pods, npods, c.coverage, strcmp(c.shapes_src, "trace-gpu") != 0,
+                           c.by_gpus, shapes);
+    sim_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.nodes = nodes;
+    cfg.nnodes = nnodes;
+    cfg.pods = pods;
+    cfg.npods = npods;
+    cfg.place = view.place;
+    /* the policy's shapes are what live gpupack uses (the built-in ones when
+     * the policy has none): the default when playing the deployment */
+    if (strcmp(c.shapes_src, "policy") != 0)
+        cfg.place.shapes = shapes;
+    cfg.shapes = shapes;
+    cfg.weight = weight;
+    cfg.ties = ties;
+    cfg.cpu_pods = cpu_pods;
+    cfg.inflate = departures ? 0 : inflate;
+    cfg.departures = departures;
+    cfg.shuffle = shuffle && !departures;
+    cfg.cache = cache;
+    cfg.kube = c.sched_path ? &kube : NULL;
+    cfg.extender_cpu = !c.extender_no_cpu;
+
+    if (!c.label) {
+        snprintf(label, sizeof label, "%s/%s", cfg.place.node ? cfg.place.node->name : "binpack",
+                 cfg.place.gpu ? cfg.place.gpu->name : "best-fit");
+        c.label = label;
+    }
+    int gpus;
+    int64_t cap_milli;
+    sim_capacity(nodes, nnodes, &gpus, &cap_milli);
+    if (!c.quiet)
+        fprintf(stderr,
+                "simulate: %zu nodes (%d GPUs), %zu pods, %s, %d typical shapes, %d seeds, "
+                "%d jobs\n",
+                nnodes, gpus, npods, c.label, shapes->n, c.nseeds, c.jobs);
+
+    double t0 = gp_mono_s();
+    for (int m = 0; m < c.nmodes; m++) {
+        cfg.mode = c.modes[m];
+        res[m] = xcalloc((size_t)c.nseeds, sizeof *res[m]);
+        if (run_seeds(&cfg, &c, mode_name(cfg.mode), res[m], &err)) {
+            fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+            free(shapes);
+            goto done;
+        }
+    }
+    double wall = gp_mono_s() - t0;
+
+    if (strcmp(c.format, "csv") == 0) {
+        print_csv_header(stdout);
+        for (int m = 0; m < c.nmodes; m++)
+            print_csv(stdout, &c, res[m], c.modes[m], gpus);
+    } else if (strcmp(c.format, "json") == 0) {
+        json_t *modes = json_array();
+        for (int m = 0; m < c.nmodes; m++)
+            json_array_append_new(modes, json_mode(&c, res[m], c.modes[m], gpus));
+        json_t *root = json_pack(
+            "{s:s,s:s,s:s,s:i,s:i,s:f,s:b,s:i,s:s,s:s,s:i,s:o,s:f}", "policy", c.label, "nodes",
+            c.nodes_path, "pods", c.pods_path, "gpus", gpus, "seeds", c.nseeds, "inflate",
+            cfg.inflate, "departures", departures, "weight", weight, "ties",
+            ties == SIM_TIES_KUBE ? "kube" : "random", "cpu_pods",
+            cpu_pods == SIM_CPU_PODS_KUBE ? "kube" : "policy", "shapes", shapes->n, "modes",
+            modes, "wall_s", wall);
+        json_object_set_new(root, "scheduler_config",
+                            c.sched_path ? json_string(c.sched_path) : json_null());
+        char *s = json_dumps(root, JSON_INDENT(2));
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        json_decref(root);
+    } else {
+        printf("gpupack simulate: %s (%zu nodes, %d GPUs) x %s (%zu pods), inflate %.2f%s, "
+               "%d seeds, %d typical shapes\n",
+               c.nodes_path, nnodes, gpus, c.pods_path, npods, cfg.inflate,
+               departures ? ", departures" : "", c.nseeds, shapes->n);
+        if (cfg.kube)
+            printf("scheduler: %s (percentageOfNodesToScore %d%s, NodeResourcesFit %s x%d, "
+                   "BalancedAllocation x%d, extender %s weight %d, %d managedResources), "
+                   "policies %s, gpupack %s host CPU\n",
+                   c.sched_path, kube.pct, kube.pct ? "" : " = adaptive",
+                   kube.strategy == SCHEDCFG_MOST_ALLOCATED ? "MostAllocated"
+                   : kube.strategy == SCHEDCFG_LEAST_ALLOCATED ? "LeastAllocated"
+                                                               : "RequestedToCapacityRatio",
+                   kube.w_fit, kube.w_bal, kube.has_extender ? "yes" : "none", kube.ext_weight,
+                   kube.nmanaged, c.policy_path ? c.policy_path : c.policies_dir ? c.policies_dir
+                                                                               : "built-in",
+                   cfg.extender_cpu ? "sees" : "does not see");
+        else
+            printf("scheduler: none (ideal: gpupack places every pod over every node)\n");
+        printf("columns: arrived%% and alloc%% of GPU capacity at the end; unalloc = "
+               "unallocated GPUs; frag%% = fragment / idle GPU share; failed pods by kind\n");
+        for (int m = 0; m < c.nmodes; m++)
+            print_table(stdout, &c, res[m], c.modes[m]);
+        printf("\nwall time: %.2f s\n", wall);
+    }
+    if (c.plot_path && plot_modes(&c, res, &err)) {
+        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
+        free(shapes);
+        status = 1;
+        goto done;
+    }
+    if (!c.quiet)
+        fprintf(stderr, "simulate: wall time %.2f s\n", wall);
+    free(shapes);
+    status = 0;
+done:
+    policy_set_unref(set);
+    free(res[0]);
+    free(res[1]);
+    free(pods);
+    free(nodes);
+    return status;
+}
