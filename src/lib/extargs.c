@@ -198,37 +198,11 @@ static int skip_value(scan *s, int depth)
 
 /* ------------------------------------------------------- pod reduction -- */
 
-/* Which members of the Pod the extender reads; everything else (managedFields,
- * status, tolerations, images, env values, the last-applied annotation ...) is
- * skipped without being parsed. */
-typedef struct keep {
-    const char *key;
-    const struct keep *sub;     /* keep only these members of the value (objects) */
-    bool each;                  /* the value is an array: apply sub to every element */
-    const char *prefix;         /* object whose members are kept by key prefix */
-} keep;
+static int copy_value(scan *s, gp_buf *out, const gp_keep *k, int depth);
 
-/* env: bind checks that the admission webhook injected NVIDIA_VISIBLE_DEVICES */
-static const keep env_keep[] = {{"name", NULL, false, NULL}, {"valueFrom", NULL, false, NULL}, {0}};
-static const keep ctr_keep[] = {{"name", NULL, false, NULL},
-                                {"resources", NULL, false, NULL},
-                                {"env", env_keep, true, NULL},
-                                {0}};
-static const keep spec_keep[] = {{"containers", ctr_keep, true, NULL},
-                                 {"initContainers", ctr_keep, true, NULL}, {0}};
-static const keep meta_keep[] = {{"name", NULL, false, NULL},
-                                 {"namespace", NULL, false, NULL},
-                                 {"uid", NULL, false, NULL},
-                                 {"resourceVersion", NULL, false, NULL},   /* bind's precondition */
-                                 {"labels", NULL, false, NULL},
-                                 {"annotations", NULL, false, "gpupack.io/"},
-                                 {0}};
-static const keep pod_keep[] = {{"metadata", meta_keep, false, NULL}, {"spec", spec_keep, false, NULL}, {0}};
-
-static int copy_value(scan *s, gp_buf *out, const keep *k, int depth);
-
-/* Copies the members of an object that `rules` (or `prefix`) keep. */
-static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *prefix, int depth)
+/* Copies the members of an object that `rules` (or `prefixes`) keep. */
+static int copy_object(scan *s, gp_buf *out, const gp_keep *rules, const char *const *prefixes,
+                       int depth)
 {
     ws(s);
     if (depth > MAX_SCAN_DEPTH || s->p >= s->end || *s->p != '{')
@@ -252,19 +226,8 @@ static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *pref
         if (s->p >= s->end || *s->p != ':')
             return -1;
         s->p++;
-        const keep *k = NULL;
-        bool take = false;
-        if (prefix) {
-            size_t pl = strlen(prefix);
-            take = klen >= pl && memcmp(key, prefix, pl) == 0;
-        } else {
-            for (const keep *r = rules; r->key; r++)
-                if (strlen(r->key) == klen && memcmp(r->key, key, klen) == 0) {
-                    k = r;
-                    take = true;
-                    break;
-                }
-        }
+        const gp_keep *k = prefixes ? NULL : jsonkeep_find(rules, key, klen);
+        bool take = prefixes ? jsonkeep_prefixed(prefixes, key, klen) : k != NULL;
         if (take) {
             if ((!first && gp_buf_append(out, ",", 1)) || gp_buf_append(out, "\"", 1) ||
                 gp_buf_append(out, key, klen) || gp_buf_append(out, "\":", 2) ||
@@ -288,10 +251,10 @@ static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *pref
 }
 
 /* Copies a value: whole, or reduced as k says. */
-static int copy_value(scan *s, gp_buf *out, const keep *k, int depth)
+static int copy_value(scan *s, gp_buf *out, const gp_keep *k, int depth)
 {
     ws(s);
-    bool reduced = k && (k->sub || k->prefix);
+    bool reduced = k && (k->sub || k->prefixes);
     if (reduced && s->end - s->p >= 4 && memcmp(s->p, "null", 4) == 0) {
         s->p += 4;
         return gp_buf_append(out, "null", 4);
@@ -323,15 +286,15 @@ static int copy_value(scan *s, gp_buf *out, const keep *k, int depth)
         }
     }
     if (reduced)
-        return copy_object(s, out, k->sub, k->prefix, depth);
+        return copy_object(s, out, k->sub, k->prefixes, depth);
     const char *b = s->p;
     if (skip_value(s, depth))
         return -1;
     return gp_buf_append(out, b, (size_t)(s->p - b));
 }
 
-/* The Pod's value [b, e) reduced to what the extender reads, then parsed. */
-static int load_pod(const char *b, const char *e, json_t **out)
+/* The Pod's value [b, e) reduced to what `keep` keeps, then parsed. */
+static int load_pod(const char *b, const char *e, const gp_keep *keep, json_t **out)
 {
     *out = NULL;
     if (e - b == 4 && memcmp(b, "null", 4) == 0)
@@ -340,7 +303,7 @@ static int load_pod(const char *b, const char *e, json_t **out)
     gp_buf text;
     gp_buf_init(&text, (size_t)(e - b) + 16);
     json_t *v = NULL;
-    if (copy_object(&s, &text, pod_keep, NULL, 0) == 0) {
+    if (copy_object(&s, &text, keep, NULL, 0) == 0) {
         ws(&s);
         if (s.p == s.end)
             v = json_loadb(text.data, text.len, 0, NULL);
@@ -423,7 +386,8 @@ static int scan_names(scan *s, size_t max, gp_extargs *a)
     return 0;
 }
 
-int extargs_scan(const char *body, size_t len, size_t max_names, gp_extargs *out)
+int extargs_scan(const char *body, size_t len, size_t max_names, const gp_keep *pod_keep,
+                 gp_extargs *out)
 {
     memset(out, 0, sizeof *out);
     scan s = {body, body + len};
@@ -457,7 +421,7 @@ int extargs_scan(const char *body, size_t len, size_t max_names, gp_extargs *out
             bool pod = klen == 3;
             const char *b = s.p;
             if (skip_value(&s, 0) ||
-                (pod ? load_pod(b, s.p, &out->pod) : load_part(b, s.p, &out->nodes)))
+                (pod ? load_pod(b, s.p, pod_keep, &out->pod) : load_part(b, s.p, &out->nodes)))
                 goto decline;
             if (pod)
                 seen_pod = true;

@@ -109,6 +109,40 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
 
 /* ---------------------------------------------------------------------- */
 
+/* Every member of a Pod that gpupack's decoders read: podreq (requests,
+ * sidecars, gpupack.io/ annotations), policy selection (namespace, labels),
+ * k8s_obs_pod (node, phase, deletion, assignment annotations), the webhook
+ * check at bind (env), bind's precondition (resourceVersion). */
+static const gp_keep env_keep[] = {{.key = "name"}, {.key = "valueFrom"}, {0}};
+static const gp_keep ctr_keep[] = {{.key = "name"},
+                                   {.key = "resources"},
+                                   {.key = "restartPolicy"},   /* native sidecars */
+                                   {.key = "env", .sub = env_keep, .each = true},
+                                   {0}};
+static const char *const ann_prefixes[] = {"gpupack.io/", "ALIYUN_COM_GPU_MEM_", NULL};
+static const gp_keep meta_keep[] = {{.key = "name"},
+                                    {.key = "namespace"},
+                                    {.key = "uid"},
+                                    {.key = "resourceVersion"},
+                                    {.key = "labels"},
+                                    {.key = "deletionTimestamp"},
+                                    {.key = "annotations", .prefixes = ann_prefixes},
+                                    {0}};
+static const gp_keep spec_keep[] = {{.key = "nodeName"},
+                                    {.key = "containers", .sub = ctr_keep, .each = true},
+                                    {.key = "initContainers", .sub = ctr_keep, .each = true},
+                                    {0}};
+static const gp_keep status_keep[] = {{.key = "phase"}, {0}};
+const gp_keep k8s_obs_pod_keep[] = {{.key = "metadata", .sub = meta_keep},
+                                    {.key = "spec", .sub = spec_keep},
+                                    {.key = "status", .sub = status_keep},
+                                    {0}};
+
+json_t *k8s_obs_trim_pod(const json_t *pod)
+{
+    return jsonkeep_trim(pod, k8s_obs_pod_keep);
+}
+
 static void copy_keys(json_t *dst, const json_t *src, const char *const *keys, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -116,58 +150,6 @@ static void copy_keys(json_t *dst, const json_t *src, const char *const *keys, s
         if (v)
             json_object_set_new(dst, keys[i], json_deep_copy(v));
     }
-}
-
-static json_t *trim_ctrs(const json_t *arr)
-{
-    json_t *out = json_array();
-    size_t i;
-    const json_t *c;
-    json_array_foreach(arr, i, c) {
-        json_t *t = json_object();
-        static const char *const keys[] = {"name", "resources"};
-        copy_keys(t, c, keys, GP_ARRAY_LEN(keys));
-        json_array_append_new(out, t);
-    }
-    return out;
-}
-
-json_t *k8s_obs_trim_pod(const json_t *pod)
-{
-    json_t *out = json_object();
-    const json_t *md = json_object_get(pod, "metadata");
-    json_t *tmd = json_object();
-    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels",
-                                        "deletionTimestamp"};
-    copy_keys(tmd, md, mkeys, GP_ARRAY_LEN(mkeys));
-    const json_t *ann = json_object_get(md, "annotations");
-    if (json_is_object(ann)) {
-        json_t *tann = json_object();
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)ann, k, v) {
-            if (strncmp(k, "gpupack.io/", 11) == 0 || strncmp(k, "ALIYUN_COM_GPU_MEM_", 19) == 0)
-                json_object_set_new(tann, k, json_deep_copy(v));
-        }
-        json_object_set_new(tmd, "annotations", tann);
-    }
-    json_object_set_new(out, "metadata", tmd);
-    const json_t *spec = json_object_get(pod, "spec");
-    json_t *tspec = json_object();
-    const char *node = str_at(spec, "nodeName", NULL);
-    if (node)
-        json_object_set_new(tspec, "nodeName", json_string(node));
-    if (json_is_array(json_object_get(spec, "containers")))
-        json_object_set_new(tspec, "containers", trim_ctrs(json_object_get(spec, "containers")));
-    if (json_is_array(json_object_get(spec, "initContainers")))
-        json_object_set_new(tspec, "initContainers", trim_ctrs(json_object_get(spec, "initContainers")));
-    json_object_set_new(out, "spec", tspec);
-    const char *phase = str_at(pod, "status", "phase");
-    json_t *tst = json_object();
-    if (phase)
-        json_object_set_new(tst, "phase", json_string(phase));
-    json_object_set_new(out, "status", tst);
-    return out;
 }
 
 json_t *k8s_obs_trim_node(const json_t *node)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "model/annotations.h"
+#include "model/k8s_obs.h"
 #include "sched/webhook.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
@@ -130,56 +131,6 @@ static int bad_request(gp_extender *e, char **out, const char *fmt, ...)
 
 /* ------------------------------------------------------ pending pods -- */
 
-/* Keeps what bind needs of a pod: metadata and container resources. */
-static json_t *trim_pod(const json_t *pod)
-{
-    const json_t *md = json_object_get(pod, "metadata");
-    json_t *tmd = json_object();
-    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels"};
-    for (size_t i = 0; i < GP_ARRAY_LEN(mkeys); i++) {
-        json_t *v = json_object_get(md, mkeys[i]);
-        if (v)
-            json_object_set(tmd, mkeys[i], v);
-    }
-    json_t *ann = json_object_get(md, "annotations");
-    if (json_is_object(ann)) {
-        json_t *tann = json_object();
-        const char *k;
-        json_t *v;
-        json_object_foreach(ann, k, v) {
-            if (strncmp(k, "gpupack.io/", 11) == 0)
-                json_object_set(tann, k, v);
-        }
-        json_object_set_new(tmd, "annotations", tann);
-    }
-    json_t *spec = json_object_get(pod, "spec");
-    json_t *tspec = json_object();
-    static const char *const lists[] = {"containers", "initContainers"};
-    for (size_t l = 0; l < GP_ARRAY_LEN(lists); l++) {
-        json_t *arr = json_object_get(spec, lists[l]);
-        if (!json_is_array(arr))
-            continue;
-        json_t *tarr = json_array();
-        size_t i;
-        json_t *c;
-        json_array_foreach(arr, i, c) {
-            json_t *tc = json_object();
-            json_t *name = json_object_get(c, "name");
-            json_t *res = json_object_get(c, "resources");
-            if (name)
-                json_object_set(tc, "name", name);
-            if (res)
-                json_object_set(tc, "resources", res);
-            json_t *env = json_object_get(c, "env");   /* the webhook check at bind */
-            if (env)
-                json_object_set(tc, "env", env);
-            json_array_append_new(tarr, tc);
-        }
-        json_object_set_new(tspec, lists[l], tarr);
-    }
-    return json_pack("{s:o,s:o}", "metadata", tmd, "spec", tspec);
-}
-
 static void pending_evict_locked(gp_extender *e, double now)
 {
     pending *victims[64];
@@ -220,7 +171,7 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
     if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
         return;
     pending *p = xcalloc(1, sizeof *p);
-    p->pod = trim_pod(pod);
+    p->pod = k8s_obs_trim_pod(pod);   /* what bind reads, as the scanner keeps it */
     p->at = gp_mono_s();
     pthread_mutex_lock(&e->mu);
     if (strmap_count(e->pending) >= e->cfg.pending_max)
@@ -357,7 +308,7 @@ static int verb_args_decode(gp_extender *e, const char *body, size_t len, verb_a
 {
     memset(va, 0, sizeof *va);
     const json_t *names = NULL, *nodes = NULL;
-    if (extargs_scan(body, len, MAX_NODES_PER_REQUEST, &va->fast) == 0) {
+    if (extargs_scan(body, len, MAX_NODES_PER_REQUEST, k8s_obs_pod_keep, &va->fast) == 0) {
         va->pod = va->fast.pod;
         nodes = va->fast.nodes;
     } else {
