@@ -31,6 +31,7 @@
 #define EVENTS_MSG_MAX 1024            /* the API server's limit on Event messages */
 #define EVENTS_REASON_OK "GPUsAssigned"
 #define EVENTS_REASON_FAILED "GPUBindFailed"
+#define EVENTS_REASON_OVER "GPUOverCapacity"   /* the pods' annotations over-fill a GPU */
 
 /* "assigned GPU 1 (A100-SXM4-80GB, 8192 MiB, 25 %) on node-a100, policy
  * inference"; several GPUs are listed one after the other. `node` (may be
@@ -83,6 +84,11 @@ void events_free(gp_events *ev);
 /* The bind hook: records GPUsAssigned (ok) or GPUBindFailed (why) on the
  * pod. Never blocks; a full queue drops the event. Thread-safe; ev may be NULL. */
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why);
+/* A Warning Event with `reason` (a string that lives as long as the
+ * process, e.g. EVENTS_REASON_OVER) and `msg` on pod ns/pod. Never blocks;
+ * a full queue drops it. Thread-safe; ev may be NULL. */
+void events_pod_warning(gp_events *ev, const char *ns, const char *pod, const char *uid,
+                        const char *reason, const char *msg);
 /* Appends gpupack_events_total{result}. */
 void events_metrics(gp_events *ev, gp_buf *out);
 

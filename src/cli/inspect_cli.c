@@ -50,7 +50,10 @@ static void print_node(FILE *f, const json_t *n)
         fprintf(f, "%-24s %-4lld %-22.22s %-15s %-9s %-3s %s\n", i ? "" : name,
                 (long long)json_integer_value(json_object_get(g, "index")),
                 str(g, "model"), memtxt, coretxt,
-                json_is_true(json_object_get(g, "healthy")) ? "ok" : "BAD", podlist);
+                !json_is_true(json_object_get(g, "healthy"))      ? "BAD"
+                : json_is_true(json_object_get(g, "overCapacity")) ? "OVER"
+                                                                    : "ok",
+                podlist);
     }
 }
 

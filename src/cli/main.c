@@ -270,7 +270,22 @@ static void label_hook(void *ud, bool leading)
 static bool bind_gate(void *ud, double *budget_s)
 {
     app *a = ud;
-    return live_ready(a->live) && leader_may_bind(a->leader, budget_s);
+    return live_serving(a->live, NULL, 0) && leader_may_bind(a->leader, budget_s);
+}
+
+/* The extender decides only from a map that is the API server's truth. */
+static bool serving_hook(void *ud, char *why, size_t len)
+{
+    app *a = ud;
+    return live_serving(a->live, why, len);
+}
+
+/* GPUs over capacity become Warning Events on the pod concerned. */
+static void warn_hook(void *ud, const char *ns, const char *name, const char *uid,
+                      const char *reason, const char *msg)
+{
+    app *a = ud;
+    events_pod_warning(a->events, ns, name, uid, reason, msg);
 }
 
 static bool ready_hook(void *ud, char *detail, size_t len)
@@ -280,8 +295,10 @@ static bool ready_hook(void *ud, char *detail, size_t len)
         snprintf(detail, len, "embedded cluster");
         return true;
     }
-    if (!live_ready(a->live)) {
-        snprintf(detail, len, "waiting for the first full list of nodes and pods");
+    char wait[400];
+    if (!live_serving(a->live, wait, sizeof wait)) {
+        /* the verbs refuse meanwhile: a Service routes elsewhere */
+        snprintf(detail, len, "waiting for the API server's state: %s", wait);
         return false;
     }
     if (a->leader && !a->label) {
@@ -533,6 +550,9 @@ static int cmd_serve(int argc, char **argv)
         }
         ecfg.binder = bind_with_events;
         ecfg.binder_ud = &a;
+        ecfg.serving = serving_hook;
+        ecfg.serving_ud = &a;
+        live_set_warn(a.live, (gp_live_warn){warn_hook, &a});
         ecfg.bind_threads = (int)o.bind_threads;
         if (o.leader_elect && start_leader(&o, &a, &err)) {
             LOG_ERROR("%s", err.msg);

@@ -251,6 +251,13 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     (void)!gp_buf_printf(&b, "gpupack_bind_errors_total %lu\n", es.bind_errors);
     metrics_header(&b, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
     (void)!gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
+    metrics_header(&b, "gpupack_verbs_unready_total", "counter",
+                   "Verb calls answered with an error because gpupack's map was not the API "
+                   "server's yet (nodes or pods not listed, or a relist not applied).");
+    (void)!gp_buf_printf(&b, "gpupack_verbs_unready_total{verb=\"filter\"} %lu\n"
+                             "gpupack_verbs_unready_total{verb=\"prioritize\"} %lu\n"
+                             "gpupack_verbs_unready_total{verb=\"bind\"} %lu\n",
+                         es.unready[0], es.unready[1], es.unready[2]);
     gp_cluster_stats cs;
     cluster_stats(s->c, &cs);
     metrics_header(&b, "gpupack_nodes", "gauge", "Nodes in the store.");
@@ -263,6 +270,23 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
                    "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
     (void)!gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
+    metrics_header(&b, "gpupack_gpus_over_capacity", "gauge",
+                   "GPUs whose pods' annotations hold more memory or compute than they have "
+                   "(nothing is offered there; see /inspect overCapacity).");
+    (void)!gp_buf_printf(&b, "gpupack_gpus_over_capacity %zu\n", cs.gpus_over);
+    metrics_header(&b, "gpupack_gpu_over_capacity_total", "counter",
+                   "Times a GPU went over capacity by the pods' annotations (each raises a "
+                   "GPUOverCapacity Event).");
+    (void)!gp_buf_printf(&b, "gpupack_gpu_over_capacity_total %lu\n", cs.truth.over_capacity);
+    metrics_header(&b, "gpupack_truth_conflicts_total", "counter",
+                   "Assumptions that conflicted with pods the API server shows bound: a "
+                   "filter-time reservation or a bind's assumption released before its Binding "
+                   "was posted, or one kept because its Binding was already out.");
+    (void)!gp_buf_printf(&b, "gpupack_truth_conflicts_total{kind=\"reservation_released\"} %lu\n"
+                             "gpupack_truth_conflicts_total{kind=\"assumption_released\"} %lu\n"
+                             "gpupack_truth_conflicts_total{kind=\"binding_out\"} %lu\n",
+                         cs.truth.released_reservations, cs.truth.released_assumptions,
+                         cs.truth.kept_in_flight);
     metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
     (void)!gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
                          (long long)cs.mem_total, (long long)cs.mem_used);

@@ -23,6 +23,8 @@ struct gp_reflector {
 
     pthread_mutex_t mu;            /* guards what other threads read: */
     bool synced, healthy;
+    bool relisting;                /* after the first LIST: a LIST that will replace the view
+                                    * is due or under way (events were lost) */
     char why[256];
     double down_since;
     gp_reflector_stats stats;
@@ -68,6 +70,18 @@ bool reflector_synced(gp_reflector *r)
     bool s = r->synced;
     pthread_mutex_unlock(&r->mu);
     return s;
+}
+
+bool reflector_current(gp_reflector *r, char *why, size_t whylen)
+{
+    pthread_mutex_lock(&r->mu);
+    bool ok = r->synced && !r->relisting;
+    if (!ok && why && whylen)
+        snprintf(why, whylen, "%s: %s", r->resource,
+                 r->synced ? "listing again (the watch lost events), not applied yet"
+                           : "first LIST not applied yet");
+    pthread_mutex_unlock(&r->mu);
+    return ok;
 }
 
 bool reflector_healthy(gp_reflector *r, char *why, size_t whylen)
@@ -249,6 +263,7 @@ static step do_list(gp_reflector *r)
         LOG_INFO("%s: first LIST applied (%zu objects, resourceVersion %s)", r->resource, nitems,
                  list_rv);
     r->synced = true;
+    r->relisting = false;
     r->stats.lists++;
     pthread_mutex_unlock(&r->mu);
     set_healthy(r);
@@ -446,6 +461,9 @@ static void *run(void *arg)
                 backoff = r->cfg.backoff_min_s;   /* a watch that held for a while */
             if (s == STEP_RELIST) {
                 r->need_list = true;
+                pthread_mutex_lock(&r->mu);
+                r->relisting = true;   /* the view misses events until the LIST is applied */
+                pthread_mutex_unlock(&r->mu);
                 /* expired again right after a LIST: do not spin on the server */
                 if (just_listed)
                     s = STEP_RETRY;

@@ -227,7 +227,8 @@ void events_agg_forget(events_agg *a, const char *ns, const char *name)
 
 typedef struct occ {
     char ns[GP_NAME_MAX], pod[GP_NAME_MAX], uid[GP_UID_MAX];
-    bool ok;
+    bool ok;                            /* Normal, else Warning */
+    const char *reason;                 /* a static string */
     char msg[EVENTS_MSG_MAX];
     int64_t at_ns;
 } occ;
@@ -278,8 +279,7 @@ gp_events *events_new(const gp_kube_auth *auth, gp_cluster *c, gp_err *err)
 
 static void send_one(gp_events *ev, const occ *o)
 {
-    events_occurrence x = {o->ns, o->pod, o->uid, o->ok ? "Normal" : "Warning",
-                           o->ok ? EVENTS_REASON_OK : EVENTS_REASON_FAILED, o->msg};
+    events_occurrence x = {o->ns, o->pod, o->uid, o->ok ? "Normal" : "Warning", o->reason, o->msg};
     events_send s;
     events_agg_record(ev->agg, &x, o->at_ns, &s);
     if (s.action == EVENTS_DROP) {
@@ -369,6 +369,20 @@ void events_free(gp_events *ev)
     free(ev);
 }
 
+/* Queues one occurrence for the sender; a full queue drops it (counted). */
+static void enqueue(gp_events *ev, const occ *o)
+{
+    pthread_mutex_lock(&ev->mu);
+    if (ev->len == EVENTS_QUEUE_MAX) {
+        atomic_fetch_add(&ev->dropped, 1);
+    } else {
+        ev->q[(ev->head + ev->len) % EVENTS_QUEUE_MAX] = *o;
+        ev->len++;
+        pthread_cond_signal(&ev->cv);
+    }
+    pthread_mutex_unlock(&ev->mu);
+}
+
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why)
 {
     if (!ev || !call)
@@ -379,6 +393,7 @@ void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const 
     gp_strlcpy(o.pod, call->name, sizeof o.pod);
     gp_strlcpy(o.uid, call->uid ? call->uid : "", sizeof o.uid);
     o.ok = ok;
+    o.reason = ok ? EVENTS_REASON_OK : EVENTS_REASON_FAILED;
     o.at_ns = gp_now_ns();
     if (ok && call->assign) {
         cluster_rdlock(ev->c);
@@ -391,15 +406,23 @@ void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const 
         snprintf(o.msg, sizeof o.msg, "binding to %s failed: %s", call->node,
                  why && *why ? why : "unknown error");
     }
-    pthread_mutex_lock(&ev->mu);
-    if (ev->len == EVENTS_QUEUE_MAX) {
-        atomic_fetch_add(&ev->dropped, 1);
-    } else {
-        ev->q[(ev->head + ev->len) % EVENTS_QUEUE_MAX] = o;
-        ev->len++;
-        pthread_cond_signal(&ev->cv);
-    }
-    pthread_mutex_unlock(&ev->mu);
+    enqueue(ev, &o);
+}
+
+void events_pod_warning(gp_events *ev, const char *ns, const char *pod, const char *uid,
+                        const char *reason, const char *msg)
+{
+    if (!ev || !ns || !pod || !*pod)
+        return;
+    occ o;
+    memset(&o, 0, sizeof o);
+    gp_strlcpy(o.ns, ns, sizeof o.ns);
+    gp_strlcpy(o.pod, pod, sizeof o.pod);
+    gp_strlcpy(o.uid, uid ? uid : "", sizeof o.uid);
+    o.reason = reason;
+    gp_strlcpy(o.msg, msg, sizeof o.msg);
+    o.at_ns = gp_now_ns();
+    enqueue(ev, &o);
 }
 
 void events_metrics(gp_events *ev, gp_buf *out)

@@ -36,6 +36,7 @@ struct gp_extender {
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
+    atomic_ulong n_unready[3];  /* see gp_extender_stats */
     int eval_threads;           /* threads evaluating one large node list */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
 };
@@ -96,6 +97,8 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bind = atomic_load(&e->n_bind);
     out->bind_errors = atomic_load(&e->n_bind_errors);
     out->bad_requests = atomic_load(&e->n_bad);
+    for (int v = 0; v < 3; v++)
+        out->unready[v] = atomic_load(&e->n_unready[v]);
 }
 
 static gp_policy_set *policies_get(gp_extender *e)
@@ -127,6 +130,21 @@ static int bad_request(gp_extender *e, char **out, const char *fmt, ...)
     atomic_fetch_add(&e->n_bad, 1);
     *out = error_body(msg);
     return 400;
+}
+
+/* The verbs whose refusals while not serving are counted. */
+enum { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND };
+
+/* Whether the map may decide now; if not, *msg says why (for the Error). */
+static bool serving(gp_extender *e, int verb, char *msg, size_t len)
+{
+    char why[400] = "";
+    if (!e->cfg.serving || e->cfg.serving(e->cfg.serving_ud, why, sizeof why))
+        return true;
+    atomic_fetch_add(&e->n_unready[verb], 1);
+    snprintf(msg, len, "gpupack's map is not the API server's yet (%s); nothing was decided, "
+                       "kube-scheduler retries the pod", why);
+    return false;
 }
 
 /* ------------------------------------------------------ pending pods -- */
@@ -650,6 +668,13 @@ static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_filter, 1);
+    char msg[600];
+    if (!serving(e, VERB_FILTER, msg, sizeof msg)) {
+        /* the extender protocol's error: kube-scheduler fails this attempt
+         * and shows the message in the pod's FailedScheduling event */
+        *out = error_body(msg);
+        return 200;
+    }
     verb_args va;
     int status = verb_args_decode(e, body, len, &va, out);
     if (status)
@@ -695,6 +720,11 @@ done:
 int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_prioritize, 1);
+    char msg[600];
+    if (!serving(e, VERB_PRIORITIZE, msg, sizeof msg)) {
+        *out = error_body(msg);   /* a HostPriorityList has no Error: the status says it */
+        return 503;
+    }
     verb_args va;
     int status = verb_args_decode(e, body, len, &va, out);
     if (status)
@@ -794,8 +824,23 @@ static void bind_run(void *arg)
     gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->rv[0] ? j->rv : NULL, j->ann,
                          j->host_only ? NULL : &j->a, j->policy};
     gp_err err;
-    gp_bind_outcome o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
-    cluster_bind_outcome(e->c, j->uid, o);
+    gp_bind_outcome o = GP_BIND_REFUSED;
+    char why[700];
+    if (!serving(e, VERB_BIND, why, sizeof why)) {
+        /* a relist began while this bind waited for a thread: its GPUs may be
+         * held by pods the LIST will show; decide again once it is applied */
+        cluster_bind_abandon(e->c, j->uid);
+        gp_fail(&err, "%s", why);
+    } else if (cluster_bind_claim(e->c, j->uid, j->host_only ? NULL : &j->a)) {
+        /* released meanwhile (reconciliation, or the pod's deletion): nothing
+         * of it is left in the store to roll back, and nothing is posted */
+        gp_fail(&err, "not posted: gpupack released the GPUs this bind had chosen meanwhile (the "
+                      "pod is gone, or pods the API server shows bound hold them); kube-scheduler "
+                      "retries the pod");
+    } else {
+        o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
+        cluster_bind_outcome(e->c, j->uid, o);
+    }
     char *out;
     if (o == GP_BIND_BOUND) {
         log_bound(j->ns, j->name, j->node, &j->a, j->policy);
@@ -836,6 +881,10 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     status = 200;
     char msg[1200];
     msg[0] = '\0';
+    if (!serving(e, VERB_BIND, msg, sizeof msg)) {
+        *out = bind_failed(e, ns, name, node, msg);   /* nothing assumed, nothing posted */
+        goto done;
+    }
     json_t *pod = recall(e, uid);
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;

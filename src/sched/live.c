@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sched/binder.h"
+#include "sched/events.h"
 #include "model/k8s_obs.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
@@ -34,7 +35,30 @@ struct gp_live {
     gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
     gp_live_gate gate;              /* NULL fn: every bind may go ahead */
     atomic_ulong binds_refused;
+    gp_live_warn warn;              /* NULL fn: over-capacity GPUs are only logged */
 };
+
+/* Turns the store's over-capacity notices into Warning Events on the pod
+ * recorded last on each GPU (the store logged and counted them already). */
+static void report_over(gp_live *l)
+{
+    gp_over_notice n[8];
+    size_t k;
+    while ((k = cluster_take_over_notices(l->c, n, GP_ARRAY_LEN(n))) > 0) {
+        for (size_t i = 0; i < k && l->warn.fn; i++) {
+            char msg[768];
+            snprintf(msg, sizeof msg,
+                     "GPU %d of node %.200s is over capacity: the pods' gpupack.io/assignment "
+                     "annotations hold %lld of %lld MiB and %d.%d%% of %d.%d%% compute (a Binding "
+                     "that landed after gpupack had given its GPUs up, or annotations written "
+                     "elsewhere); gpupack offers nothing on this GPU until pods leave",
+                     n[i].index, n[i].node, (long long)n[i].mem_used, (long long)n[i].mem_total,
+                     n[i].core_used / 10, n[i].core_used % 10, n[i].core_total / 10,
+                     n[i].core_total % 10);
+            l->warn.fn(l->warn.ud, n[i].ns, n[i].name, n[i].uid, EVENTS_REASON_OVER, msg);
+        }
+    }
+}
 
 /* ------------------------------------------------------------- nodes --- */
 
@@ -48,6 +72,7 @@ static void nodes_end(void *ud)
 {
     gp_live *l = ud;
     cluster_nodes_resync_end(l->c);
+    report_over(l);
 }
 
 static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
@@ -73,6 +98,7 @@ static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t 
             LOG_DEBUG("node %s: GPU inventory unusable: %s", name, err.msg);
     }
     cluster_upsert_node(l->c, name, &inv);
+    report_over(l);
 }
 
 /* -------------------------------------------------------------- pods --- */
@@ -87,6 +113,7 @@ static void pods_end(void *ud)
 {
     gp_live *l = ud;
     cluster_pods_resync_end(l->c);
+    report_over(l);
 }
 
 /* GPUs for a pod already bound to `node` without gpupack's bind, under the
@@ -187,6 +214,8 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     if (!v->obs.terminal && v->node[0] && !v->obs.assign && !v->assign_err[0] && v->wants_gpu)
         account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
+    if (!listed)
+        report_over(l);   /* a LIST's reconciliation comes at its end */
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
@@ -235,6 +264,11 @@ gp_binder_fn live_binder(void)
 void live_set_bind_gate(gp_live *l, gp_live_gate gate)
 {
     l->gate = gate;
+}
+
+void live_set_warn(gp_live *l, gp_live_warn warn)
+{
+    l->warn = warn;
 }
 
 gp_kube *live_kube(gp_live *l)
@@ -356,6 +390,20 @@ int live_start(gp_live *l, gp_extender *e, gp_err *err)
 bool live_ready(gp_live *l)
 {
     return l && reflector_synced(l->nodes) && reflector_synced(l->pods);
+}
+
+bool live_serving(gp_live *l, char *why, size_t whylen)
+{
+    if (!l)
+        return false;
+    char a[200] = "", b[200] = "";
+    bool nok = reflector_current(l->nodes, a, sizeof a);
+    bool pok = reflector_current(l->pods, b, sizeof b);
+    if (nok && pok)
+        return true;
+    if (why && whylen)
+        snprintf(why, whylen, "%s%s%s", a, (!nok && !pok) ? "; " : "", b);
+    return false;
 }
 
 bool live_stale(gp_live *l, char *why, size_t whylen)
