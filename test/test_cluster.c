@@ -595,6 +595,14 @@ START_TEST(over_capacity_is_followed_reported_and_fenced)
     tu_req(&shapes[0], "m2", 1, 8192, 0);
     ck_assert_int_eq(cluster_place_and_assume(c, "n0", &shapes[0], &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
     ck_assert_int_eq(a.ctrs[0].gpus[0].index, 0);
+    /* going over again is a new transition: counted and reported again (the
+     * unposted assumption m2 is released first, the late pod stays) */
+    observe_bound(c, "late2", 0, 12288);
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.truth.released_assumptions, 1);
+    ck_assert_int_eq(st.truth.over_capacity, 2);
+    ck_assert_int_eq(cluster_take_over_notices(c, n, 4), 1);
+    ck_assert_str_eq(n[0].name, "late2");
     cluster_free(c);
 }
 END_TEST

@@ -203,6 +203,21 @@ static void attach(gp_cluster *c, pod_rec *r)
     apply_holds(e, r, 1);
 }
 
+/* A GPU marked over capacity that a pod's departure brought back within it:
+ * unmarked, so that going over again is counted and reported again. */
+static void recheck_over(node_ent *e)
+{
+    for (int pos = 0; pos < e->node.ngpus && e->over; pos++) {
+        const gp_gpu *g = &e->node.gpus[pos];
+        uint64_t bit = (uint64_t)1 << pos;
+        if (!(e->over & bit) || g->mem_used > g->info.mem_total || g->core_used > g->info.core_total)
+            continue;
+        e->over &= ~bit;
+        LOG_INFO("node %s GPU %d is within capacity again (%lld of %lld MiB)", e->node.name,
+                 g->info.index, (long long)g->mem_used, (long long)g->info.mem_total);
+    }
+}
+
 static void detach(gp_cluster *c, pod_rec *r)
 {
     node_ent *e = strmap_get(c->nodes, r->a->node);
@@ -214,6 +229,7 @@ static void detach(gp_cluster *c, pod_rec *r)
         if (e->pods[i] == r) {
             e->pods[i] = e->pods[--e->npods];
             apply_holds(e, r, -1);
+            recheck_over(e);
             return;
         }
     }
@@ -352,13 +368,11 @@ static void reconcile_node(gp_cluster *c, node_ent *e)
             }
         }
     }
-    uint64_t went = over & ~e->over, back = e->over & ~over;
-    for (int pos = 0; pos < e->node.ngpus && (went | back); pos++) {
+    recheck_over(e);   /* those back within capacity (an inventory that grew) */
+    uint64_t went = over & ~e->over;
+    for (int pos = 0; pos < e->node.ngpus && went; pos++) {
         const gp_gpu *g = &e->node.gpus[pos];
         uint64_t bit = (uint64_t)1 << pos;
-        if (back & bit)
-            LOG_INFO("node %s GPU %d is within capacity again (%lld of %lld MiB)", e->node.name,
-                     g->info.index, (long long)g->mem_used, (long long)g->info.mem_total);
         if (!(went & bit))
             continue;
         c->truth.over_capacity++;
@@ -479,7 +493,7 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
         /* same pods, recounted against the new inventory */
         for (size_t i = 0; i < old->npods; i++)
             attach(c, old->pods[i]);
-        e->over = old->over;
+        e->over = inv->n < 64 ? old->over & (((uint64_t)1 << inv->n) - 1) : old->over;
         ent_free(old);
     } else if (c->orphans > 0) {
         /* pods seen before their node: adopt them (a scan, but only then) */
