@@ -324,10 +324,12 @@ static void release_conflicts(gp_cluster *c, node_ent *e, int pos)
         bool reserved = newest->reserved_until > 0;
         LOG_WARN("pod %s/%s: released its %s on node %s: GPU %d holds %lld of %lld MiB and %d.%d%% "
                  "of %d.%d%% compute with the pods the API server shows bound (their annotations "
-                 "win); its bind will be refused and retried", newest->ns, newest->name,
+                 "win); %s", newest->ns, newest->name,
                  reserved ? "filter-time reservation" : "assumed GPUs", e->node.name, g->info.index,
                  (long long)g->mem_used, (long long)g->info.mem_total, g->core_used / 10,
-                 g->core_used % 10, g->info.core_total / 10, g->info.core_total % 10);
+                 g->core_used % 10, g->info.core_total / 10, g->info.core_total % 10,
+                 reserved ? "its bind will place it afresh"
+                          : "its Binding will not be posted, kube-scheduler retries the pod");
         if (reserved)
             c->truth.released_reservations++;
         else

@@ -37,6 +37,7 @@ struct gp_extender {
     strmap *pending;            /* uid -> pending */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
     atomic_ulong n_unready[3];  /* see gp_extender_stats */
+    atomic_bool refusing;       /* the last serving() said no (logged once per spell) */
     int eval_threads;           /* threads evaluating one large node list */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
 };
@@ -139,8 +140,14 @@ enum { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND };
 static bool serving(gp_extender *e, int verb, char *msg, size_t len)
 {
     char why[400] = "";
-    if (!e->cfg.serving || e->cfg.serving(e->cfg.serving_ud, why, sizeof why))
+    if (!e->cfg.serving || e->cfg.serving(e->cfg.serving_ud, why, sizeof why)) {
+        if (atomic_exchange(&e->refusing, false))
+            LOG_INFO("the verbs decide again: gpupack's map is the API server's");
         return true;
+    }
+    if (!atomic_exchange(&e->refusing, true))
+        LOG_WARN("the verbs decide nothing until gpupack's map is the API server's (%s): filter "
+                 "and bind answer an Error, prioritize 503; kube-scheduler retries", why);
     atomic_fetch_add(&e->n_unready[verb], 1);
     snprintf(msg, len, "gpupack's map is not the API server's yet (%s); nothing was decided, "
                        "kube-scheduler retries the pod", why);
