@@ -80,6 +80,10 @@ bool reflector_current(gp_reflector *r, char *why, size_t whylen);
  * failed and for how long. Thread-safe. */
 bool reflector_healthy(gp_reflector *r, char *why, size_t whylen);
 
+/* Seconds the view has been healthy without a break (since the LIST or the
+ * watch that ended the last failure), or -1 while it is not. Thread-safe. */
+double reflector_healthy_for(gp_reflector *r);
+
 typedef struct gp_reflector_stats {
     unsigned long lists, list_pages, list_failures;
     unsigned long watches, watch_failures, events, bookmarks, expired, bad_events;

@@ -60,6 +60,13 @@ bool live_ready(gp_live *l);
  * truth, and a decision from it may hand out GPUs that listed pods hold.
  * why (may be NULL) says what is awaited. Thread-safe. */
 bool live_serving(gp_live *l, char *why, size_t whylen);
+/* live_serving, and the pod watch has streamed without a break for at least
+ * min_s: the events of every write committed until shortly before now have
+ * arrived. What a replica that may have just taken over from another binder
+ * needs before it binds: that binder's last Bindings must be in its map
+ * (a watch in its retry backoff after an API server outage can lag for
+ * tens of seconds). Thread-safe. */
+bool live_fresh(gp_live *l, double min_s, char *why, size_t whylen);
 /* True while the data may be stale (watch down); why gets a reason. */
 bool live_stale(gp_live *l, char *why, size_t whylen);
 /* Stops threads and frees; accepts NULL. Call before freeing the extender

@@ -266,11 +266,19 @@ static void label_hook(void *ud, bool leading)
     leader_label_sync(ud, leading);
 }
 
-/* Only a leader with a complete map binds (live.c asks before every bind). */
+/* How long a leader's pod watch must have streamed before it binds: the
+ * takeover quiet period's reasoning (the old leader's last Bindings reach the
+ * watch within it) holds only for a watch that is connected. */
+#define BIND_WATCH_FRESH_S 1.0
+
+/* Only a leader with a complete, current map binds (live.c asks before every
+ * bind). Seen in e2e_chaos: a replica that took the lease back right after an
+ * API server outage bound from a map its watch, still in its retry backoff,
+ * had not updated with the other replica's binds (3 GPUs over-committed). */
 static bool bind_gate(void *ud, double *budget_s)
 {
     app *a = ud;
-    return live_serving(a->live, NULL, 0) && leader_may_bind(a->leader, budget_s);
+    return live_fresh(a->live, BIND_WATCH_FRESH_S, NULL, 0) && leader_may_bind(a->leader, budget_s);
 }
 
 /* The extender decides only from a map that is the API server's truth. */

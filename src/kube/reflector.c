@@ -25,6 +25,7 @@ struct gp_reflector {
     bool synced, healthy;
     bool relisting;                /* after the first LIST: a LIST that will replace the view
                                     * is due or under way (events were lost) */
+    double healthy_since;          /* monotonic start of the current healthy streak */
     char why[256];
     double down_since;
     gp_reflector_stats stats;
@@ -48,6 +49,8 @@ static void set_healthy(gp_reflector *r)
     if (!r->healthy && r->down_since > 0)
         LOG_INFO("%s: API server reachable again after %.1f s", r->resource,
                  gp_mono_s() - r->down_since);
+    if (!r->healthy)
+        r->healthy_since = gp_mono_s();
     r->healthy = true;
     r->down_since = 0;
     r->why[0] = '\0';
@@ -97,6 +100,14 @@ bool reflector_healthy(gp_reflector *r, char *why, size_t whylen)
     }
     pthread_mutex_unlock(&r->mu);
     return ok;
+}
+
+double reflector_healthy_for(gp_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    double t = r->healthy ? gp_mono_s() - r->healthy_since : -1;
+    pthread_mutex_unlock(&r->mu);
+    return t;
 }
 
 void reflector_stats(gp_reflector *r, gp_reflector_stats *out)

@@ -236,8 +236,8 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
          * (a bind makes up to three API calls) */
         if (!l->gate.fn(l->gate.ud, &budget)) {
             atomic_fetch_add(&l->binds_refused, 1);
-            gp_fail(err, "this gpupack replica does not lead (standby or fenced); "
-                         "kube-scheduler retries the pod");
+            gp_fail(err, "this gpupack replica does not lead (standby or fenced), or its pod "
+                         "watch is not current; kube-scheduler retries the pod");
             return GP_BIND_REFUSED;   /* nothing was sent */
         }
         if (budget / 3 < timeout)
@@ -403,6 +403,24 @@ bool live_serving(gp_live *l, char *why, size_t whylen)
         return true;
     if (why && whylen)
         snprintf(why, whylen, "%s%s%s", a, (!nok && !pok) ? "; " : "", b);
+    return false;
+}
+
+bool live_fresh(gp_live *l, double min_s, char *why, size_t whylen)
+{
+    if (!live_serving(l, why, whylen))
+        return false;
+    double up = reflector_healthy_for(l->pods);
+    if (up >= min_s)
+        return true;
+    if (why && whylen) {
+        char down[256] = "";
+        reflector_healthy(l->pods, down, sizeof down);
+        if (up < 0)
+            snprintf(why, whylen, "the pod watch is down (%s)", down);
+        else
+            snprintf(why, whylen, "the pod watch resumed %.1f s ago", up);
+    }
     return false;
 }
 
