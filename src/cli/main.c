@@ -313,12 +313,12 @@ static void metrics_hook(void *ud, gp_buf *out)
         stale = live_stale(a->live, why, sizeof why);
         ready = live_ready(a->live);
     }
-    (void)!gp_buf_printf(out,
-                         "# HELP gpupack_cluster_ready 1 once the first full list was applied.\n"
-                         "# TYPE gpupack_cluster_ready gauge\ngpupack_cluster_ready %d\n"
-                         "# HELP gpupack_cluster_stale 1 while the API server watch is down.\n"
-                         "# TYPE gpupack_cluster_stale gauge\ngpupack_cluster_stale %d\n",
-                         ready, stale);
+    gp_buf_printf(out,
+                  "# HELP gpupack_cluster_ready 1 once the first full list was applied.\n"
+                  "# TYPE gpupack_cluster_ready gauge\ngpupack_cluster_ready %d\n"
+                  "# HELP gpupack_cluster_stale 1 while the API server watch is down.\n"
+                  "# TYPE gpupack_cluster_stale gauge\ngpupack_cluster_stale %d\n",
+                  ready, stale);
     if (a->live) {
         gp_live_stats ls;
         live_stats(a->live, &ls);
@@ -326,56 +326,56 @@ static void metrics_hook(void *ud, gp_buf *out)
             const char *res;
             const gp_reflector_stats *st;
         } rs[] = {{"nodes", &ls.nodes}, {"pods", &ls.pods}};
-        (void)!gp_buf_printf(out, "# HELP gpupack_watch_events_total Watch events applied, by resource and kind.\n"
-                                  "# TYPE gpupack_watch_events_total counter\n");
+        gp_buf_printf(out, "# HELP gpupack_watch_events_total Watch events applied, by resource and kind.\n"
+                           "# TYPE gpupack_watch_events_total counter\n");
         for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out,
-                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"event\"} %lu\n"
-                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"bookmark\"} %lu\n"
-                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"malformed\"} %lu\n",
-                                 rs[i].res, rs[i].st->events, rs[i].res, rs[i].st->bookmarks,
-                                 rs[i].res, rs[i].st->bad_events);
-        (void)!gp_buf_printf(out, "# HELP gpupack_lists_total Full LISTs, by resource and outcome.\n"
-                                  "# TYPE gpupack_lists_total counter\n");
+            gp_buf_printf(out,
+                          "gpupack_watch_events_total{resource=\"%s\",kind=\"event\"} %lu\n"
+                          "gpupack_watch_events_total{resource=\"%s\",kind=\"bookmark\"} %lu\n"
+                          "gpupack_watch_events_total{resource=\"%s\",kind=\"malformed\"} %lu\n",
+                          rs[i].res, rs[i].st->events, rs[i].res, rs[i].st->bookmarks,
+                          rs[i].res, rs[i].st->bad_events);
+        gp_buf_printf(out, "# HELP gpupack_lists_total Full LISTs, by resource and outcome.\n"
+                           "# TYPE gpupack_lists_total counter\n");
         for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out,
-                                 "gpupack_lists_total{resource=\"%s\",result=\"ok\"} %lu\n"
-                                 "gpupack_lists_total{resource=\"%s\",result=\"failed\"} %lu\n",
-                                 rs[i].res, rs[i].st->lists, rs[i].res, rs[i].st->list_failures);
-        (void)!gp_buf_printf(out, "# HELP gpupack_list_page_shrinks_total LIST pages asked again with half the limit (too large).\n"
-                                  "# TYPE gpupack_list_page_shrinks_total counter\n");
+            gp_buf_printf(out,
+                          "gpupack_lists_total{resource=\"%s\",result=\"ok\"} %lu\n"
+                          "gpupack_lists_total{resource=\"%s\",result=\"failed\"} %lu\n",
+                          rs[i].res, rs[i].st->lists, rs[i].res, rs[i].st->list_failures);
+        gp_buf_printf(out, "# HELP gpupack_list_page_shrinks_total LIST pages asked again with half the limit (too large).\n"
+                           "# TYPE gpupack_list_page_shrinks_total counter\n");
         for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out, "gpupack_list_page_shrinks_total{resource=\"%s\"} %lu\n",
-                                 rs[i].res, rs[i].st->page_shrinks);
-        (void)!gp_buf_printf(out, "# HELP gpupack_watches_total Watch requests, by resource and outcome.\n"
-                                  "# TYPE gpupack_watches_total counter\n");
+            gp_buf_printf(out, "gpupack_list_page_shrinks_total{resource=\"%s\"} %lu\n",
+                          rs[i].res, rs[i].st->page_shrinks);
+        gp_buf_printf(out, "# HELP gpupack_watches_total Watch requests, by resource and outcome.\n"
+                           "# TYPE gpupack_watches_total counter\n");
         for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out,
-                                 "gpupack_watches_total{resource=\"%s\",result=\"ok\"} %lu\n"
-                                 "gpupack_watches_total{resource=\"%s\",result=\"failed\"} %lu\n"
-                                 "gpupack_watches_total{resource=\"%s\",result=\"expired\"} %lu\n",
-                                 rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
-                                 rs[i].res, rs[i].st->expired);
-        (void)!gp_buf_printf(out,
-                             "# HELP gpupack_api_binds_total Bindings posted to the API server, by outcome.\n"
-                             "# TYPE gpupack_api_binds_total counter\n"
-                             "gpupack_api_binds_total{result=\"bound\"} %lu\n"
-                             "gpupack_api_binds_total{result=\"refused\"} %lu\n"
-                             "gpupack_api_binds_total{result=\"unknown\"} %lu\n"
-                             "# HELP gpupack_binds_settled_total Unknown bind outcomes settled by a GET, by what the GET showed.\n"
-                             "# TYPE gpupack_binds_settled_total counter\n"
-                             "gpupack_binds_settled_total{result=\"bound\"} %lu\n"
-                             "gpupack_binds_settled_total{result=\"released\"} %lu\n"
-                             "# HELP gpupack_assumed_expired_total Assumed pods released because their bind never reported.\n"
-                             "# TYPE gpupack_assumed_expired_total counter\n"
-                             "gpupack_assumed_expired_total %lu\n",
-                             ls.bound, ls.refused, ls.unknown, ls.settled_bound,
-                             ls.settled_released, ls.assumed_expired);
-        (void)!gp_buf_printf(out,
-                             "# HELP gpupack_pods_bypassed_total Pods found bound without gpupack's bind that ask its resources, accounted on their node.\n"
-                             "# TYPE gpupack_pods_bypassed_total counter\n"
-                             "gpupack_pods_bypassed_total %lu\n",
-                             ls.bypassed);
+            gp_buf_printf(out,
+                          "gpupack_watches_total{resource=\"%s\",result=\"ok\"} %lu\n"
+                          "gpupack_watches_total{resource=\"%s\",result=\"failed\"} %lu\n"
+                          "gpupack_watches_total{resource=\"%s\",result=\"expired\"} %lu\n",
+                          rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
+                          rs[i].res, rs[i].st->expired);
+        gp_buf_printf(out,
+                      "# HELP gpupack_api_binds_total Bindings posted to the API server, by outcome.\n"
+                      "# TYPE gpupack_api_binds_total counter\n"
+                      "gpupack_api_binds_total{result=\"bound\"} %lu\n"
+                      "gpupack_api_binds_total{result=\"refused\"} %lu\n"
+                      "gpupack_api_binds_total{result=\"unknown\"} %lu\n"
+                      "# HELP gpupack_binds_settled_total Unknown bind outcomes settled by a GET, by what the GET showed.\n"
+                      "# TYPE gpupack_binds_settled_total counter\n"
+                      "gpupack_binds_settled_total{result=\"bound\"} %lu\n"
+                      "gpupack_binds_settled_total{result=\"released\"} %lu\n"
+                      "# HELP gpupack_assumed_expired_total Assumed pods released because their bind never reported.\n"
+                      "# TYPE gpupack_assumed_expired_total counter\n"
+                      "gpupack_assumed_expired_total %lu\n",
+                      ls.bound, ls.refused, ls.unknown, ls.settled_bound,
+                      ls.settled_released, ls.assumed_expired);
+        gp_buf_printf(out,
+                      "# HELP gpupack_pods_bypassed_total Pods found bound without gpupack's bind that ask its resources, accounted on their node.\n"
+                      "# TYPE gpupack_pods_bypassed_total counter\n"
+                      "gpupack_pods_bypassed_total %lu\n",
+                      ls.bypassed);
         live_metrics(a->live, out);
     }
     events_metrics(a->events, out);
@@ -383,13 +383,13 @@ static void metrics_hook(void *ud, gp_buf *out)
         gp_live_stats ls;
         live_stats(a->live, &ls);
         leader_metrics(a->leader, out);
-        (void)!gp_buf_printf(out,
-                             "# HELP gpupack_binds_refused_total Binds refused because this replica does not lead.\n"
-                             "# TYPE gpupack_binds_refused_total counter\ngpupack_binds_refused_total %lu\n",
-                             ls.binds_refused);
+        gp_buf_printf(out,
+                      "# HELP gpupack_binds_refused_total Binds refused because this replica does not lead.\n"
+                      "# TYPE gpupack_binds_refused_total counter\ngpupack_binds_refused_total %lu\n",
+                      ls.binds_refused);
     }
     if (a->policies)
-        (void)!policy_store_metrics(a->policies, out);
+        policy_store_metrics(a->policies, out);
 }
 
 /* The bind path's one events hook: the binder's outcome becomes an Event. */

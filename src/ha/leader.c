@@ -321,7 +321,7 @@ void leader_metrics(gp_leader *l, gp_buf *out)
     char id[GP_LEADER_ID_MAX], holder[GP_LEADER_ID_MAX];
     label_value(st.identity, id, sizeof id);
     label_value(st.holder, holder, sizeof holder);
-    (void)!gp_buf_printf(
+    gp_buf_printf(
         out,
         "# HELP gpupack_leader 1 while this replica leads and may bind (leader election).\n"
         "# TYPE gpupack_leader gauge\ngpupack_leader %d\n"

@@ -20,6 +20,10 @@
 #include "sched/webhook.h"
 #include "lib/yamljson.h"
 
+/* The /metrics page: a few hundred bytes per node (gpupack_node_gpu_memory_mib)
+ * over the largest clusters stays far below this. */
+#define METRICS_PAGE_MAX (256u << 20)
+
 typedef enum {
     V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_UI,
     V_EXPLAIN, V_COUNT
@@ -211,33 +215,33 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
                      char **out, const char **ct)
 {
     gp_buf b;
-    gp_buf_init(&b, SIZE_MAX / 2);
+    gp_buf_init(&b, METRICS_PAGE_MAX);
     metrics_header(&b, "gpupack_http_requests_total", "counter",
                    "HTTP requests by route and status class.");
     for (int v = 0; v < V_COUNT; v++)
         for (int k = 1; k < 6; k++) {
             unsigned long n = atomic_load(&s->by_code[v][k]);
             if (n)
-                (void)!gp_buf_printf(&b, "gpupack_http_requests_total{route=\"%s\",code=\"%dxx\"} %lu\n",
-                                     verb_names[v], k, n);
+                gp_buf_printf(&b, "gpupack_http_requests_total{route=\"%s\",code=\"%dxx\"} %lu\n",
+                              verb_names[v], k, n);
         }
-    (void)!gp_buf_printf(&b, "gpupack_http_requests_total{route=\"unknown\",code=\"4xx\"} %lu\n",
-                         atomic_load(&s->not_found));
+    gp_buf_printf(&b, "gpupack_http_requests_total{route=\"unknown\",code=\"4xx\"} %lu\n",
+                  atomic_load(&s->not_found));
     metrics_header(&b, "gpupack_http_request_too_large_total", "counter",
                    "Requests refused with 413 (body over the limit).");
-    (void)!gp_buf_printf(&b, "gpupack_http_request_too_large_total %lu\n",
-                         atomic_load(&s->too_large));
+    gp_buf_printf(&b, "gpupack_http_request_too_large_total %lu\n",
+                  atomic_load(&s->too_large));
     metrics_header(&b, "gpupack_http_busy_total", "counter",
                    "Requests refused with 503: the in-flight memory budget was full.");
-    (void)!gp_buf_printf(&b, "gpupack_http_busy_total %lu\n", atomic_load(&s->busy));
+    gp_buf_printf(&b, "gpupack_http_busy_total %lu\n", atomic_load(&s->busy));
     metrics_header(&b, "gpupack_http_inflight_bytes", "gauge",
                    "Memory reserved by requests in flight (bodies, estimated decoding).");
-    (void)!gp_buf_printf(&b, "gpupack_http_inflight_bytes %zu\n", atomic_load(&s->inflight));
+    gp_buf_printf(&b, "gpupack_http_inflight_bytes %zu\n", atomic_load(&s->inflight));
     metrics_header(&b, "gpupack_http_unauthenticated_total", "counter",
                    "Verb calls refused for want of a trusted client certificate.");
-    (void)!gp_buf_printf(&b, "gpupack_http_unauthenticated_total{reason=\"no_certificate\"} %lu\n"
-                             "gpupack_http_unauthenticated_total{reason=\"untrusted\"} %lu\n",
-                         atomic_load(&s->refused[0]), atomic_load(&s->refused[1]));
+    gp_buf_printf(&b, "gpupack_http_unauthenticated_total{reason=\"no_certificate\"} %lu\n"
+                      "gpupack_http_unauthenticated_total{reason=\"untrusted\"} %lu\n",
+                  atomic_load(&s->refused[0]), atomic_load(&s->refused[1]));
     metrics_header(&b, "gpupack_request_duration_seconds", "histogram",
                    "Time to answer a request, by verb.");
     for (int v = 0; v < V_COUNT; v++) {
@@ -248,34 +252,40 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     gp_extender_stats es;
     extender_stats(s->e, &es);
     metrics_header(&b, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
-    (void)!gp_buf_printf(&b, "gpupack_bind_errors_total %lu\n", es.bind_errors);
+    gp_buf_printf(&b, "gpupack_bind_errors_total %lu\n", es.bind_errors);
     metrics_header(&b, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
-    (void)!gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
+    gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
     gp_cluster_stats cs;
     cluster_stats(s->c, &cs);
     metrics_header(&b, "gpupack_nodes", "gauge", "Nodes in the store.");
-    (void)!gp_buf_printf(&b, "gpupack_nodes %zu\n", cs.nodes);
+    gp_buf_printf(&b, "gpupack_nodes %zu\n", cs.nodes);
     metrics_header(&b, "gpupack_gpus", "gauge", "GPUs in the store.");
-    (void)!gp_buf_printf(&b, "gpupack_gpus %zu\n", cs.gpus);
+    gp_buf_printf(&b, "gpupack_gpus %zu\n", cs.gpus);
     metrics_header(&b, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
-    (void)!gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
-                         cs.pods_bound, cs.pods_assumed);
+    gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
+                  cs.pods_bound, cs.pods_assumed);
     metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
                    "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
-    (void)!gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
+    gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
     metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
-    (void)!gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
-                         (long long)cs.mem_total, (long long)cs.mem_used);
+    gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
+                  (long long)cs.mem_total, (long long)cs.mem_used);
     metrics_header(&b, "gpupack_gpu_core_percent", "gauge",
                    "GPU compute of healthy GPUs, in percent of one GPU.");
-    (void)!gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
-                         cs.core_total / 10.0, cs.core_used / 10.0);
+    gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
+                  cs.core_total / 10.0, cs.core_used / 10.0);
     clusterview cv;
     clusterview_of_cluster(s->c, NULL, &cv);
     clusterview_metrics(&cv, &b);
     clusterview_node_metrics(s->c, &b);
     if (s->hooks.metrics)
         s->hooks.metrics(s->hooks.ud, &b);
+    if (gp_buf_failed(&b)) {
+        gp_buf_free(&b);
+        LOG_ERROR("/metrics: the page exceeds %u bytes", METRICS_PAGE_MAX);
+        *out = error_json("the metrics page exceeds its size limit");
+        return 500;
+    }
     *ct = "text/plain; version=0.0.4; charset=utf-8";
     *out = b.data ? b.data : xstrdup("");
     return 200;

@@ -84,8 +84,12 @@ void gp_buf_init(gp_buf *b, size_t max)
 
 int gp_buf_append(gp_buf *b, const void *p, size_t n)
 {
-    if (n > b->max || b->len > b->max - n)
+    if (b->failed)
         return -1;
+    if (n > b->max || b->len > b->max - n) {
+        b->failed = true;
+        return -1;
+    }
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
@@ -102,13 +106,17 @@ int gp_buf_append(gp_buf *b, const void *p, size_t n)
 
 int gp_buf_printf(gp_buf *b, const char *fmt, ...)
 {
+    if (b->failed)
+        return -1;
     char small[256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        b->failed = true;
         return -1;
+    }
     if ((size_t)n < sizeof small)
         return gp_buf_append(b, small, (size_t)n);
     char *big = xmalloc((size_t)n + 1);
@@ -120,9 +128,15 @@ int gp_buf_printf(gp_buf *b, const char *fmt, ...)
     return rc;
 }
 
+bool gp_buf_failed(const gp_buf *b)
+{
+    return b->failed;
+}
+
 void gp_buf_reset(gp_buf *b)
 {
     b->len = 0;
+    b->failed = false;
     if (b->data)
         b->data[0] = '\0';
 }
@@ -134,6 +148,7 @@ void gp_buf_free(gp_buf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->failed = false;
 }
 
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize)

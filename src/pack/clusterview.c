@@ -110,7 +110,7 @@ static void label_value(char *dst, size_t len, const char *s)
     dst[k] = '\0';
 }
 
-#define EMIT(...) (void)!gp_buf_printf(out, __VA_ARGS__)
+#define EMIT(...) gp_buf_printf(out, __VA_ARGS__)
 
 void clusterview_metrics(const clusterview *v, gp_buf *out)
 {

@@ -466,12 +466,12 @@ json_t *policy_store_inspect(policy_store *st)
     return o;
 }
 
-int policy_store_metrics(policy_store *st, gp_buf *b)
+void policy_store_metrics(policy_store *st, gp_buf *b)
 {
     policy_store_status s;
     policy_store_get_status(st, &s);
     gp_policy_set *set = policy_store_current(st);
-    int rc = gp_buf_printf(
+    gp_buf_printf(
         b,
         "# HELP gpupack_policy_loads_total Policy directory loads by outcome.\n"
         "# TYPE gpupack_policy_loads_total counter\n"
@@ -486,11 +486,10 @@ int policy_store_metrics(policy_store *st, gp_buf *b)
         "# HELP gpupack_policy_active Policies of the active set, in selection order.\n"
         "# TYPE gpupack_policy_active gauge\n",
         s.loads_ok, s.loads_failed, s.last_ok ? 1 : 0, (long long)(s.last_ok_ns / 1000000000));
-    for (int i = 0; rc == 0 && i < policy_set_count(set); i++)
-        rc = gp_buf_printf(b, "gpupack_policy_active{policy=\"%s\",rank=\"%d\"} 1\n",
-                           policy_set_name_at(set, i), i);
+    for (int i = 0; i < policy_set_count(set); i++)
+        gp_buf_printf(b, "gpupack_policy_active{policy=\"%s\",rank=\"%d\"} 1\n",
+                      policy_set_name_at(set, i), i);
     policy_set_unref(set);
-    return rc;
 }
 
 /* ============================================================ policy check */

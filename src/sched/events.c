@@ -409,11 +409,11 @@ void events_metrics(gp_events *ev, gp_buf *out)
     metrics_header(out, "gpupack_events_total", "counter",
                    "Kubernetes Events on bound pods: created, counted on an existing Event "
                    "(aggregated), dropped by the rate limit or a full queue, failed.");
-    (void)!gp_buf_printf(out,
-                         "gpupack_events_total{result=\"created\"} %lu\n"
-                         "gpupack_events_total{result=\"aggregated\"} %lu\n"
-                         "gpupack_events_total{result=\"dropped\"} %lu\n"
-                         "gpupack_events_total{result=\"failed\"} %lu\n",
-                         atomic_load(&ev->sent), atomic_load(&ev->aggregated),
-                         atomic_load(&ev->dropped), atomic_load(&ev->failed));
+    gp_buf_printf(out,
+                  "gpupack_events_total{result=\"created\"} %lu\n"
+                  "gpupack_events_total{result=\"aggregated\"} %lu\n"
+                  "gpupack_events_total{result=\"dropped\"} %lu\n"
+                  "gpupack_events_total{result=\"failed\"} %lu\n",
+                  atomic_load(&ev->sent), atomic_load(&ev->aggregated),
+                  atomic_load(&ev->dropped), atomic_load(&ev->failed));
 }

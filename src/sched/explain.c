@@ -9,6 +9,7 @@
 #include "policy/policy.h"
 
 #define EXPLAIN_MAX_PODS 256   /* pods considered per node in the what-if */
+#define EXPLAIN_BODY_MAX (256u << 20)   /* the filter body: the pod and every node's name */
 
 /* ------------------------------------------------------------ what-if -- */
 
@@ -283,18 +284,20 @@ json_t *explain_pod(gp_extender *e, gp_cluster *c, const json_t *pod, gp_err *er
         goto done;
     /* filter over every node the store knows, as kube-scheduler would ask */
     gp_buf body;
-    gp_buf_init(&body, SIZE_MAX / 2);
-    (void)!jsonw_raw(&body, "{\"Pod\":");
-    (void)!jsonw_value(&body, pod);
-    (void)!jsonw_raw(&body, ",\"NodeNames\":[");
+    gp_buf_init(&body, EXPLAIN_BODY_MAX);
+    jsonw_raw(&body, "{\"Pod\":");
+    jsonw_value(&body, pod);
+    jsonw_raw(&body, ",\"NodeNames\":[");
     cluster_rdlock(c);
     size_t it = 0, k = 0;
     const gp_node *n;
-    while ((n = cluster_rd_node_at(c, &it)))
-        (void)!(jsonw_raw(&body, k++ ? "," : "") | jsonw_str(&body, n->name));
+    while ((n = cluster_rd_node_at(c, &it))) {
+        jsonw_raw(&body, k++ ? "," : "");
+        jsonw_str(&body, n->name);
+    }
     cluster_unlock(c);
-    (void)!jsonw_raw(&body, "]}");
-    int st = extender_filter(e, body.data, body.len, &answer);
+    jsonw_raw(&body, "]}");
+    int st = gp_buf_failed(&body) ? 500 : extender_filter(e, body.data, body.len, &answer);
     gp_buf_free(&body);
     json_t *ans = json_loads(answer ? answer : "", 0, NULL);
     if (st != 200 || !ans) {

@@ -110,7 +110,10 @@ static char *error_body(const char *msg)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    if (jsonw_raw(&b, "{\"Error\":") || jsonw_str(&b, msg) || jsonw_raw(&b, "}"))
+    jsonw_raw(&b, "{\"Error\":");
+    jsonw_str(&b, msg);
+    jsonw_raw(&b, "}");
+    if (gp_buf_failed(&b))
         abort();
     return b.data;
 }
@@ -417,7 +420,7 @@ static void verdicts_init(verdicts *vs, size_t n)
     vs->v = xmalloc((n ? n : 1) * sizeof *vs->v);
     for (int w = 0; w < EVAL_MAX_WORKERS; w++) {
         gp_buf_init(&vs->reasons[w], (size_t)1 << 30);
-        (void)!gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
+        gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
     }
 }
 
@@ -594,42 +597,48 @@ static char *filter_answer(const node_list *nl, const verdicts *vs)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    int rc = 0;
     if (!nl->nodes_mode) {
-        rc |= jsonw_raw(&b, "{\"NodeNames\":[");
+        jsonw_raw(&b, "{\"NodeNames\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (!vs->v[i].fits)
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_str(&b, node_list_name(nl, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "],\"Nodes\":null");
+        jsonw_raw(&b, "],\"Nodes\":null");
     } else {
-        rc |= jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
+        jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (!vs->v[i].fits)
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_value(&b, json_array_get(nl->items, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_value(&b, json_array_get(nl->items, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "]},\"NodeNames\":null");
+        jsonw_raw(&b, "]},\"NodeNames\":null");
     }
     for (int pass = 0; pass < 2; pass++) {
-        rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
+        jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
-                  jsonw_raw(&b, ":") | jsonw_str(&b, reason_of(vs, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_str(&b, node_list_name(nl, i));
+            jsonw_raw(&b, ":");
+            jsonw_str(&b, reason_of(vs, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "}");
+        jsonw_raw(&b, "}");
     }
-    rc |= jsonw_raw(&b, ",\"Error\":\"\"}");
-    if (rc)
+    jsonw_raw(&b, ",\"Error\":\"\"}");
+    if (gp_buf_failed(&b))
         abort();   /* MAX_ANSWER_BYTES is far above any answer MAX_NODES_PER_REQUEST allows */
     return b.data;
 }
@@ -772,15 +781,16 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     }
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    int rc = jsonw_raw(&b, "[");
+    jsonw_raw(&b, "[");
     for (size_t i = 0; i < nl->n; i++) {
         char score[32];
         snprintf(score, sizeof score, ",\"Score\":%d}", scores[i]);
-        rc |= jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":") |
-              jsonw_str(&b, node_list_name(nl, i)) | jsonw_raw(&b, score);
+        jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":");
+        jsonw_str(&b, node_list_name(nl, i));
+        jsonw_raw(&b, score);
     }
-    rc |= jsonw_raw(&b, "]");
-    if (rc)
+    jsonw_raw(&b, "]");
+    if (gp_buf_failed(&b))
         abort();   /* see filter_answer */
     verdicts_free(&vs);
     free(scores);
