@@ -259,6 +259,7 @@ typedef struct app {
     gp_leader *leader;          /* NULL: no leader election, this replica binds */
     gp_lease_kube *lease;
     gp_leader_label *label;     /* NULL: standbys say not ready instead */
+    gp_metrics metrics;         /* the writers /metrics renders (wire_metrics) */
 } app;
 
 static void label_hook(void *ud, bool leading)
@@ -304,92 +305,19 @@ static bool ready_hook(void *ud, char *detail, size_t len)
     return true;
 }
 
-static void metrics_hook(void *ud, gp_buf *out)
+/* /metrics: after the listener's, the extender's and the store's families,
+ * each module's own writer, in this order. */
+static void wire_metrics(app *a)
 {
-    app *a = ud;
-    int stale = 0, ready = 1;
-    if (a->live) {
-        char why[8];
-        stale = live_stale(a->live, why, sizeof why);
-        ready = live_ready(a->live);
-    }
-    gp_buf_printf(out,
-                  "# HELP gpupack_cluster_ready 1 once the first full list was applied.\n"
-                  "# TYPE gpupack_cluster_ready gauge\ngpupack_cluster_ready %d\n"
-                  "# HELP gpupack_cluster_stale 1 while the API server watch is down.\n"
-                  "# TYPE gpupack_cluster_stale gauge\ngpupack_cluster_stale %d\n",
-                  ready, stale);
-    if (a->live) {
-        gp_live_stats ls;
-        live_stats(a->live, &ls);
-        const struct {
-            const char *res;
-            const gp_reflector_stats *st;
-        } rs[] = {{"nodes", &ls.nodes}, {"pods", &ls.pods}};
-        gp_buf_printf(out, "# HELP gpupack_watch_events_total Watch events applied, by resource and kind.\n"
-                           "# TYPE gpupack_watch_events_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            gp_buf_printf(out,
-                          "gpupack_watch_events_total{resource=\"%s\",kind=\"event\"} %lu\n"
-                          "gpupack_watch_events_total{resource=\"%s\",kind=\"bookmark\"} %lu\n"
-                          "gpupack_watch_events_total{resource=\"%s\",kind=\"malformed\"} %lu\n",
-                          rs[i].res, rs[i].st->events, rs[i].res, rs[i].st->bookmarks,
-                          rs[i].res, rs[i].st->bad_events);
-        gp_buf_printf(out, "# HELP gpupack_lists_total Full LISTs, by resource and outcome.\n"
-                           "# TYPE gpupack_lists_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            gp_buf_printf(out,
-                          "gpupack_lists_total{resource=\"%s\",result=\"ok\"} %lu\n"
-                          "gpupack_lists_total{resource=\"%s\",result=\"failed\"} %lu\n",
-                          rs[i].res, rs[i].st->lists, rs[i].res, rs[i].st->list_failures);
-        gp_buf_printf(out, "# HELP gpupack_list_page_shrinks_total LIST pages asked again with half the limit (too large).\n"
-                           "# TYPE gpupack_list_page_shrinks_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            gp_buf_printf(out, "gpupack_list_page_shrinks_total{resource=\"%s\"} %lu\n",
-                          rs[i].res, rs[i].st->page_shrinks);
-        gp_buf_printf(out, "# HELP gpupack_watches_total Watch requests, by resource and outcome.\n"
-                           "# TYPE gpupack_watches_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            gp_buf_printf(out,
-                          "gpupack_watches_total{resource=\"%s\",result=\"ok\"} %lu\n"
-                          "gpupack_watches_total{resource=\"%s\",result=\"failed\"} %lu\n"
-                          "gpupack_watches_total{resource=\"%s\",result=\"expired\"} %lu\n",
-                          rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
-                          rs[i].res, rs[i].st->expired);
-        gp_buf_printf(out,
-                      "# HELP gpupack_api_binds_total Bindings posted to the API server, by outcome.\n"
-                      "# TYPE gpupack_api_binds_total counter\n"
-                      "gpupack_api_binds_total{result=\"bound\"} %lu\n"
-                      "gpupack_api_binds_total{result=\"refused\"} %lu\n"
-                      "gpupack_api_binds_total{result=\"unknown\"} %lu\n"
-                      "# HELP gpupack_binds_settled_total Unknown bind outcomes settled by a GET, by what the GET showed.\n"
-                      "# TYPE gpupack_binds_settled_total counter\n"
-                      "gpupack_binds_settled_total{result=\"bound\"} %lu\n"
-                      "gpupack_binds_settled_total{result=\"released\"} %lu\n"
-                      "# HELP gpupack_assumed_expired_total Assumed pods released because their bind never reported.\n"
-                      "# TYPE gpupack_assumed_expired_total counter\n"
-                      "gpupack_assumed_expired_total %lu\n",
-                      ls.bound, ls.refused, ls.unknown, ls.settled_bound,
-                      ls.settled_released, ls.assumed_expired);
-        gp_buf_printf(out,
-                      "# HELP gpupack_pods_bypassed_total Pods found bound without gpupack's bind that ask its resources, accounted on their node.\n"
-                      "# TYPE gpupack_pods_bypassed_total counter\n"
-                      "gpupack_pods_bypassed_total %lu\n",
-                      ls.bypassed);
-        live_metrics(a->live, out);
-    }
-    events_metrics(a->events, out);
+    metrics_init(&a->metrics);
+    metrics_add(&a->metrics, live_metrics, a->live);
+    metrics_add(&a->metrics, events_metrics, a->events);
     if (a->leader) {
-        gp_live_stats ls;
-        live_stats(a->live, &ls);
-        leader_metrics(a->leader, out);
-        gp_buf_printf(out,
-                      "# HELP gpupack_binds_refused_total Binds refused because this replica does not lead.\n"
-                      "# TYPE gpupack_binds_refused_total counter\ngpupack_binds_refused_total %lu\n",
-                      ls.binds_refused);
+        metrics_add(&a->metrics, leader_metrics, a->leader);
+        metrics_add(&a->metrics, live_gate_metrics, a->live);
     }
     if (a->policies)
-        policy_store_metrics(a->policies, out);
+        metrics_add(&a->metrics, policy_store_metrics, a->policies);
 }
 
 /* The bind path's one events hook: the binder's outcome becomes an Event. */
@@ -558,7 +486,8 @@ static int cmd_serve(int argc, char **argv)
                              .tls_key = o.tls_key,     .threads = o.threads,
                              .client_ca = o.client_ca, .max_inflight = o.max_inflight,
                              .show_uids = o.show_uids};
-    gp_server_hooks hooks = {&a, ready_hook, metrics_hook, inspect_hook};
+    wire_metrics(&a);
+    gp_server_hooks hooks = {&a, ready_hook, &a.metrics, inspect_hook};
     s = server_start(&scfg, e, c, &hooks, &err);
     if (!s) {
         LOG_ERROR("%s", err.msg);

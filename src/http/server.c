@@ -211,75 +211,56 @@ static int h_readyz(gp_server *s, struct MHD_Connection *c, req_state *rs, const
     return ready ? 200 : 503;
 }
 
+/* The listener's own families (metrics_fn). */
+static void server_metrics(void *ud, gp_buf *out)
+{
+    gp_server *s = ud;
+    char labels[64];
+    metrics_header(out, "gpupack_http_requests_total", "counter",
+                   "HTTP requests by route and status class.");
+    for (int v = 0; v < V_COUNT; v++)
+        for (int k = 1; k < 6; k++) {
+            unsigned long n = atomic_load(&s->by_code[v][k]);
+            snprintf(labels, sizeof labels, "route=\"%s\",code=\"%dxx\"", verb_names[v], k);
+            if (n)
+                metrics_u(out, "gpupack_http_requests_total", labels, n);
+        }
+    metrics_u(out, "gpupack_http_requests_total", "route=\"unknown\",code=\"4xx\"",
+              atomic_load(&s->not_found));
+    metrics_header(out, "gpupack_http_request_too_large_total", "counter",
+                   "Requests refused with 413 (body over the limit).");
+    metrics_u(out, "gpupack_http_request_too_large_total", NULL, atomic_load(&s->too_large));
+    metrics_header(out, "gpupack_http_busy_total", "counter",
+                   "Requests refused with 503: the in-flight memory budget was full.");
+    metrics_u(out, "gpupack_http_busy_total", NULL, atomic_load(&s->busy));
+    metrics_header(out, "gpupack_http_inflight_bytes", "gauge",
+                   "Memory reserved by requests in flight (bodies, estimated decoding).");
+    metrics_u(out, "gpupack_http_inflight_bytes", NULL, atomic_load(&s->inflight));
+    metrics_header(out, "gpupack_http_unauthenticated_total", "counter",
+                   "Verb calls refused for want of a trusted client certificate.");
+    metrics_u(out, "gpupack_http_unauthenticated_total", "reason=\"no_certificate\"",
+              atomic_load(&s->refused[0]));
+    metrics_u(out, "gpupack_http_unauthenticated_total", "reason=\"untrusted\"",
+              atomic_load(&s->refused[1]));
+    metrics_header(out, "gpupack_request_duration_seconds", "histogram",
+                   "Time to answer a request, by verb.");
+    for (int v = 0; v < V_COUNT; v++) {
+        snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
+        metrics_render_histo(out, "gpupack_request_duration_seconds", labels, &s->latency[v]);
+    }
+}
+
+/* The page: the listener's families, then the modules it serves (extender,
+ * store), then the writers main listed (hooks.metrics). */
 static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                      char **out, const char **ct)
 {
     gp_buf b;
     gp_buf_init(&b, METRICS_PAGE_MAX);
-    metrics_header(&b, "gpupack_http_requests_total", "counter",
-                   "HTTP requests by route and status class.");
-    for (int v = 0; v < V_COUNT; v++)
-        for (int k = 1; k < 6; k++) {
-            unsigned long n = atomic_load(&s->by_code[v][k]);
-            if (n)
-                gp_buf_printf(&b, "gpupack_http_requests_total{route=\"%s\",code=\"%dxx\"} %lu\n",
-                              verb_names[v], k, n);
-        }
-    gp_buf_printf(&b, "gpupack_http_requests_total{route=\"unknown\",code=\"4xx\"} %lu\n",
-                  atomic_load(&s->not_found));
-    metrics_header(&b, "gpupack_http_request_too_large_total", "counter",
-                   "Requests refused with 413 (body over the limit).");
-    gp_buf_printf(&b, "gpupack_http_request_too_large_total %lu\n",
-                  atomic_load(&s->too_large));
-    metrics_header(&b, "gpupack_http_busy_total", "counter",
-                   "Requests refused with 503: the in-flight memory budget was full.");
-    gp_buf_printf(&b, "gpupack_http_busy_total %lu\n", atomic_load(&s->busy));
-    metrics_header(&b, "gpupack_http_inflight_bytes", "gauge",
-                   "Memory reserved by requests in flight (bodies, estimated decoding).");
-    gp_buf_printf(&b, "gpupack_http_inflight_bytes %zu\n", atomic_load(&s->inflight));
-    metrics_header(&b, "gpupack_http_unauthenticated_total", "counter",
-                   "Verb calls refused for want of a trusted client certificate.");
-    gp_buf_printf(&b, "gpupack_http_unauthenticated_total{reason=\"no_certificate\"} %lu\n"
-                      "gpupack_http_unauthenticated_total{reason=\"untrusted\"} %lu\n",
-                  atomic_load(&s->refused[0]), atomic_load(&s->refused[1]));
-    metrics_header(&b, "gpupack_request_duration_seconds", "histogram",
-                   "Time to answer a request, by verb.");
-    for (int v = 0; v < V_COUNT; v++) {
-        char labels[48];
-        snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
-        metrics_render_histo(&b, "gpupack_request_duration_seconds", labels, &s->latency[v]);
-    }
-    gp_extender_stats es;
-    extender_stats(s->e, &es);
-    metrics_header(&b, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
-    gp_buf_printf(&b, "gpupack_bind_errors_total %lu\n", es.bind_errors);
-    metrics_header(&b, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
-    gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
-    gp_cluster_stats cs;
-    cluster_stats(s->c, &cs);
-    metrics_header(&b, "gpupack_nodes", "gauge", "Nodes in the store.");
-    gp_buf_printf(&b, "gpupack_nodes %zu\n", cs.nodes);
-    metrics_header(&b, "gpupack_gpus", "gauge", "GPUs in the store.");
-    gp_buf_printf(&b, "gpupack_gpus %zu\n", cs.gpus);
-    metrics_header(&b, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
-    gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
-                  cs.pods_bound, cs.pods_assumed);
-    metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
-                   "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
-    gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
-    metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
-    gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
-                  (long long)cs.mem_total, (long long)cs.mem_used);
-    metrics_header(&b, "gpupack_gpu_core_percent", "gauge",
-                   "GPU compute of healthy GPUs, in percent of one GPU.");
-    gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
-                  cs.core_total / 10.0, cs.core_used / 10.0);
-    clusterview cv;
-    clusterview_of_cluster(s->c, NULL, &cv);
-    clusterview_metrics(&cv, &b);
-    clusterview_node_metrics(s->c, &b);
-    if (s->hooks.metrics)
-        s->hooks.metrics(s->hooks.ud, &b);
+    server_metrics(s, &b);
+    extender_metrics(s->e, &b);
+    clusterview_store_metrics(s->c, &b);
+    metrics_write(s->hooks.metrics, &b);
     if (gp_buf_failed(&b)) {
         gp_buf_free(&b);
         LOG_ERROR("/metrics: the page exceeds %u bytes", METRICS_PAGE_MAX);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "policy/policy_yaml.h"
 
 /* The directory's *.yaml files as read in one scan. */
@@ -466,29 +467,29 @@ json_t *policy_store_inspect(policy_store *st)
     return o;
 }
 
-void policy_store_metrics(policy_store *st, gp_buf *b)
+void policy_store_metrics(void *store, gp_buf *out)
 {
+    policy_store *st = store;
     policy_store_status s;
     policy_store_get_status(st, &s);
     gp_policy_set *set = policy_store_current(st);
-    gp_buf_printf(
-        b,
-        "# HELP gpupack_policy_loads_total Policy directory loads by outcome.\n"
-        "# TYPE gpupack_policy_loads_total counter\n"
-        "gpupack_policy_loads_total{result=\"ok\"} %lu\n"
-        "gpupack_policy_loads_total{result=\"failed\"} %lu\n"
-        "# HELP gpupack_policy_last_load_ok 1 when the newest policy files are the ones serving.\n"
-        "# TYPE gpupack_policy_last_load_ok gauge\n"
-        "gpupack_policy_last_load_ok %d\n"
-        "# HELP gpupack_policy_last_success_timestamp_seconds When the active set was loaded.\n"
-        "# TYPE gpupack_policy_last_success_timestamp_seconds gauge\n"
-        "gpupack_policy_last_success_timestamp_seconds %lld\n"
-        "# HELP gpupack_policy_active Policies of the active set, in selection order.\n"
-        "# TYPE gpupack_policy_active gauge\n",
-        s.loads_ok, s.loads_failed, s.last_ok ? 1 : 0, (long long)(s.last_ok_ns / 1000000000));
-    for (int i = 0; i < policy_set_count(set); i++)
-        gp_buf_printf(b, "gpupack_policy_active{policy=\"%s\",rank=\"%d\"} 1\n",
-                      policy_set_name_at(set, i), i);
+    metrics_header(out, "gpupack_policy_loads_total", "counter", "Policy directory loads by outcome.");
+    metrics_u(out, "gpupack_policy_loads_total", "result=\"ok\"", s.loads_ok);
+    metrics_u(out, "gpupack_policy_loads_total", "result=\"failed\"", s.loads_failed);
+    metrics_header(out, "gpupack_policy_last_load_ok", "gauge",
+                   "1 when the newest policy files are the ones serving.");
+    metrics_i(out, "gpupack_policy_last_load_ok", NULL, s.last_ok ? 1 : 0);
+    metrics_header(out, "gpupack_policy_last_success_timestamp_seconds", "gauge",
+                   "When the active set was loaded.");
+    metrics_i(out, "gpupack_policy_last_success_timestamp_seconds", NULL,
+              (long long)(s.last_ok_ns / 1000000000));
+    metrics_header(out, "gpupack_policy_active", "gauge",
+                   "Policies of the active set, in selection order.");
+    for (int i = 0; i < policy_set_count(set); i++) {
+        char labels[GP_NAME_MAX + 48];
+        snprintf(labels, sizeof labels, "policy=\"%s\",rank=\"%d\"", policy_set_name_at(set, i), i);
+        metrics_i(out, "gpupack_policy_active", labels, 1);
+    }
     policy_set_unref(set);
 }
 

@@ -14,6 +14,7 @@
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "model/podreq.h"
 #include "lib/strmap.h"
 #include "lib/workq.h"
@@ -95,6 +96,16 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bind = atomic_load(&e->n_bind);
     out->bind_errors = atomic_load(&e->n_bind_errors);
     out->bad_requests = atomic_load(&e->n_bad);
+}
+
+void extender_metrics(void *extender, gp_buf *out)
+{
+    gp_extender_stats es;
+    extender_stats(extender, &es);
+    metrics_header(out, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
+    metrics_u(out, "gpupack_bind_errors_total", NULL, es.bind_errors);
+    metrics_header(out, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
+    metrics_u(out, "gpupack_bad_requests_total", NULL, es.bad_requests);
 }
 
 static gp_policy_set *policies_get(gp_extender *e)
