@@ -9,6 +9,7 @@
 #include "model/annotations.h"
 #include "http/server.h"
 #include "testutil.h"
+#include "model/podenv.h"
 #include "sched/webhook.h"
 #include "lib/yamljson.h"
 
@@ -328,7 +329,7 @@ START_TEST(test_idempotent)
     ck_assert_msg(json_equal(a, b), "%s: the patch changed more than env", rc->name);
     gp_resource_names n = names();
     gp_err err;
-    ck_assert_msg(webhook_check_pod(pod, &n, &err) == 0, "%s: %s", rc->name, err.msg);
+    ck_assert_msg(podenv_check(pod, &n, &err) == 0, "%s: %s", rc->name, err.msg);
     char *pod_text = json_dumps(pod, JSON_COMPACT);
     char *body2 = review_of(pod_text, "CREATE", "Pod");
     json_t *ops2;
@@ -352,17 +353,17 @@ START_TEST(test_check_pod_refuses_unmutated)
     gp_resource_names n = names();
     gp_err err;
     json_t *pod = json_loads(POD("{\"containers\":[" CTR_PLAIN "," CTR_GPU "}]}"), 0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), -1);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "containers[1] (main)"));
     json_decref(pod);
     /* a hand-wired variable pointing elsewhere does not count */
     pod = json_loads(POD("{\"containers\":[" CTR_GPU ",\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\","
                          "\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.annotations['gpupack.io/visible-devices']\"}}}]}]}"),
                      0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), -1);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), -1);
     json_decref(pod);
     pod = json_loads(POD("{\"containers\":[" CTR_PLAIN "]}"), 0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), 0);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), 0);
     json_decref(pod);
 }
 END_TEST

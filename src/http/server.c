@@ -12,7 +12,7 @@
 
 #include "pack/clusterview.h"
 #include "sched/explain.h"
-#include "cli/inspect_cli.h"
+#include "sched/inspect.h"
 #include "lib/jsoncost.h"
 #include "lib/log.h"
 #include "lib/metrics.h"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "model/annotations.h"
-#include "sched/webhook.h"
+#include "model/podenv.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
 #include "lib/log.h"
@@ -927,7 +927,7 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         if (cluster_place_and_assume(e->c, node, &req, &view.place, 0, view.name,
                                      e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err))
             j->a.nctrs = 0;   /* a node gpupack does not know: nothing to record */
-    } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
+    } else if (e->cfg.webhook_names && podenv_check(pod, e->cfg.webhook_names, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.ns_share_cap, view.name,
                                         e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err)) {

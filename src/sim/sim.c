@@ -1392,7 +1392,7 @@ int sim_main(int argc, char **argv)
 
     if (c.emit_shapes) {
         gp_shapes sh;
-        frag_shapes_from_trace(pods, npods, c.coverage, true, c.by_gpus, &sh);
+        trace_shapes(pods, npods, c.coverage, true, c.by_gpus, &sh);
         print_shapes(stdout, &sh, c.pods_path);
         status = 0;
         goto done;
@@ -1400,7 +1400,7 @@ int sim_main(int argc, char **argv)
     gp_shapes *shapes = xcalloc(1, sizeof *shapes);
     if (!c.shapes_src)
         c.shapes_src = c.sched_path ? "policy" : "trace";
-    frag_shapes_from_trace(pods, npods, c.coverage, strcmp(c.shapes_src, "trace-gpu") != 0,
+    trace_shapes(pods, npods, c.coverage, strcmp(c.shapes_src, "trace-gpu") != 0,
                            c.by_gpus, shapes);
     sim_config cfg;
     memset(&cfg, 0, sizeof cfg);
