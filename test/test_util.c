@@ -1,6 +1,10 @@
 /* test_util.c -- the growable buffer's limit and sticky error, bounded copy. */
 #include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/util.h"
 
@@ -66,6 +70,38 @@ START_TEST(strlcpy_truncates)
 }
 END_TEST
 
+/* The one file reader: exactly max bytes pass, one more fails with EFBIG; a
+ * missing file names the path; an empty file is "". */
+START_TEST(read_file_is_bounded)
+{
+    char path[] = "/tmp/gpupack-read-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "0123456789", 10), 10);
+    close(fd);
+    gp_err err;
+    size_t len = 99;
+    char *t = gp_read_file(path, 10, &len, &err);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(len, 10);
+    ck_assert_str_eq(t, "0123456789");
+    free(t);
+    errno = 0;
+    ck_assert_ptr_null(gp_read_file(path, 9, &len, &err));
+    ck_assert_int_eq(errno, EFBIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, ": larger than 9 bytes"));
+    ck_assert_int_eq(truncate(path, 0), 0);
+    t = gp_read_file(path, 9, NULL, &err);
+    ck_assert_str_eq(t, "");
+    free(t);
+    unlink(path);
+    ck_assert_ptr_null(gp_read_file(path, 9, &len, &err));
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, path));
+    ck_assert_ptr_nonnull(strstr(err.msg, "No such file"));
+}
+END_TEST
+
 Suite *suite_util(void);
 Suite *suite_util(void)
 {
@@ -75,6 +111,7 @@ Suite *suite_util(void)
     tcase_add_test(t, buf_error_sticks);
     tcase_add_test(t, buf_printf_long);
     tcase_add_test(t, strlcpy_truncates);
+    tcase_add_test(t, read_file_is_bounded);
     suite_add_tcase(s, t);
     return s;
 }

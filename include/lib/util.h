@@ -65,6 +65,13 @@ bool gp_buf_failed(const gp_buf *b) GP_WUR;
 void gp_buf_reset(gp_buf *b);
 void gp_buf_free(gp_buf *b);   /* accepts a zeroed or freed buffer */
 
+/* The one bounded file reader: the whole file at `path`, at most max bytes,
+ * into an owned buffer with a NUL after its *len bytes (len may be NULL).
+ * Returns NULL on failure with err "PATH: <strerror>" (cannot open), "PATH:
+ * larger than MAX bytes" or "PATH: read error", and errno set (EFBIG when
+ * larger than max), for callers that phrase their own message. */
+char *gp_read_file(const char *path, size_t max, size_t *len, gp_err *err);
+
 /* Bounded copy; always terminates dst (dstsize > 0). Returns strlen(src). */
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize);
 

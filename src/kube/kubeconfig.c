@@ -170,40 +170,12 @@ static int file_or_data(kc *k, const yaml_node_t *m, const char *key, char **fil
     return 0;
 }
 
-static int load_file(const char *path, char **data, size_t *len, gp_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gp_fail(err, "%s: %s", path, strerror(errno));
-    gp_buf b;
-    gp_buf_init(&b, KUBECONFIG_MAX);
-    char tmp[8192];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-        if (gp_buf_append(&b, tmp, n) < 0) {
-            rc = gp_fail(err, "%s: larger than %u bytes", path, KUBECONFIG_MAX);
-            break;
-        }
-    }
-    if (rc == 0 && ferror(f))
-        rc = gp_fail(err, "%s: read error", path);
-    fclose(f);
-    if (rc < 0) {
-        gp_buf_free(&b);
-        return -1;
-    }
-    *data = b.data ? b.data : xstrdup("");
-    *len = b.len;
-    return 0;
-}
-
 int kubeconfig_load(const char *path, const char *context, gp_kube_auth *out, gp_err *err)
 {
     memset(out, 0, sizeof *out);
-    char *data = NULL;
     size_t len = 0;
-    if (load_file(path, &data, &len, err) < 0)
+    char *data = gp_read_file(path, KUBECONFIG_MAX, &len, err);
+    if (!data)
         return -1;
     kc k = {.path = path, .err = err};
     yaml_parser_t parser;

@@ -1,6 +1,7 @@
 /* util.c -- allocation that aborts on OOM, bounded growable buffers, error text. */
 #include "lib/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,37 @@ void gp_buf_free(gp_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
     b->failed = false;
+}
+
+char *gp_read_file(const char *path, size_t max, size_t *len, gp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        gp_fail(err, "%s: %s", path, strerror(e));
+        errno = e;
+        return NULL;
+    }
+    gp_buf b;
+    gp_buf_init(&b, max);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && gp_buf_append(&b, chunk, n) == 0)
+        ;
+    int bad = ferror(f);
+    fclose(f);
+    if (gp_buf_failed(&b) || bad) {
+        if (bad)
+            gp_fail(err, "%s: read error", path);
+        else
+            gp_fail(err, "%s: larger than %zu bytes", path, max);
+        gp_buf_free(&b);
+        errno = bad ? EIO : EFBIG;
+        return NULL;
+    }
+    if (len)
+        *len = b.len;
+    return b.data ? b.data : xstrdup("");
 }
 
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize)

@@ -103,25 +103,16 @@ static int list_dir(const char *dir, char ***out, int *n, gp_err *err)
     return rc;
 }
 
+/* A policy file's text, or NULL with why in err (the caller names the file). */
 static char *read_text(const char *path, size_t *len, gp_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        gp_fail(err, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    char *buf = xmalloc(POLICY_FILE_MAX + 2);
-    size_t n = fread(buf, 1, POLICY_FILE_MAX + 1, f);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        gp_fail(err, "cannot read");
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    gp_err e;
+    char *text = gp_read_file(path, POLICY_FILE_MAX, len, &e);
+    if (!text && errno == EFBIG)
+        gp_fail(err, "larger than %d bytes", POLICY_FILE_MAX);
+    else if (!text)
+        gp_fail(err, "cannot %s: %s", errno == EIO ? "read" : "open", strerror(errno));
+    return text;
 }
 
 /* Reads the directory once; a scan error is kept in s->error and folded
