@@ -8,6 +8,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "lib/base64.h"
+
 #define KUBECONFIG_MAX (4u * 1024u * 1024u)
 
 typedef struct kc {
@@ -94,58 +96,6 @@ static char *rel_path(const char *kcpath, const char *file)
     return xasprintf("%.*s/%s", (int)(slash - kcpath), kcpath, file);
 }
 
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-char *kubeconfig_base64_decode(const char *s, size_t *len)
-{
-    size_t n = strlen(s);
-    char *out = xmalloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            continue;
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64val(c);
-        if (v < 0 || pad) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    /* 6 leftover bits can never come from whole bytes */
-    if (bits >= 6 || pad > 2) {
-        free(out);
-        return NULL;
-    }
-    out[o] = '\0';
-    *len = o;
-    return out;
-}
-
 /* Fills file/blob from `key` (a path) or `key-data` (base64). */
 static int file_or_data(kc *k, const yaml_node_t *m, const char *key, char **file, char **blob,
                         size_t *blob_len)
@@ -156,7 +106,7 @@ static int file_or_data(kc *k, const yaml_node_t *m, const char *key, char **fil
     if (scalar(k, m, key, &f) < 0 || scalar(k, m, datakey, &d) < 0)
         return -1;
     if (d && *d) {
-        *blob = kubeconfig_base64_decode(d, blob_len);
+        *blob = gp_base64_decode(d, blob_len);
         if (!*blob || *blob_len == 0)
             return fail_at(k, map_get(k, m, datakey), "\"%s\" is not valid base64", datakey);
     } else if (f && *f) {

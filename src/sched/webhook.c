@@ -6,35 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base64.h"
 #include "model/annotations.h"
 #include "model/podenv.h"
 
 #define REVIEW_API "admission.k8s.io/v1"
-
-/* ------------------------------------------------------------ base64 -- */
-
-char *webhook_base64(const void *data, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const unsigned char *p = data;
-    char *out = xmalloc((n + 2) / 3 * 4 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        out[o++] = tab[(v >> 18) & 63];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tab[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* ----------------------------------------------------- env injection -- */
 
 static void warn(json_t *warnings, const char *fmt, ...) GP_PRINTF(2, 3);
 
@@ -208,7 +184,7 @@ int webhook_review(const char *body, size_t len, const gp_resource_names *names,
                 if (!p)
                     abort();
                 json_object_set_new(resp, "patchType", json_string("JSONPatch"));
-                char *b64 = webhook_base64(p, strlen(p));
+                char *b64 = gp_base64_encode(p, strlen(p));
                 json_object_set_new(resp, "patch", json_string(b64));
                 free(b64);
                 free(p);
