@@ -2,8 +2,11 @@
 #include "cli/inspect_cli.h"
 
 #include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "lib/flags.h"
 #include "lib/util.h"
 #include "sched/inspect.h"
 
@@ -15,23 +18,32 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return gp_buf_append(b, ptr, size * nmemb) ? 0 : size * nmemb;
 }
 
+typedef struct inspect_opts {
+    const char *server;
+    bool json;
+} inspect_opts;
+
+static const gp_flag inspect_flags[] = {
+    GP_FLAG("--server", FLAG_STR, offsetof(inspect_opts, server), "URL",
+     "the gpupack to ask (default http://127.0.0.1:8765)"),
+    GP_FLAG("--json", FLAG_BOOL, offsetof(inspect_opts, json), NULL, "print the /inspect answer as JSON"),
+};
+
+static const gp_command inspect_cmd = {
+    "gpupack inspect", "[flags] [NODE]",
+    "Prints a running gpupack's per-node, per-GPU allocation table (GET /inspect).",
+    inspect_flags, GP_ARRAY_LEN(inspect_flags), NULL, 1};
+
 int inspect_main(int argc, char **argv)
 {
-    const char *server = "http://127.0.0.1:8765";
-    const char *node = NULL;
-    int as_json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--server") == 0 && i + 1 < argc)
-            server = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
-            as_json = 1;
-        else if (argv[i][0] != '-' && !node)
-            node = argv[i];
-        else {
-            fprintf(stderr, "usage: gpupack inspect [--server URL] [--json] [NODE]\n");
-            return 2;
-        }
-    }
+    inspect_opts o = {"http://127.0.0.1:8765", false};
+    const char *args[1];
+    int nargs = 0;
+    int prc = flags_parse(&inspect_cmd, argc, argv, &o, args, &nargs);
+    if (prc != FLAGS_OK)
+        return prc == FLAGS_HELP ? 0 : 2;
+    const char *server = o.server, *node = nargs ? args[0] : NULL;
+    bool as_json = o.json;
     char *url = xasprintf("%s/inspect%s%s", server, node ? "/" : "", node ? node : "");
     gp_buf body;
     gp_buf_init(&body, INSPECT_MAX_BODY);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "lib/flags.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "policy/policy_yaml.h"
@@ -492,41 +493,59 @@ static void add_path(char ***paths, int *n, char *path)
     (*paths)[(*n)++] = path;
 }
 
+static const gp_command policy_cmd = {
+    "gpupack policy", "check FILE|DIR...",
+    "Policy files. The one subcommand, check, validates PackingPolicy files together, as\n"
+    "one --policies directory: every error as file:line:column: message; exit 0 when\n"
+    "valid, 1 when not, 2 on usage errors.",
+    NULL, 0, NULL, 0};
+
+static const gp_command check_cmd = {
+    "gpupack policy check", "FILE|DIR...",
+    "Validates PackingPolicy files together, as one --policies directory (a directory's\n"
+    "*.yaml files). Prints every error as file:line:column: message; exit 0 when valid,\n"
+    "1 when not, 2 on usage errors.",
+    NULL, 0, NULL, 1 << 20};
+
 int policy_check_main(int argc, char **argv)
 {
-    int first = 1;
     if (argc > 0 && !strcmp(argv[0], "policy")) {   /* called with the "policy" word */
-        if (argc < 2 || strcmp(argv[1], "check") != 0) {
-            fprintf(stderr, "gpupack policy: unknown subcommand%s%s (expected: check)\n",
-                    argc < 2 ? "" : " ", argc < 2 ? "" : argv[1]);
-            return 2;
+        if (argc < 2)
+            return flags_error(&policy_cmd, "which subcommand? (expected: check)");
+        if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+            flags_usage(&policy_cmd, stdout);
+            return 0;
         }
-        first = 2;
+        if (strcmp(argv[1], "check") != 0)
+            return flags_error(&policy_cmd, "unknown subcommand %s (expected: check)", argv[1]);
+        argc--;
+        argv++;
     }
-    if (argc <= first || !strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
-        fprintf(argc <= first ? stderr : stdout,
-                "usage: gpupack policy check FILE|DIR...\n"
-                "  Validates PackingPolicy files together, as one --policies directory.\n"
-                "  Prints every error as file:line:column: message; exit 0 when valid,\n"
-                "  1 when not, 2 on usage errors.\n");
-        return argc <= first ? 2 : 0;
+    const char **files = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
+    int nfiles = 0;
+    int prc = flags_parse(&check_cmd, argc, argv, NULL, files, &nfiles);
+    if (prc == FLAGS_OK && nfiles == 0)
+        prc = flags_error(&check_cmd, "which files? give FILE|DIR...");
+    if (prc != FLAGS_OK) {
+        free(files);
+        return prc == FLAGS_HELP ? 0 : 2;
     }
     char **paths = NULL;
     int n = 0, rc = 0;
     policy_diag diag = {0};
-    for (int i = first; i < argc; i++) {
+    for (int i = 0; i < nfiles; i++) {
         struct stat sb;
-        if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (stat(files[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
             char **sub = NULL;
             int nsub = 0;
             gp_err err;
-            if (list_dir(argv[i], &sub, &nsub, &err) < 0)
-                policy_diag_add(&diag, argv[i], 1, 1, "%s", err.msg);
+            if (list_dir(files[i], &sub, &nsub, &err) < 0)
+                policy_diag_add(&diag, files[i], 1, 1, "%s", err.msg);
             for (int j = 0; j < nsub; j++)
                 add_path(&paths, &n, sub[j]);
             free(sub);
         } else {
-            add_path(&paths, &n, xstrdup(argv[i]));
+            add_path(&paths, &n, xstrdup(files[i]));
         }
     }
     gp_policy_set *set = NULL;
@@ -550,5 +569,6 @@ int policy_check_main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         free(paths[i]);
     free(paths);
+    free(files);
     return rc;
 }
