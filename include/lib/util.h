@@ -72,6 +72,12 @@ void gp_buf_free(gp_buf *b);   /* accepts a zeroed or freed buffer */
  * larger than max), for callers that phrase their own message. */
 char *gp_read_file(const char *path, size_t max, size_t *len, gp_err *err);
 
+/* "s" unless n is 1: "%d GPU%s", n, gp_s(n). */
+static inline const char *gp_s(long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
 /* Bounded copy; always terminates dst (dstsize > 0). Returns strlen(src). */
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize);
 

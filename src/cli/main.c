@@ -350,8 +350,9 @@ static int cmd_serve(int argc, char **argv)
             LOG_ERROR("%s", err.msg);
             goto out;
         }
-        LOG_INFO("embedded cluster %s: %d nodes, %d GPUs, %d pods holding GPUs", o.cluster_file,
-                 st.nodes, st.gpus, st.pods);
+        LOG_INFO("embedded cluster %s: %d node%s, %d GPU%s, %d pod%s holding GPUs",
+                 o.cluster_file, st.nodes, gp_s(st.nodes), st.gpus, gp_s(st.gpus), st.pods,
+                 gp_s(st.pods));
         malloc_trim(0);   /* give the parsed file's memory back before serving */
     } else {
         gp_live_config lc = {.kubeconfig = o.kubeconfig, .assume_ttl_s = o.assume_ttl,

@@ -81,6 +81,7 @@ typedef struct req_state {
     bool bind_queued, bind_answered, suspended;
     int bind_status;
     char *bind_out;
+    const char *location;   /* a redirect's Location (static text) */
 } req_state;
 
 typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *rs,
@@ -88,7 +89,7 @@ typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *
 
 typedef struct route {
     const char *method;
-    const char *path;       /* exact, or a prefix when it ends with '/' */
+    const char *path;       /* exact, or a prefix when it ends with '/' (but "/" is exact) */
     bool under_prefix;      /* the extender verbs follow --url-prefix */
     bool authenticated;     /* needs a trusted client certificate when --client-ca is set */
     verb v;
@@ -346,6 +347,18 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     return 200;
 }
 
+/* GET /: the operator's page. "ui" is relative, so the redirect also works
+ * through a proxy that serves gpupack under a path (kubectl proxy, the API
+ * server's service proxy). */
+static int h_root(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                  char **out, const char **ct)
+{
+    rs->location = "ui";
+    *ct = "text/plain; charset=utf-8";
+    *out = xstrdup("see /ui\n");
+    return 302;
+}
+
 static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                 char **out, const char **ct)
 {
@@ -404,8 +417,15 @@ static const route routes[] = {
     {"GET", "/inspect/", false, false, V_INSPECT, h_inspect, L_MAIN},
     {"POST", "/mutate", false, false, V_MUTATE, h_mutate, L_WEBHOOK},
     {"GET", "/ui", false, false, V_UI, h_ui, L_MAIN},
+    {"GET", "/", false, false, V_UI, h_root, L_MAIN},   /* counted with /ui */
     {"POST", "/explain", false, false, V_EXPLAIN, h_explain, L_MAIN},   /* read-only */
 };
+
+static bool is_prefix_route(const route *r)
+{
+    size_t n = strlen(r->path);
+    return n > 1 && r->path[n - 1] == '/';
+}
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
  * the index or -1; *method_ok tells whether some route has this path with
@@ -429,7 +449,7 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
                 continue;
         } else {
             size_t rl = strlen(r->path);
-            if (r->path[rl - 1] == '/') {
+            if (is_prefix_route(r)) {
                 if (strncmp(p, r->path, rl) != 0)
                     continue;
                 *tail = p + rl;
@@ -446,8 +466,8 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
 
 /* ------------------------------------------------------------ MHD glue -- */
 
-static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
-                               const char *ctype, const char *allow)
+static enum MHD_Result respond_to(struct MHD_Connection *conn, int status, char *body,
+                                  const char *ctype, const char *allow, const char *location)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -459,9 +479,17 @@ static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *bo
     if (status == 401)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Mutual-TLS realm=\"gpupack\"");
+    if (location)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
+                               const char *ctype, const char *allow)
+{
+    return respond_to(conn, status, body, ctype, allow, NULL);
 }
 
 static void count(gp_server *s, int ri, int status, double start)
@@ -699,7 +727,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return refuse_memory(s, conn, rs, need);
     }
     const char *tail = NULL;
-    if (r->path[strlen(r->path) - 1] == '/')
+    if (is_prefix_route(r))
         tail = url + strlen(r->path);
     char *out = NULL;
     const char *ctype = "application/json";
@@ -707,7 +735,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (status == 0)
         return MHD_YES;   /* suspended: answered when a bind thread resumes it */
     count(s, rs->route, status, rs->start);
-    return respond(conn, status, out, ctype, NULL);
+    return respond_to(conn, status, out, ctype, NULL, rs->location);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -142,16 +142,48 @@ out:
 
 /* ------------------------------------------------------------ grouping -- */
 
+/* After a count, the singular forms the reasons use ("1 GPU has") and the
+ * plural ones they stand for in a key ("# GPUs have"): a reason with one of
+ * something groups with the same reason with several. */
+static const struct {
+    const char *one, *many;
+} after_count[] = {
+    {" GPU has ", " GPUs have "}, {" GPU of the node is ", " GPUs of the node are "},
+    {" GPU,", " GPUs,"},          {" GPU ", " GPUs "},  {" GPU", " GPUs"},
+    {" pod", " pods"},
+};
+
+static size_t put(char *key, size_t k, size_t len, const char *s)
+{
+    for (; *s && k + 1 < len; s++)
+        key[k++] = *s;
+    return k;
+}
+
 void explain_reason_key(const char *reason, char *key, size_t len)
 {
     size_t k = 0;
     for (const char *p = reason; *p && k + 1 < len; p++) {
-        if (isdigit((unsigned char)*p)) {
-            while (isdigit((unsigned char)p[1]) || (p[1] == '.' && isdigit((unsigned char)p[2])))
-                p++;
-            key[k++] = '#';
-        } else {
+        if (!isdigit((unsigned char)*p)) {
             key[k++] = *p;
+            continue;
+        }
+        while (isdigit((unsigned char)p[1]) || (p[1] == '.' && isdigit((unsigned char)p[2])))
+            p++;
+        key[k++] = '#';
+        for (size_t i = 0; i < GP_ARRAY_LEN(after_count); i++) {
+            size_t n = strlen(after_count[i].one);
+            if (strncmp(p + 1, after_count[i].one, n) != 0)
+                continue;
+            /* a whole word: the singular ends in a space or comma, or is
+             * followed by one or by the end (p + 1 + n is within the string:
+             * the n bytes before it matched) */
+            char last = after_count[i].one[n - 1], next = p[1 + n];
+            if (last == ' ' || last == ',' || next == '\0' || next == ' ' || next == ',') {
+                k = put(key, k, len, after_count[i].many);
+                p += n;
+                break;
+            }
         }
     }
     key[k] = '\0';
@@ -346,8 +378,8 @@ void explain_print(FILE *f, const json_t *ex)
         fprintf(f, "asks for no gpupack resources; gpupack lets it onto every node\n");
         return;
     }
-    fprintf(f, "fits %zu of %lld nodes", json_array_size(fitl),
-            (long long)json_integer_value(json_object_get(ex, "nodes")));
+    long long nnodes = (long long)json_integer_value(json_object_get(ex, "nodes"));
+    fprintf(f, "fits %zu of %lld node%s", json_array_size(fitl), nnodes, gp_s(nnodes));
     size_t i;
     const json_t *v;
     json_array_foreach(fitl, i, v) {

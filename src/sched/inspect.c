@@ -3,18 +3,44 @@
 
 #include <string.h>
 
+#include "model/gpu.h"
+
 static const char *str(const json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
     return s ? s : "";
 }
 
-static void print_node(FILE *f, const json_t *n)
+/* Column widths: the widest node name and GPU model of the answer (no name is
+ * cut), at least the header's. */
+typedef struct widths {
+    int node, model;
+} widths;
+
+static int width(const char *s, int w)
+{
+    size_t n = strlen(s);
+    if (n > GP_NAME_MAX)
+        n = GP_NAME_MAX;
+    return (int)n > w ? (int)n : w;
+}
+
+static void measure(const json_t *n, widths *w)
+{
+    w->node = width(str(n, "name"), w->node);
+    size_t i;
+    const json_t *g;
+    json_array_foreach(json_object_get(n, "gpus"), i, g)
+        w->model = width(str(g, "model"), w->model);
+}
+
+static void print_node(FILE *f, const json_t *n, const widths *w)
 {
     const char *name = json_string_value(json_object_get(n, "name"));
     const json_t *gpus = json_object_get(n, "gpus");
     if (json_array_size(gpus) == 0) {
-        fprintf(f, "%-24s %-4s %-22s %s\n", name ? name : "?", "-", "(no GPUs)", "");
+        fprintf(f, "%-*.*s %-4s %-*s %s\n", w->node, GP_NAME_MAX, name ? name : "?", "-", w->model,
+                "(no GPUs)", "");
         return;
     }
     size_t i;
@@ -42,8 +68,9 @@ static void print_node(FILE *f, const json_t *n)
         snprintf(coretxt, sizeof coretxt, "%g/%g",
                  json_number_value(json_object_get(core, "used")),
                  json_number_value(json_object_get(core, "total")));
-        fprintf(f, "%-24s %-4lld %-22.22s %-15s %-9s %-3s %s\n", i ? "" : name,
-                (long long)json_integer_value(json_object_get(g, "index")),
+        fprintf(f, "%-*.*s %-4lld %-*.*s %-15s %-9s %-3s %s\n", w->node, GP_NAME_MAX,
+                i ? "" : (name ? name : "?"),
+                (long long)json_integer_value(json_object_get(g, "index")), w->model, GP_NAME_MAX,
                 str(g, "model"), memtxt, coretxt,
                 json_is_true(json_object_get(g, "healthy")) ? "ok" : "BAD", podlist);
     }
@@ -51,14 +78,20 @@ static void print_node(FILE *f, const json_t *n)
 
 void inspect_print_table(FILE *f, const json_t *inspect)
 {
-    fprintf(f, "%-24s %-4s %-22s %-15s %-9s %-3s %s\n", "NODE", "GPU", "MODEL", "MEM MiB",
-            "CORE %", "OK", "PODS");
+    widths w = {24, 22};   /* the narrowest the table gets */
     const json_t *one = json_object_get(inspect, "node");
-    if (one) {
-        print_node(f, one);
-        return;
-    }
     size_t i;
     const json_t *n;
-    json_array_foreach(json_object_get(inspect, "nodes"), i, n) print_node(f, n);
+    if (one)
+        measure(one, &w);
+    json_array_foreach(json_object_get(inspect, "nodes"), i, n)
+        measure(n, &w);
+    fprintf(f, "%-*s %-4s %-*s %-15s %-9s %-3s %s\n", w.node, "NODE", "GPU", w.model, "MODEL",
+            "MEM MiB", "CORE %", "OK", "PODS");
+    if (one) {
+        print_node(f, one, &w);
+        return;
+    }
+    json_array_foreach(json_object_get(inspect, "nodes"), i, n)
+        print_node(f, n, &w);
 }

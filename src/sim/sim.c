@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <errno.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1439,10 +1441,12 @@ static void report_json(FILE *f, const cli *c, const sim_job *r, double wall)
 static void report_table(FILE *f, const cli *c, const sim_job *r, double wall)
 {
     const schedcfg *kube = r->cfg.kube;
-    fprintf(f, "gpupack simulate: %s (%zu nodes, %d GPUs) x %s (%zu pods), inflate %.2f%s, "
-               "%d seeds, %d typical shapes\n",
-            c->nodes_path, r->nnodes, r->gpus, c->pods_path, r->npods, r->cfg.inflate,
-            c->departures ? ", departures" : "", c->nseeds, r->shapes->n);
+    fprintf(f, "gpupack simulate: %s (%zu node%s, %d GPU%s) x %s (%zu pod%s), inflate %.2f%s, "
+               "%d seed%s, %d typical shape%s\n",
+            c->nodes_path, r->nnodes, gp_s((long long)r->nnodes), r->gpus, gp_s(r->gpus),
+            c->pods_path, r->npods, gp_s((long long)r->npods), r->cfg.inflate,
+            c->departures ? ", departures" : "", c->nseeds, gp_s(c->nseeds), r->shapes->n,
+            gp_s(r->shapes->n));
     if (kube)
         fprintf(f, "scheduler: %s (percentageOfNodesToScore %d%s, NodeResourcesFit %s x%d, "
                    "BalancedAllocation x%d, extender %s weight %d, %d managedResources), "
@@ -1474,6 +1478,31 @@ static void sim_job_free(sim_job *r)
     free(r->nodes);
 }
 
+/* --plot FILE: its directory must exist and be writable, checked before a
+ * run that may take minutes. */
+static int plot_dir_ok(const char *png, gp_err *err)
+{
+    const char *slash = strrchr(png, '/');
+    char dir[4096];
+    if (!slash)
+        gp_strlcpy(dir, ".", sizeof dir);
+    else if (slash == png)
+        gp_strlcpy(dir, "/", sizeof dir);
+    else if ((size_t)(slash - png) >= sizeof dir)
+        return gp_fail(err, "--plot %.200s: path too long", png);
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - png), png);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return gp_fail(err, "--plot %s: directory %s: %s", png, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return gp_fail(err, "--plot %s: %s is not a directory", png, dir);
+    if (access(dir, W_OK) != 0)
+        return gp_fail(err, "--plot %s: cannot write in directory %s: %s", png, dir,
+                       strerror(errno));
+    return 0;
+}
+
 int sim_main(int argc, char **argv)
 {
     cli c;
@@ -1484,6 +1513,8 @@ int sim_main(int argc, char **argv)
     gp_err err;
     sim_job r;
     memset(&r, 0, sizeof r);
+    if (c.plot_path && plot_dir_ok(c.plot_path, &err))
+        goto fail;
     if (sim_load(&c, &r, &err))
         goto fail;
     if (c.emit_shapes) {
@@ -1496,9 +1527,11 @@ int sim_main(int argc, char **argv)
     sim_configure(&c, &r);
     if (!c.quiet)
         fprintf(stderr,
-                "simulate: %zu nodes (%d GPUs), %zu pods, %s, %d typical shapes, %d seeds, "
-                "%d jobs\n",
-                r.nnodes, r.gpus, r.npods, c.label, r.shapes->n, c.nseeds, c.jobs);
+                "simulate: %zu node%s (%d GPU%s), %zu pod%s, %s, %d typical shape%s, %d seed%s, "
+                "%d job%s\n",
+                r.nnodes, gp_s((long long)r.nnodes), r.gpus, gp_s(r.gpus), r.npods,
+                gp_s((long long)r.npods), c.label, r.shapes->n, gp_s(r.shapes->n), c.nseeds,
+                gp_s(c.nseeds), c.jobs, gp_s(c.jobs));
     double t0 = gp_mono_s();
     for (int m = 0; m < c.nmodes; m++) {
         r.cfg.mode = c.modes[m];
