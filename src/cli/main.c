@@ -316,6 +316,103 @@ static int start_leader(const serve_opts *o, app *a, gp_err *err)
     return leader_start(a->leader, err);
 }
 
+/* The store's source: the cluster file (embedded mode), or the API server
+ * through live mode with its events sender, the bind path and, with
+ * --leader-elect, the election. Fills the extender's binder. */
+static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_config *ecfg,
+                        gp_err *err)
+{
+    if (o->cluster_file) {
+        gp_clusterfile_stats st;
+        if (clusterfile_load(c, o->cluster_file, o->aliyun_unit_mib, &st, err))
+            return -1;
+        LOG_INFO("embedded cluster %s: %d node%s, %d GPU%s, %d pod%s holding GPUs",
+                 o->cluster_file, st.nodes, gp_s(st.nodes), st.gpus, gp_s(st.gpus), st.pods,
+                 gp_s(st.pods));
+        malloc_trim(0);   /* give the parsed file's memory back before serving */
+        return 0;
+    }
+    gp_live_config lc = {.kubeconfig = o->kubeconfig, .assume_ttl_s = o->assume_ttl,
+                         .watch_stall_s = o->watch_stall, .aliyun_unit_mib = o->aliyun_unit_mib};
+    a->live = live_new(&lc, c, err);
+    if (!a->live)
+        return -1;
+    a->binder = live_binder();
+    a->binder_ud = a->live;
+    a->events = start_events(o->kubeconfig, c, err);
+    if (!a->events) {
+        char msg[sizeof err->msg];
+        gp_strlcpy(msg, err->msg, sizeof msg);
+        return gp_fail(err, "events: %s", msg);
+    }
+    ecfg->binder = bind_with_events;
+    ecfg->binder_ud = a;
+    ecfg->bind_threads = (int)o->bind_threads;
+    if (o->leader_elect && start_leader(o, a, err))
+        return -1;
+    return 0;
+}
+
+/* The extender's listener, and the admission webhook's when asked. */
+static int start_listeners(const serve_opts *o, app *a, gp_extender *e, gp_cluster *c,
+                           const gp_resource_names *wnames, gp_server **s, gp_server **ws,
+                           gp_err *err)
+{
+    gp_server_config scfg = {.listen = o->listen,       .url_prefix = o->url_prefix,
+                             .max_body = o->max_body,   .tls_cert = o->tls_cert,
+                             .tls_key = o->tls_key,     .threads = o->threads,
+                             .client_ca = o->client_ca, .max_inflight = o->max_inflight,
+                             .show_uids = o->show_uids};
+    wire_metrics(a);
+    gp_server_hooks hooks = {a, ready_hook, &a->metrics, inspect_hook};
+    *s = server_start(&scfg, e, c, &hooks, err);
+    if (!*s)
+        return -1;
+    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o->listen,
+             server_port(*s), o->url_prefix ? ", verbs under " : "",
+             o->url_prefix ? o->url_prefix : "");
+    if (!o->webhook_listen)
+        return 0;
+    gp_server_config wcfg = {.listen = o->webhook_listen, .max_body = o->max_body,
+                             .tls_cert = o->webhook_cert, .tls_key = o->webhook_key,
+                             .threads = 1, .max_inflight = o->max_inflight,
+                             .webhook = wnames};
+    *ws = server_start(&wcfg, e, c, NULL, err);
+    if (!*ws) {
+        char msg[sizeof err->msg];
+        gp_strlcpy(msg, err->msg, sizeof msg);
+        return gp_fail(err, "webhook: %s", msg);
+    }
+    LOG_INFO("admission webhook: POST https://%s/mutate, bound to port %d", o->webhook_listen,
+             server_port(*ws));
+    return 0;
+}
+
+/* Stop order: no request in flight, then the Lease handed over (no bind can
+ * follow), then the watchers, then the rest. Everything accepts NULL. */
+static void stop_all(app *a, gp_server *s, gp_server *ws, gp_extender *e, gp_cluster *c)
+{
+    gp_err err;
+    server_stop(ws);
+    server_stop(s);
+    if (a->leader) {
+        leader_stop(a->leader);
+        if (a->label)   /* the Service stops routing here before the next leader labels itself */
+            leader_label_sync(a->label, false);
+        if (leader_release(a->leader, &err))
+            LOG_WARN("leader election: could not release the lease (it expires instead): %s",
+                     err.msg);
+    }
+    leader_free(a->leader);
+    lease_kube_free(a->lease);
+    leader_label_free(a->label);
+    live_free(a->live);
+    events_free(a->events);
+    extender_free(e);
+    policy_store_free(a->policies);
+    cluster_free(c);
+}
+
 static int cmd_serve(int argc, char **argv)
 {
     serve_opts o;
@@ -343,39 +440,9 @@ static int cmd_serve(int argc, char **argv)
     podreq_default_names(&wnames);
     wnames.aliyun_unit_mib = o.aliyun_unit_mib;
     ecfg.webhook_names = o.webhook_listen ? &wnames : NULL;
-
-    if (o.cluster_file) {
-        gp_clusterfile_stats st;
-        if (clusterfile_load(c, o.cluster_file, o.aliyun_unit_mib, &st, &err)) {
-            LOG_ERROR("%s", err.msg);
-            goto out;
-        }
-        LOG_INFO("embedded cluster %s: %d node%s, %d GPU%s, %d pod%s holding GPUs",
-                 o.cluster_file, st.nodes, gp_s(st.nodes), st.gpus, gp_s(st.gpus), st.pods,
-                 gp_s(st.pods));
-        malloc_trim(0);   /* give the parsed file's memory back before serving */
-    } else {
-        gp_live_config lc = {.kubeconfig = o.kubeconfig, .assume_ttl_s = o.assume_ttl,
-                             .watch_stall_s = o.watch_stall, .aliyun_unit_mib = o.aliyun_unit_mib};
-        a.live = live_new(&lc, c, &err);
-        if (!a.live) {
-            LOG_ERROR("%s", err.msg);
-            goto out;
-        }
-        a.binder = live_binder();
-        a.binder_ud = a.live;
-        a.events = start_events(o.kubeconfig, c, &err);
-        if (!a.events) {
-            LOG_ERROR("events: %s", err.msg);
-            goto out;
-        }
-        ecfg.binder = bind_with_events;
-        ecfg.binder_ud = &a;
-        ecfg.bind_threads = (int)o.bind_threads;
-        if (o.leader_elect && start_leader(&o, &a, &err)) {
-            LOG_ERROR("%s", err.msg);
-            goto out;
-        }
+    if (start_source(&o, &a, c, &ecfg, &err)) {
+        LOG_ERROR("%s", err.msg);
+        goto out;
     }
     if (o.policies_dir) {
         if (policy_store_open(o.policies_dir, &a.policies, &err) ||
@@ -387,36 +454,10 @@ static int cmd_serve(int argc, char **argv)
         ecfg.policies_ud = a.policies;
     }
     e = extender_new(c, &ecfg);
-    if (a.live && live_start(a.live, e, &err)) {
+    if ((a.live && live_start(a.live, e, &err)) ||
+        start_listeners(&o, &a, e, c, &wnames, &s, &ws, &err)) {
         LOG_ERROR("%s", err.msg);
         goto out;
-    }
-    gp_server_config scfg = {.listen = o.listen,       .url_prefix = o.url_prefix,
-                             .max_body = o.max_body,   .tls_cert = o.tls_cert,
-                             .tls_key = o.tls_key,     .threads = o.threads,
-                             .client_ca = o.client_ca, .max_inflight = o.max_inflight,
-                             .show_uids = o.show_uids};
-    wire_metrics(&a);
-    gp_server_hooks hooks = {&a, ready_hook, &a.metrics, inspect_hook};
-    s = server_start(&scfg, e, c, &hooks, &err);
-    if (!s) {
-        LOG_ERROR("%s", err.msg);
-        goto out;
-    }
-    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
-             o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
-    if (o.webhook_listen) {
-        gp_server_config wcfg = {.listen = o.webhook_listen, .max_body = o.max_body,
-                                 .tls_cert = o.webhook_cert, .tls_key = o.webhook_key,
-                                 .threads = 1, .max_inflight = o.max_inflight,
-                                 .webhook = &wnames};
-        ws = server_start(&wcfg, e, c, NULL, &err);
-        if (!ws) {
-            LOG_ERROR("webhook: %s", err.msg);
-            goto out;
-        }
-        LOG_INFO("admission webhook: POST https://%s/mutate, bound to port %d", o.webhook_listen,
-                 server_port(ws));
     }
     if (o.cluster_file)
         print_try_it(o.listen, server_port(s));
@@ -431,23 +472,7 @@ static int cmd_serve(int argc, char **argv)
     LOG_INFO("signal %d: shutting down", sig);
     rc = 0;
 out:
-    server_stop(ws);
-    server_stop(s);       /* no request in flight after this */
-    if (a.leader) {       /* then hand the Lease over: no bind can follow */
-        leader_stop(a.leader);
-        if (a.label)      /* the Service stops routing here before the next leader labels itself */
-            leader_label_sync(a.label, false);
-        if (leader_release(a.leader, &err))
-            LOG_WARN("leader election: could not release the lease (it expires instead): %s", err.msg);
-    }
-    leader_free(a.leader);
-    lease_kube_free(a.lease);
-    leader_label_free(a.label);
-    live_free(a.live);    /* then the watchers */
-    events_free(a.events);
-    extender_free(e);
-    policy_store_free(a.policies);
-    cluster_free(c);
+    stop_all(&a, s, ws, e, c);
     curl_global_cleanup();
     return rc;
 }

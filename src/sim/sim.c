@@ -568,6 +568,78 @@ static int cmp_event(const void *pa, const void *pb)
     return a->pod < b->pod ? -1 : (a->pod > b->pod);
 }
 
+/* The run's node copies, kube-scheduler's accounts and the scratch arrays. */
+static void run_init(run *R, const sim_config *cfg)
+{
+    R->nodes = xcalloc(R->nn, sizeof *R->nodes);
+    R->ver = xcalloc(R->nn, sizeof *R->ver);
+    R->ka = xcalloc(R->nn ? R->nn : 1, sizeof *R->ka);
+    R->blind = cfg->kube && !cfg->extender_cpu;
+    for (size_t i = 0; i < R->nn; i++) {
+        gp_node *n = &R->nodes[i];
+        trace_node_to_gp(&cfg->nodes[i], n);
+        R->ka[i] = (kacct){n->cpu_alloc_milli, n->host_mem_alloc_mib, n->cpu_used_milli,
+                           n->host_mem_used_mib, n->cpu_used_milli, n->host_mem_used_mib};
+        if (R->blind) {
+            n->cpu_alloc_milli = n->cpu_used_milli = 0;
+            n->host_mem_alloc_mib = n->host_mem_used_mib = 0;
+        }
+        R->ver[i] = 1;
+    }
+    R->cls = xmalloc(cfg->npods * sizeof *R->cls);
+    R->ncls = classify(cfg->pods, cfg->npods, R->cls);
+    /* memoising is exact when a pod's fit and score depend only on the node
+     * state and its request; the random GPU strategy also hashes the pod name */
+    R->cache_on = cfg->cache &&
+                  !(cfg->place.gpu == placement_gpu_strategy("random") &&
+                    cfg->place.node != placement_node_strategy("random"));
+    if (R->cache_on)
+        R->cache = xcalloc(R->nn * (size_t)R->ncls, sizeof *R->cache);
+    R->raw = xmalloc(R->nn * sizeof *R->raw);
+    R->fits = xmalloc(R->nn * sizeof *R->fits);
+    R->norm = xmalloc(R->nn * sizeof *R->norm);
+}
+
+static void run_free(run *R)
+{
+    free(R->norm);
+    free(R->fits);
+    free(R->raw);
+    free(R->cache);
+    free(R->cls);
+    free(R->ver);
+    free(R->ka);
+    free(R->nodes);
+}
+
+/* The events to replay: creations and deletions by time (--departures, with
+ * *pl the placements to undo), else arrivals in the run's order. Returns how
+ * many; *ev owned by the caller. */
+static size_t make_events(run *R, const sim_config *cfg, event **ev, placed **pl)
+{
+    size_t nev = 0;
+    if (cfg->departures) {
+        *ev = xmalloc((2 * cfg->npods + 1) * sizeof **ev);
+        for (size_t i = 0; i < cfg->npods; i++) {
+            (*ev)[nev++] = (event){cfg->pods[i].creation, 0, i};
+            if (cfg->pods[i].deletion >= 0)
+                (*ev)[nev++] = (event){cfg->pods[i].deletion, 1, i};
+        }
+        qsort(*ev, nev, sizeof **ev, cmp_event);
+        *pl = xmalloc((cfg->npods ? cfg->npods : 1) * sizeof **pl);
+        for (size_t i = 0; i < cfg->npods; i++)
+            (*pl)[i].node = -1;
+        return nev;
+    }
+    size_t *order = NULL;
+    nev = arrival_order(R, &order);
+    *ev = xmalloc((nev ? nev : 1) * sizeof **ev);
+    for (size_t i = 0; i < nev; i++)
+        (*ev)[i] = (event){(int64_t)i, 0, order[i]};
+    free(order);
+    return nev;
+}
+
 int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
 {
     double t0 = gp_mono_s();
@@ -578,11 +650,6 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     R.cfg = cfg;
     R.r.s = seed;
     R.nn = cfg->nnodes;
-    int rc = -1;
-    size_t *order = NULL;
-    event *ev = NULL;
-    placed *pl = NULL;
-
     if (!cfg->shapes)
         return gp_fail(err, "simulator: no task shapes for the fragmentation metric");
     if (cfg->departures)
@@ -594,56 +661,10 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     sim_capacity(cfg->nodes, cfg->nnodes, &R.gpus, &R.cap_milli);
     if (R.cap_milli <= 0)
         return gp_fail(err, "simulator: the node list has no GPUs");
-
-    R.nodes = xcalloc(R.nn, sizeof *R.nodes);
-    R.ver = xcalloc(R.nn, sizeof *R.ver);
-    R.ka = xcalloc(R.nn ? R.nn : 1, sizeof *R.ka);
-    R.blind = cfg->kube && !cfg->extender_cpu;
-    for (size_t i = 0; i < R.nn; i++) {
-        gp_node *n = &R.nodes[i];
-        trace_node_to_gp(&cfg->nodes[i], n);
-        R.ka[i] = (kacct){n->cpu_alloc_milli, n->host_mem_alloc_mib, n->cpu_used_milli,
-                          n->host_mem_used_mib, n->cpu_used_milli, n->host_mem_used_mib};
-        if (R.blind) {
-            n->cpu_alloc_milli = n->cpu_used_milli = 0;
-            n->host_mem_alloc_mib = n->host_mem_used_mib = 0;
-        }
-        R.ver[i] = 1;
-    }
-    R.cls = xmalloc(cfg->npods * sizeof *R.cls);
-    R.ncls = classify(cfg->pods, cfg->npods, R.cls);
-    /* memoising is exact when a pod's fit and score depend only on the node
-     * state and its request; the random GPU strategy also hashes the pod name */
-    R.cache_on = cfg->cache &&
-                 !(cfg->place.gpu == placement_gpu_strategy("random") &&
-                   cfg->place.node != placement_node_strategy("random"));
-    if (R.cache_on)
-        R.cache = xcalloc(R.nn * (size_t)R.ncls, sizeof *R.cache);
-    R.raw = xmalloc(R.nn * sizeof *R.raw);
-    R.fits = xmalloc(R.nn * sizeof *R.fits);
-    R.norm = xmalloc(R.nn * sizeof *R.norm);
-
-    size_t nev;
-    if (cfg->departures) {
-        ev = xmalloc(2 * cfg->npods * sizeof *ev);
-        nev = 0;
-        for (size_t i = 0; i < cfg->npods; i++) {
-            ev[nev++] = (event){cfg->pods[i].creation, 0, i};
-            if (cfg->pods[i].deletion >= 0)
-                ev[nev++] = (event){cfg->pods[i].deletion, 1, i};
-        }
-        qsort(ev, nev, sizeof *ev, cmp_event);
-        pl = xmalloc(cfg->npods * sizeof *pl);
-        for (size_t i = 0; i < cfg->npods; i++)
-            pl[i].node = -1;
-    } else {
-        size_t n = arrival_order(&R, &order);
-        ev = xmalloc((n ? n : 1) * sizeof *ev);
-        for (size_t i = 0; i < n; i++)
-            ev[i] = (event){(int64_t)i, 0, order[i]};
-        nev = n;
-    }
-
+    run_init(&R, cfg);
+    event *ev = NULL;
+    placed *pl = NULL;
+    size_t nev = make_events(&R, cfg, &ev, &pl);
     int64_t arrived = 0;
     int next_step = 0;
     char name[GP_NAME_MAX];
@@ -675,20 +696,10 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     out->end = point_now(&R, arrived);
     out->unalloc_gpus = (1.0 - out->end.alloc) * R.gpus;
     out->wall_s = gp_mono_s() - t0;
-    rc = 0;
-
     free(pl);
     free(ev);
-    free(order);
-    free(R.norm);
-    free(R.fits);
-    free(R.raw);
-    free(R.cache);
-    free(R.cls);
-    free(R.ver);
-    free(R.ka);
-    free(R.nodes);
-    return rc;
+    run_free(&R);
+    return 0;
 }
 
 /* --------------------------------------------------------------- CLI -- */
