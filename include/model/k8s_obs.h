@@ -11,7 +11,6 @@
 #include <stdbool.h>
 
 #include "lib/jsonkeep.h"
-#include "pack/cluster.h"
 #include "model/gpu.h"
 #include "model/inventory.h"
 #include "lib/util.h"
