@@ -212,7 +212,7 @@ void annotations_add_containers(json_t *ann, const json_t *pod, const gp_assignm
             gp_ctr_req req;
             gp_profile profile;
             gp_err err;
-            if (podreq_container(c, lists[l].key, names, &req, &profile, &err) != 1)
+            if (podreq_container(pod, lists[l].init, i, names, &req, &profile, &err) != 1)
                 continue;
             const gp_ctr_assign *ca = grant_of(a, req.name, lists[l].init, profile);
             if (ca && ca->ngpus > 0)

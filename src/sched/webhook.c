@@ -164,7 +164,7 @@ json_t *webhook_patch(const json_t *pod, const gp_resource_names *names, json_t 
         json_array_foreach(json_object_get(spec, ctr_lists[l].key), i, c) {
             gp_ctr_req one;
             gp_profile profile;
-            if (podreq_container(c, ctr_lists[l].key, names, &one, &profile, &err) == 1)
+            if (podreq_container(pod, ctr_lists[l].init, i, names, &one, &profile, &err) == 1)
                 inject(ops, c, ctr_lists[l].key, ctr_lists[l].init, i, one.name, warnings);
         }
     }
@@ -181,7 +181,7 @@ int webhook_check_pod(const json_t *pod, const gp_resource_names *names, gp_err 
             gp_ctr_req one;
             gp_profile profile;
             gp_err e;
-            if (podreq_container(c, ctr_lists[l].key, names, &one, &profile, &e) != 1)
+            if (podreq_container(pod, ctr_lists[l].init, i, names, &one, &profile, &e) != 1)
                 continue;
             size_t k;
             const json_t *ev;
