@@ -33,6 +33,11 @@ const char *formats_name(gp_profile f);
 /* The format called `name`, or -1. */
 int formats_by_name(const char *name);
 
+/* The format (its name, as formats_name) among `accepted` (GP_FORMAT_BIT
+ * bits) whose pods ask with resource `name`, or NULL: policies may not give
+ * gpupack's own resources a name another accepted format reads. */
+const char *formats_resource_owner(const char *name, unsigned accepted);
+
 /* Which format `pod` (borrowed Pod JSON) is written in, among those `n` accepts
  * (n->formats, and n->nvidia_gpu for nvidia.com/gpu alone): KAI, HAMI, VOLCANO or
  * TKE, else GP_PROFILE_NATIVE (gpupack's own resources or the aliyun profile,
@@ -73,12 +78,9 @@ void formats_describe(gp_profile f, const gp_ctr_req *r, const char *model, int6
 
 /* True when a pod annotation with this key (len bytes, not NUL-terminated) is
  * read by podreq_decode or restores an assignment: what every trimmed copy of a
- * Pod must keep (the ExtenderArgs scanner, the watch, bind's memory of pods). */
+ * Pod must keep (the watch, bind's memory of pods; the ExtenderArgs scanner
+ * keeps the same list, extargs_annotation_prefixes). */
 bool formats_annotation_kept(const char *key, size_t len);
-
-/* The same as NULL-terminated prefixes, for callers below the model layer
- * (extargs_scan). */
-extern const char *const formats_annotation_prefixes[];
 
 /* Node side: adds to `ann` (borrowed, modified) the annotations the format's own
  * device plugin reads, when a pod of format f is bound by assignment a on node

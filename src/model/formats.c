@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/quantity.h"
+#include "lib/extargs.h"
 
 #define MAX_GPU_MEM_MIB (16LL * 1024 * 1024)   /* 16 TiB per GPU, as podreq.c bounds it */
 #define TKE_BLOCK_MIB 256      /* gpu-manager pkg/types: MemoryBlockSize = 268435456 bytes */
@@ -238,6 +239,20 @@ static const res_format *res_format_of(gp_profile f)
     for (size_t i = 0; i < GP_ARRAY_LEN(res_formats); i++)
         if (res_formats[i].f == f)
             return &res_formats[i];
+    return NULL;
+}
+
+const char *formats_resource_owner(const char *name, unsigned accepted)
+{
+    for (size_t i = 0; i < GP_ARRAY_LEN(res_formats); i++) {
+        const res_format *d = &res_formats[i];
+        const char *keys[] = {d->count, d->mem, d->pct, d->core};
+        if (!(accepted & GP_FORMAT_BIT(d->f)))
+            continue;
+        for (size_t k = 0; k < GP_ARRAY_LEN(keys); k++)
+            if (keys[k] && strcmp(keys[k], name) == 0)
+                return format_names[d->f];
+    }
     return NULL;
 }
 
@@ -665,19 +680,9 @@ void formats_describe(gp_profile f, const gp_ctr_req *r, const char *model, int6
 
 /* ------------------------------------------------------ annotations -- */
 
-const char *const formats_annotation_prefixes[] = {
-    "gpupack.io/",          /* gpu-model, policy, assignment ... */
-    "ALIYUN_COM_GPU_MEM_",  /* aliyun assignments restore */
-    KAI_FRACTION,           /* also gpu-fraction-num-devices, gpu-fraction-container-name */
-    KAI_MEMORY,
-    TYPE_USE,
-    TYPE_NOUSE,
-    NULL,
-};
-
 bool formats_annotation_kept(const char *key, size_t len)
 {
-    for (const char *const *p = formats_annotation_prefixes; *p; p++) {
+    for (const char *const *p = extargs_annotation_prefixes; *p; p++) {
         size_t pl = strlen(*p);
         if (len >= pl && memcmp(key, *p, pl) == 0)
             return true;

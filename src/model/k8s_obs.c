@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/annotations.h"
+#include "model/formats.h"
 #include "model/podreq.h"
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
@@ -146,7 +147,7 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)ann, k, v) {
-            if (strncmp(k, "gpupack.io/", 11) == 0 || strncmp(k, "ALIYUN_COM_GPU_MEM_", 19) == 0)
+            if (formats_annotation_kept(k, strlen(k)))   /* decoding and restoring read these */
                 json_object_set_new(tann, k, json_deep_copy(v));
         }
         json_object_set_new(tmd, "annotations", tann);
