@@ -646,6 +646,23 @@ static const reason_case reasons[] = {
      "2 GPUs does not fit: 1 GPU has that much free"},
 };
 
+START_TEST(type_annotations_in_reasons)
+{
+    gp_node *node = hnode(3, H_MEM, H_MODEL, NULL);
+    gp_pod_req r;
+    decode_str(POD("'nvidia.com/use-gputype':'H100'", CTR("c", "'nvidia.com/gpumem':100")), &r);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_fit_fail why;
+    ck_assert_int_eq(placement_fit(node, &r, &o, &a, &why), -1);
+    ck_assert(why.unresolvable);
+    ck_assert_msg(strstr(why.reason, "no healthy GPU of a type nvidia.com/use-gputype \"H100\" "
+                                     "allows"), "%s", why.reason);
+    free(node);
+}
+END_TEST
+
 START_TEST(reasons_in_user_terms)
 {
     const reason_case *c = &reasons[_i];
@@ -908,6 +925,7 @@ Suite *suite_formats(void)
     tcase_add_test(p, fractions_fill_and_refuse_in_user_terms);
     tcase_add_loop_test(p, reasons_in_user_terms, 0, (int)GP_ARRAY_LEN(reasons));
     tcase_add_test(p, fraction_of_allocatable_memory);
+    tcase_add_test(p, type_annotations_in_reasons);
     tcase_add_test(p, full_compute_is_exclusive);
     suite_add_tcase(s, p);
     TCase *n = tcase_create("node-side");

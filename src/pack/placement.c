@@ -421,6 +421,17 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
         snprintf(out, len, "node has no GPUs known to gpupack");
     } else if (allowed == 0 && unhealthy == n->ngpus) {
         snprintf(out, len, "all %d GPUs of the node are unhealthy", n->ngpus);
+    } else if (allowed == 0 && !req->models[0] && !x->opts->models[0]) {
+        /* only the HAMi/Volcano type annotations can have excluded them all */
+        char line[400], use[128] = "", nouse[128] = "";
+        if (req->type_use[0])
+            snprintf(use, sizeof use, " nvidia.com/use-gputype \"%.60s\" allows", req->type_use);
+        if (req->type_nouse[0])
+            snprintf(nouse, sizeof nouse, "%s nvidia.com/nouse-gputype \"%.60s\" does not exclude",
+                     use[0] ? " and" : "", req->type_nouse);
+        snprintf(line, sizeof line, "no healthy GPU of a type%s%s (node has %.63s)", use, nouse,
+                 n->gpus[0].info.model[0] ? n->gpus[0].info.model : "GPUs of unknown model");
+        gp_strlcpy(out, line, len);
     } else if (allowed == 0) {
         const char *models = req->models[0] ? req->models : x->opts->models;
         snprintf(out, len, "no healthy GPU of model %.100s on node (node has %.63s)", models,
