@@ -534,6 +534,54 @@ START_TEST(test_annotations_aliyun)
 }
 END_TEST
 
+/* A native sidecar (an init container that keeps running) asking GPUs gets
+ * its keys, and so does an aliyun pod's init container (its own request as
+ * its limit, on the pod's one GPU). */
+START_TEST(test_annotations_sidecar_and_aliyun_init)
+{
+    gp_node *node = two_gpu_node();
+    json_t *pod = json_loads(
+        POD("{\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":\"Always\","
+            "\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"100\"}}}],"
+            "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"200\"}}}]}"),
+        0, NULL);
+    gp_resource_names n = names();
+    gp_pod_req r;
+    gp_err err;
+    ck_assert_int_eq(podreq_decode(pod, &n, &r, &err), 0);
+    ck_assert_int_eq(r.nctrs, 2);
+    gp_assignment a = {.node = "n1", .nctrs = 2};
+    for (int i = 0; i < 2; i++) {
+        gp_strlcpy(a.ctrs[i].name, r.ctrs[i].name, sizeof a.ctrs[i].name);
+        a.ctrs[i].init = r.ctrs[i].init;   /* the sidecar's is false: it does not run once */
+        a.ctrs[i].ngpus = 1;
+        a.ctrs[i].gpus[0] = (gp_gpu_grant){0, r.ctrs[i].mem_mib, 0};
+    }
+    json_t *out = json_object();
+    annotations_add_containers(out, pod, &a, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-mem-limit"), "100m");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-0-mem-limit"), "200m");
+    json_decref(out);
+    json_decref(pod);
+    pod = json_loads(
+        POD("{\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"1\"}}}],"
+            "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"2\"}}}]}"),
+        0, NULL);
+    gp_assignment b = {.node = "n1", .nctrs = 1};
+    gp_strlcpy(b.ctrs[0].name, "m", sizeof b.ctrs[0].name);
+    b.ctrs[0].ngpus = 1;
+    b.ctrs[0].gpus[0] = (gp_gpu_grant){1, 2048, 0};
+    out = json_object();
+    annotations_add_containers(out, pod, &b, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-mem-limit"), "1024m");
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-visible-devices"), "GPU-bbb");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-0-mem-limit"), "2048m");
+    json_decref(out);
+    json_decref(pod);
+    free(node);
+}
+END_TEST
+
 /* A KAI pod: the fraction container gets the keys, with the memory its
  * fraction came to on the GPU bind chose; its siblings get none. */
 START_TEST(test_annotations_kai)
@@ -629,6 +677,7 @@ Suite *suite_webhook(void)
     tcase_add_test(tc, test_annotations_native);
     tcase_add_test(tc, test_annotations_aliyun);
     tcase_add_test(tc, test_annotations_kai);
+    tcase_add_test(tc, test_annotations_sidecar_and_aliyun_init);
     tcase_add_test(tc, test_listener_routes);
     suite_add_tcase(s, tc);
     return s;
