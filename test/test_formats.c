@@ -13,6 +13,7 @@
 #include "model/podreq.h"
 #include "pack/placement.h"
 #include "lib/util.h"
+#include "testutil.h"
 
 /* Inline JSON is written with ' for " to keep the tables readable. */
 static json_t *sq(const char *s)
@@ -491,20 +492,9 @@ END_TEST
 /* A node with the given GPUs (MiB, model) and per-GPU used memory. */
 static gp_node *hnode(int n, const int64_t *mem, const char *const *model, const int64_t *used)
 {
-    gp_node *node = xcalloc(1, sizeof *node);
-    gp_strlcpy(node->name, "mixed", sizeof node->name);
-    node->ngpus = n;
-    for (int i = 0; i < n; i++) {
-        gp_gpu *g = &node->gpus[i];
-        g->info.index = i;
-        g->info.mem_total = mem[i];
-        g->info.core_total = GP_CORE_FULL;
-        g->info.healthy = true;
-        snprintf(g->info.uuid, sizeof g->info.uuid, "GPU-%d", i);
-        gp_strlcpy(g->info.model, model[i], sizeof g->info.model);
-        g->mem_used = used ? used[i] : 0;
-        g->pods = g->mem_used > 0;
-    }
+    gp_node *node = tu_node("mixed", n, mem, used, NULL);
+    for (int i = 0; i < n; i++)
+        gp_strlcpy(node->gpus[i].info.model, model[i], sizeof node->gpus[i].info.model);
     return node;
 }
 
