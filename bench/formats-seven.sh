@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-bin/gpupack}
-[ -x "$bin" ] || make -s build >/dev/null
+[ -x "$bin" ] || make -s >/dev/null
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 "$bin" serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:0 \
