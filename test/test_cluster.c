@@ -576,7 +576,8 @@ START_TEST(over_capacity_is_followed_reported_and_fenced)
     tu_req(&shapes[0], "m", 1, 1, 0);
     tu_req(&shapes[1], "k", 1, 0, 100);
     tu_req(&shapes[2], "w", 1, 0, 0);
-    shapes[2].ctrs[0].mem_permille = GP_CORE_FULL;
+    shapes[2].ctrs[0].mem_ppm = GP_PPM_FULL;
+    shapes[2].ctrs[0].ask = GP_ASK_WHOLE;
     shapes[2].ctrs[0].core = GP_CORE_FULL;
     for (int i = 0; i < 3; i++) {
         gp_assignment a;

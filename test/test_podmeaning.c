@@ -110,12 +110,14 @@ static void compare(ctx *x, const char *what, const char *origin, const decoded 
         for (int i = 0; i < p->nctrs; i++) {
             const gp_ctr_req *r = &p->ctrs[i], *s = &q->ctrs[i];
             if (strcmp(r->name, s->name) || r->init != s->init || r->count != s->count ||
-                r->mem_mib != s->mem_mib || r->mem_permille != s->mem_permille || r->core != s->core) {
+                r->mem_mib != s->mem_mib || r->mem_ppm != s->mem_ppm || r->ask != s->ask ||
+                r->core != s->core) {
                 differ(x, what, origin,
-                     "container %d: %s%s x%d %lld MiB %d%%o core %d vs %s%s x%d %lld MiB %d%%o core %d",
+                     "container %d: %s%s x%d %lld MiB %d ppm (ask %d) core %d vs %s%s x%d %lld MiB "
+                     "%d ppm (ask %d) core %d",
                      i, r->name, r->init ? " (init)" : "", r->count, (long long)r->mem_mib,
-                     r->mem_permille, r->core, s->name, s->init ? " (init)" : "", s->count,
-                     (long long)s->mem_mib, s->mem_permille, s->core);
+                     (int)r->mem_ppm, r->ask, r->core, s->name, s->init ? " (init)" : "", s->count,
+                     (long long)s->mem_mib, (int)s->mem_ppm, s->ask, s->core);
                 return;
             }
         }

@@ -29,6 +29,13 @@ typedef struct gp_extargs {
     char *arena;
 } gp_extargs;
 
+/* The pod annotations every reduced copy of a pod keeps, by key prefix
+ * (NULL-terminated): what podreq_decode reads (gpupack's, and the other
+ * systems' request formats of model/formats.h) and what restores assignments.
+ * k8s_obs_pod_keep names it for metadata.annotations; formats_annotation_kept()
+ * tests a key against it. */
+extern const char *const extargs_annotation_prefixes[];
+
 /* Returns 0 and fills *out, or -1 when the body is not in the plain form
  * (nothing to free then). The Pod keeps what pod_keep (borrowed) names;
  * a member it reduces that is not of the shape it expects declines. */

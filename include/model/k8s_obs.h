@@ -22,7 +22,8 @@ typedef struct gp_pod_view {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX], node[GP_NAME_MAX];
     char policy[GP_NAME_MAX];
     bool pending;                    /* not bound, not terminal, not being deleted */
-    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu" */
+    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu"
+                                      * or "vcuda", or KAI's gpu-fraction / gpu-memory annotation */
     char assign_err[256];            /* annotations present but malformed ("" = fine) */
     gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];   /* obs.uuids: the assignment's GPU UUIDs */
 } gp_pod_view;
@@ -41,8 +42,8 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
                  gp_inventory *inv, gp_err *err) GP_WUR;
 
 /* Every member of a Pod that gpupack reads anywhere (metadata name,
- * namespace, uid, resourceVersion, labels, deletionTimestamp, the gpupack.io/
- * and ALIYUN_COM_GPU_MEM_ annotations; spec.nodeName; of each (init)container
+ * namespace, uid, resourceVersion, labels, deletionTimestamp, the annotations
+ * extargs_annotation_prefixes names; spec.nodeName; of each (init)container
  * its name, resources, restartPolicy and env names/valueFrom; status.phase).
  * The one table behind every reduced copy of a pod -- the ExtenderArgs
  * scanner (extargs_scan), the LIST buffer and the pods the extender keeps

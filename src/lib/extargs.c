@@ -198,6 +198,16 @@ static int skip_value(scan *s, int depth)
 
 /* ------------------------------------------------------- pod reduction -- */
 
+const char *const extargs_annotation_prefixes[] = {
+    "gpupack.io/",              /* gpu-model, policy, assignment ... */
+    "ALIYUN_COM_GPU_MEM_",      /* aliyun assignments */
+    "gpu-fraction",             /* KAI: also gpu-fraction-num-devices, -container-name */
+    "gpu-memory",               /* KAI */
+    "nvidia.com/use-gputype",   /* HAMi, Volcano */
+    "nvidia.com/nouse-gputype",
+    NULL,
+};
+
 static int copy_value(scan *s, gp_buf *out, const gp_keep *k, int depth);
 
 /* Copies the members of an object that `rules` (or `prefixes`) keep. */

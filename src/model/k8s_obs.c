@@ -4,7 +4,9 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "lib/extargs.h"
 #include "model/annotations.h"
+#include "model/formats.h"
 #include "model/podreq.h"
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
@@ -15,11 +17,14 @@ static const char *str_at(const json_t *o, const char *a, const char *b)
     return json_string_value(v);
 }
 
+/* "gpu" anywhere (gpupack.io/gpu-mem, nvidia.com/gpumem, volcano.sh/vgpu-number
+ * ...), or TKE's "vcuda" (tencent.com/vcuda-core). */
 static bool mentions_gpu(const char *k)
 {
     for (const char *p = k; *p; p++)
-        if (tolower((unsigned char)p[0]) == 'g' && tolower((unsigned char)p[1]) == 'p' &&
-            tolower((unsigned char)p[2]) == 'u')
+        if ((tolower((unsigned char)p[0]) == 'g' && tolower((unsigned char)p[1]) == 'p' &&
+             tolower((unsigned char)p[2]) == 'u') ||
+            strncmp(p, "vcuda", 5) == 0)
             return true;
     return false;
 }
@@ -84,7 +89,8 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
     }
     const json_t *spec = json_object_get(pod, "spec");
     out->wants_gpu = list_wants_gpu(json_object_get(spec, "containers")) ||
-                     list_wants_gpu(json_object_get(spec, "initContainers"));
+                     list_wants_gpu(json_object_get(spec, "initContainers")) ||
+                     json_object_get(ann, "gpu-fraction") || json_object_get(ann, "gpu-memory");
     out->pending = !terminal && out->node[0] == '\0' && !json_object_get(md, "deletionTimestamp");
     return 0;
 }
@@ -110,7 +116,7 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
 /* ---------------------------------------------------------------------- */
 
 /* Every member of a Pod that gpupack's decoders read: podreq (requests,
- * sidecars, gpupack.io/ annotations), policy selection (namespace, labels),
+ * sidecars, the annotations of gpupack and the other formats), policy selection (namespace, labels),
  * k8s_obs_pod (node, phase, deletion, assignment annotations), the webhook
  * check at bind (env), bind's precondition (resourceVersion). */
 static const gp_keep env_keep[] = {{.key = "name"}, {.key = "valueFrom"}, {0}};
@@ -119,14 +125,13 @@ static const gp_keep ctr_keep[] = {{.key = "name"},
                                    {.key = "restartPolicy"},   /* native sidecars */
                                    {.key = "env", .sub = env_keep, .each = true},
                                    {0}};
-static const char *const ann_prefixes[] = {"gpupack.io/", "ALIYUN_COM_GPU_MEM_", NULL};
 static const gp_keep meta_keep[] = {{.key = "name"},
                                     {.key = "namespace"},
                                     {.key = "uid"},
                                     {.key = "resourceVersion"},
                                     {.key = "labels"},
                                     {.key = "deletionTimestamp"},
-                                    {.key = "annotations", .prefixes = ann_prefixes},
+                                    {.key = "annotations", .prefixes = extargs_annotation_prefixes},
                                     {0}};
 static const gp_keep spec_keep[] = {{.key = "nodeName"},
                                     {.key = "containers", .sub = ctr_keep, .each = true},
