@@ -55,7 +55,8 @@ typedef struct gp_victim_rank {
 
 typedef struct gp_victim_query {
     const gp_node *node;          /* counters include every candidate's holds */
-    const gp_pod_req *req;        /* the preemptor */
+    const gp_pod_req *req;        /* the preemptor; candidates of priority >= req->priority
+                                   * are never chosen (only strictly lower ones are victims) */
     const gp_place_opts *opts;    /* the preemptor's policy (limits, reserve, models, shapes) */
     const gp_victim *cands;
     int ncands;

@@ -229,6 +229,8 @@ static void greedy(search *s)
  * or host resources when those are short, or count against the namespace cap. */
 static bool relevant(const search *s, const gp_victim *v, bool host_short)
 {
+    if (v->priority >= s->q->req->priority)
+        return false;   /* kube-scheduler: only strictly lower priority */
     if (host_short && (v->cpu_milli > 0 || v->mem_mib > 0))
         return true;
     if (v->same_ns && s->q->ns_share_cap > 0)
