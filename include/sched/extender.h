@@ -50,6 +50,8 @@ typedef struct gp_preempt_hooks {
     /* kube-scheduler's preemptVerb: ExtenderPreemptionArgs (borrowed) -> the
      * HTTP status and an owned ExtenderPreemptionResult (or {"Error"}). */
     int (*process)(void *ud, const json_t *args, char **out);
+    /* explain: what preemption does or would do for the pod (owned JSON). */
+    json_t *(*status)(void *ud, const json_t *pod);
 } gp_preempt_hooks;
 
 typedef struct gp_extender_config {
@@ -80,6 +82,9 @@ int extender_filter_readonly(gp_extender *e, const char *body, size_t len, char 
  * 400 for a malformed body; without preemption hooks every proposed victim
  * set is returned unchanged (kube-scheduler's ordinary preemption). */
 int extender_preempt(gp_extender *e, const char *body, size_t len, char **out);
+/* What preemption does or would do for a pod (borrowed), for explain:
+ * owned JSON, or NULL when preemption is not running (embedded mode). */
+json_t *extender_preempt_status(gp_extender *e, const json_t *pod);
 /* The victims of ExtenderPreemptionArgs (borrowed) as an owned
  * ExtenderPreemptionResult text, unchanged (MetaVictims by UID). */
 char *extender_preempt_echo(const json_t *args);

@@ -10,6 +10,7 @@
 #include "pack/cluster.h"
 #include "pack/clusterfile.h"
 #include "sched/events.h"
+#include "sched/evictor.h"
 #include "cli/explain_cli.h"
 #include "sched/extender.h"
 #include "cli/inspect_cli.h"
@@ -18,6 +19,7 @@
 #include "ha/leader_label.h"
 #include "ha/lease_kube.h"
 #include "sched/live.h"
+#include "sched/preempt.h"
 #include "lib/log.h"
 #include "model/podreq.h"
 #include "policy/policy_store.h"
@@ -259,6 +261,7 @@ typedef struct app {
     gp_leader *leader;          /* NULL: no leader election, this replica binds */
     gp_lease_kube *lease;
     gp_leader_label *label;     /* NULL: standbys say not ready instead */
+    gp_preempt *preempt;        /* live mode: priorities and preemption */
 } app;
 
 static void label_hook(void *ud, bool leading)
@@ -379,6 +382,7 @@ static void metrics_hook(void *ud, gp_buf *out)
         live_metrics(a->live, out);
     }
     events_metrics(a->events, out);
+    preempt_metrics(a->preempt, out);
     if (a->leader) {
         gp_live_stats ls;
         live_stats(a->live, &ls);
@@ -401,6 +405,38 @@ static gp_bind_outcome bind_with_events(void *ud, const gp_bind_call *call, gp_e
     return o;
 }
 
+/* Preemption's API calls: evictions, the nominated node, Events. */
+static gp_evict_outcome preempt_evict(void *ud, const char *ns, const char *name, const char *uid,
+                                      gp_err *err)
+{
+    app *a = ud;
+    return evictor_evict(live_kube(a->live), ns, name, uid, 10, err);
+}
+
+static int preempt_nominate(void *ud, const char *ns, const char *name, const char *uid,
+                            const char *node, gp_err *err)
+{
+    app *a = ud;
+    return evictor_nominate(live_kube(a->live), ns, name, uid, node, 10, err);
+}
+
+static void preempt_event(void *ud, const char *ns, const char *name, const char *uid, bool warning,
+                          const char *reason, const char *msg)
+{
+    app *a = ud;
+    events_pod(a->events, ns, name, uid, warning, reason, msg);
+}
+
+static void observe_pod(void *ud, bool deleted, const json_t *pod)
+{
+    preempt_pod_event(ud, deleted, pod);
+}
+
+static void observe_synced(void *ud)
+{
+    preempt_pods_synced(ud);
+}
+
 /* The events sender gets its own API client, with the credentials live uses. */
 static gp_events *start_events(const char *kubeconfig, gp_cluster *c, gp_err *err)
 {
@@ -419,6 +455,8 @@ static json_t *inspect_hook(void *ud)
                             : json_pack("{s:{s:s}}", "policies", "active", "built-in default");
     if (a->leader)
         json_object_set_new(o, "leader", leader_inspect(a->leader));
+    if (a->preempt)
+        json_object_update_new(o, preempt_inspect(a->preempt));
     return o;
 }
 
@@ -534,6 +572,10 @@ static int cmd_serve(int argc, char **argv)
         ecfg.binder = bind_with_events;
         ecfg.binder_ud = &a;
         ecfg.bind_threads = (int)o.bind_threads;
+        gp_preempt_config pc = {.io = {&a, preempt_evict, preempt_nominate, preempt_event}};
+        a.preempt = preempt_new(c, &pc);
+        ecfg.preempt = preempt_hooks(a.preempt);
+        live_set_pod_observer(a.live, (gp_live_pod_observer){observe_pod, observe_synced, a.preempt});
         if (o.leader_elect && start_leader(&o, &a, &err)) {
             LOG_ERROR("%s", err.msg);
             goto out;
@@ -549,6 +591,10 @@ static int cmd_serve(int argc, char **argv)
         ecfg.policies_ud = a.policies;
     }
     e = extender_new(c, &ecfg);
+    if (a.preempt && preempt_start(a.preempt, e, live_kube(a.live), true, &err)) {
+        LOG_ERROR("%s", err.msg);
+        goto out;
+    }
     if (a.live && live_start(a.live, e, &err)) {
         LOG_ERROR("%s", err.msg);
         goto out;
@@ -604,7 +650,9 @@ out:
     leader_free(a.leader);
     lease_kube_free(a.lease);
     leader_label_free(a.label);
+    preempt_stop(a.preempt);   /* its API calls use live's client */
     live_free(a.live);    /* then the watchers */
+    preempt_free(a.preempt);
     events_free(a.events);
     extender_free(e);
     policy_store_free(a.policies);

@@ -816,6 +816,11 @@ char *extender_preempt_echo(const json_t *args)
     return s;
 }
 
+json_t *extender_preempt_status(gp_extender *e, const json_t *pod)
+{
+    return e->cfg.preempt.status ? e->cfg.preempt.status(e->cfg.preempt.ud, pod) : NULL;
+}
+
 int extender_preempt(gp_extender *e, const char *body, size_t len, char **out)
 {
     json_t *args;

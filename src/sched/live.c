@@ -34,6 +34,7 @@ struct gp_live {
     gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
     gp_live_gate gate;              /* NULL fn: every bind may go ahead */
     atomic_ulong binds_refused;
+    gp_live_pod_observer observer;  /* preemption; NULL fns: none */
 };
 
 /* ------------------------------------------------------------- nodes --- */
@@ -87,6 +88,8 @@ static void pods_end(void *ud)
 {
     gp_live *l = ud;
     cluster_pods_resync_end(l->c);
+    if (l->observer.synced)
+        l->observer.synced(l->observer.ud);
 }
 
 /* GPUs for a pod already bound to `node` without gpupack's bind, under the
@@ -187,6 +190,8 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     if (!v->obs.terminal && v->node[0] && !v->obs.assign && !v->assign_err[0] && v->wants_gpu)
         account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
+    if (l->observer.apply)
+        l->observer.apply(l->observer.ud, type == GP_WATCH_DELETED, obj);
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
@@ -230,6 +235,11 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
 gp_binder_fn live_binder(void)
 {
     return live_bind;
+}
+
+void live_set_pod_observer(gp_live *l, gp_live_pod_observer o)
+{
+    l->observer = o;
 }
 
 void live_set_bind_gate(gp_live *l, gp_live_gate gate)

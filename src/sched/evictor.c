@@ -1,0 +1,98 @@
+/* evictor.c -- preemption's API calls: Eviction and the nominated node. */
+#include "sched/evictor.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *pod_path(const char *ns, const char *name, const char *suffix)
+{
+    char *n = kube_escape(ns), *p = kube_escape(name);
+    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s%s", n, p, suffix);
+    free(n);
+    free(p);
+    return path;
+}
+
+static char *dump(json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!s)
+        abort();
+    return s;
+}
+
+gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, const char *uid,
+                               double timeout_s, gp_err *err)
+{
+    json_t *ev = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "policy/v1", "kind", "Eviction",
+                           "metadata", "name", name, "namespace", ns);
+    if (!ev)
+        abort();   /* names the store validated */
+    if (uid && *uid)
+        json_object_set_new(ev, "deleteOptions",
+                            json_pack("{s:{s:s}}", "preconditions", "uid", uid));
+    char *body = dump(ev);
+    char *path = pod_path(ns, name, "/eviction");
+    gp_kube_resp r;
+    gp_err e;
+    gp_evict_outcome out;
+    char msg[300];
+    if (kube_request(k, "POST", path, "application/json", body, timeout_s, NULL, &r, &e) < 0) {
+        gp_fail(err, "evict pod %s/%s: %s", ns, name, e.msg);
+        out = GP_EVICT_RETRY;
+        goto done;
+    }
+    if (r.status == 200 || r.status == 201) {
+        out = GP_EVICT_DONE;
+        goto done;
+    }
+    kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+    gp_fail(err, "evict pod %s/%s: HTTP %ld: %s", ns, name, r.status, msg);
+    if (r.status == 404 || r.status == 409)
+        out = GP_EVICT_GONE;        /* gone, or the uid precondition failed: another pod */
+    else if (r.status == 429)
+        out = GP_EVICT_BLOCKED;     /* a PodDisruptionBudget */
+    else if (r.status >= 500 || r.status == 408)
+        out = GP_EVICT_RETRY;
+    else
+        out = GP_EVICT_REFUSED;
+done:
+    kube_resp_free(&r);
+    free(path);
+    free(body);
+    return out;
+}
+
+int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
+                     const char *node, double timeout_s, gp_err *err)
+{
+    json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
+    if (!patch)
+        abort();
+    if (uid && *uid)
+        json_object_set_new(patch, "metadata", json_pack("{s:s}", "uid", uid));
+    char *body = dump(patch);
+    char *path = pod_path(ns, name, "/status");
+    gp_kube_resp r;
+    gp_err e;
+    int rc;
+    char msg[300];
+    if (kube_request(k, "PATCH", path, "application/merge-patch+json", body, timeout_s, NULL, &r,
+                     &e) < 0) {
+        rc = gp_fail(err, "nominate pod %s/%s on %s: %s", ns, name, node, e.msg);
+    } else if (r.status == 200) {
+        rc = 0;
+    } else {
+        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+        gp_fail(err, "nominate pod %s/%s on %s: HTTP %ld: %s", ns, name, node, r.status, msg);
+        rc = r.status == 404 || r.status == 409 || r.status == 422 ? 1
+             : r.status == 401 || r.status == 403                  ? 2
+                                                                   : -1;
+    }
+    kube_resp_free(&r);
+    free(path);
+    free(body);
+    return rc;
+}
