@@ -1255,15 +1255,27 @@ static int on_process(void *ud, const json_t *args, char **out)
         proposal *pr = &props[i];
         if (pl && strcmp(pr->node, pl->node) != 0)
             continue;   /* our preemption is under way elsewhere: no second one */
-        plan_query q = {req, &view, set, may_evict && !pl, false, pr->uids, pr->n, NULL};
+        plan_query q = {req, &view, set, may_evict && !pl, true, pr->uids, pr->n, NULL};
         node_plan npl;
         if (plan_node(p, &q, pr->node, &npl) < 0)
             continue;   /* GPUs cannot be freed there */
-        int nv = npl.nv;
-        qsort(npl.v, (size_t)nv, sizeof *npl.v, cmp_prio_desc);   /* Pods[0]: highest priority */
+        /* kube-scheduler's victims as it proposed them (gpupack may not know
+         * them all), then the GPU victims gpupack adds */
+        int nv = pr->n;
+        pvictim *all = xcalloc((size_t)(pr->n + npl.nv + 1), sizeof *all);
+        for (int k = 0; k < pr->n; k++) {
+            gp_strlcpy(all[k].uid, pr->uids[k], sizeof all[k].uid);
+            const pmeta *m = strmap_get(p->meta, pr->uids[k]);
+            all[k].priority = m ? m->priority : INT32_MAX;   /* unknown: keep it first */
+        }
+        for (int k = 0; k < npl.nv; k++)
+            if (!is_forced(&q, npl.v[k].uid))
+                all[nv++] = npl.v[k];
+        qsort(all, (size_t)nv, sizeof *all, cmp_prio_desc);   /* Pods[0]: highest priority */
         json_t *arr = json_array();
         for (int k = 0; k < nv; k++)
-            json_array_append_new(arr, json_pack("{s:s}", "UID", npl.v[k].uid));
+            json_array_append_new(arr, json_pack("{s:s}", "UID", all[k].uid));
+        free(all);
         json_object_set_new(res, pr->node, json_pack("{s:o,s:I}", "Pods", arr, "NumPDBViolations",
                                                      (json_int_t)(pr->pdb + npl.pdb_violations)));
         node_plan_clear(&npl);
