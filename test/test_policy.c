@@ -123,6 +123,13 @@ static const struct bad_case {
     {"bad_shape_weight.yaml", 6, 35, "weight: 0 is out of range"},
     {"cpu_shape_without_cpu.yaml", 6, 7, "a shape with gpus: 0 (a CPU-only task) needs cpuMilli"},
     {"bad_policy_name.yaml", 3, 18, "bad policy name \"Bad_Name\""},
+    {"preempt_bad_bool.yaml", 6, 17, "preemption.mayPreempt: expected true or false, got \"sometimes\""},
+    {"preempt_min_range.yaml", 6, 18, "preemption.minPriority: 3000000000 is out of range "
+                                      "(-2147483648..2147483647)"},
+    {"preempt_min_without.yaml", 6, 18, "minPriority has no effect with mayPreempt: false"},
+    {"preempt_unknown_key.yaml", 6, 5, "preemption: unknown key \"protect\" (expected one of: "
+                                       "mayPreempt, minPriority, protected)"},
+    {"preempt_not_mapping.yaml", 5, 15, "spec.preemption: expected a mapping, got a list"},
 };
 
 START_TEST(bad_fixture)
