@@ -26,7 +26,17 @@ typedef struct fake_io {
     char nominated[64];
     int nevents;
     char events[32][400];              /* "Reason pod: message" */
+    int nnudge;
 } fake_io;
+
+static int f_nudge(void *ud, const char *ns, const char *name, const char *uid, gp_err *err)
+{
+    fake_io *io = ud;
+    if (io->api_down)
+        return gp_fail(err, "connection refused");
+    io->nnudge++;
+    return 0;
+}
 
 static gp_evict_outcome f_evict(void *ud, const char *ns, const char *name, const char *uid,
                                 gp_err *err)
@@ -74,7 +84,7 @@ static world *world_new(double wait_s)
 {
     world *w = xcalloc(1, sizeof *w);
     w->c = cluster_new();
-    gp_preempt_config pc = {.io = {&w->io, f_evict, f_nominate, f_event}, .wait_s = wait_s};
+    gp_preempt_config pc = {.io = {&w->io, f_evict, f_nominate, f_event, f_nudge}, .wait_s = wait_s};
     w->p = preempt_new(w->c, &pc);
     gp_extender_config ec = {.preempt = preempt_hooks(w->p)};
     w->e = extender_new(w->c, &ec);
@@ -263,7 +273,12 @@ START_TEST(one_victim_not_two)
     json_decref(ans);
     preempt_tick(w->p);
     ck_assert_int_eq(w->io.nevict, 1);   /* no second eviction */
+    ck_assert_int_eq(w->io.nnudge, 0);   /* the victim is still there */
     pod_gone(w, "whole");
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 1);   /* kube-scheduler is told to retry the pod, once */
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 1);
     /* a lower-priority pod does not get the freed GPU */
     json_t *low = pod_json("late", 0, NULL, G / 2, 1, NULL, NULL);
     ans = filter(w, low, N1);

@@ -420,6 +420,12 @@ static int preempt_nominate(void *ud, const char *ns, const char *name, const ch
     return evictor_nominate(live_kube(a->live), ns, name, uid, node, 10, err);
 }
 
+static int preempt_nudge(void *ud, const char *ns, const char *name, const char *uid, gp_err *err)
+{
+    app *a = ud;
+    return evictor_nudge(live_kube(a->live), ns, name, uid, 10, err);
+}
+
 static void preempt_event(void *ud, const char *ns, const char *name, const char *uid, bool warning,
                           const char *reason, const char *msg)
 {
@@ -572,7 +578,8 @@ static int cmd_serve(int argc, char **argv)
         ecfg.binder = bind_with_events;
         ecfg.binder_ud = &a;
         ecfg.bind_threads = (int)o.bind_threads;
-        gp_preempt_config pc = {.io = {&a, preempt_evict, preempt_nominate, preempt_event}};
+        gp_preempt_config pc = {.io = {&a, preempt_evict, preempt_nominate, preempt_event,
+                                       preempt_nudge}};
         a.preempt = preempt_new(c, &pc);
         ecfg.preempt = preempt_hooks(a.preempt);
         live_set_pod_observer(a.live, (gp_live_pod_observer){observe_pod, observe_synced, a.preempt});

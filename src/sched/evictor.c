@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static char *pod_path(const char *ns, const char *name, const char *suffix)
@@ -90,6 +91,38 @@ int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *u
         rc = r.status == 404 || r.status == 409 || r.status == 422 ? 1
              : r.status == 401 || r.status == 403                  ? 2
                                                                    : -1;
+    }
+    kube_resp_free(&r);
+    free(path);
+    free(body);
+    return rc;
+}
+
+int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
+                  gp_err *err)
+{
+    char now[32];
+    snprintf(now, sizeof now, "%lld", (long long)gp_now_ns());
+    json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", GP_NUDGE_ANNOTATION, now);
+    if (!patch)
+        abort();
+    if (uid && *uid)
+        json_object_set_new(json_object_get(patch, "metadata"), "uid", json_string(uid));
+    char *body = dump(patch);
+    char *path = pod_path(ns, name, "");
+    gp_kube_resp r;
+    gp_err e;
+    int rc;
+    char msg[300];
+    if (kube_request(k, "PATCH", path, "application/merge-patch+json", body, timeout_s, NULL, &r,
+                     &e) < 0) {
+        rc = gp_fail(err, "touch pod %s/%s: %s", ns, name, e.msg);
+    } else if (r.status == 200) {
+        rc = 0;
+    } else {
+        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+        gp_fail(err, "touch pod %s/%s: HTTP %ld: %s", ns, name, r.status, msg);
+        rc = r.status == 404 || r.status == 409 || r.status == 422 ? 1 : -1;
     }
     kube_resp_free(&r);
     free(path);

@@ -73,6 +73,7 @@ typedef struct plan {
     int nblocked;
     char blocked[BLOCKED_MAX][GP_UID_MAX];
     bool warned_nominate;
+    bool nudged;                  /* the pod was told its victims are gone */
 } plan;
 
 struct gp_preempt {
@@ -250,6 +251,8 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
         meta_free(strmap_del(p->meta, uid));
         if (pl)
             finish(p, pl, &p->deleted, "the pod is gone");
+        if (strmap_count(p->plans))
+            pthread_cond_signal(&p->cv);   /* a victim may be gone: its preemptor's nudge */
         goto out;
     }
     pmeta *m = strmap_get(p->meta, uid);
@@ -942,12 +945,18 @@ typedef struct job {
     pvictim *v;
     int *results;                 /* per victim: gp_evict_outcome, or -1 not tried */
     int nominated;                /* evictor_nominate's answer */
+    bool nudge;                   /* the victims are gone: make kube-scheduler retry the pod */
+    int nudged;                   /* the nudge's answer */
     gp_err err;
 } job;
 
 static void run_job(gp_preempt *p, job *j)
 {
     const gp_preempt_io *io = &p->cfg.io;
+    if (j->nudge) {
+        j->nudged = io->nudge ? io->nudge(io->ud, j->ns, j->name, j->uid, &j->err) : 0;
+        return;
+    }
     if (j->stage == S_NOMINATE) {
         j->nominated = io->nominate ? io->nominate(io->ud, j->ns, j->name, j->uid, j->node, &j->err) : 0;
         if (j->nominated != 0 && j->nominated != 2)
@@ -1035,6 +1044,17 @@ static void apply_job(gp_preempt *p, const job *j)
     plan *pl = strmap_get(p->plans, j->uid);
     if (!pl)
         return;
+    if (j->nudge) {
+        if (j->nudged < 0) {
+            LOG_WARN("preemption for %s/%s: %s (retrying)", pl->ns, pl->name, j->err.msg);
+            backoff(p, pl);
+        } else {
+            pl->nudged = true;
+            LOG_INFO("preemption for %s/%s: the share on %s is free; kube-scheduler retries the pod",
+                     pl->ns, pl->name, pl->node);
+        }
+        return;
+    }
     if (j->stage == S_NOMINATE) {
         if (j->nominated == 1) {
             cluster_unclaim(p->c, pl->uid);
@@ -1111,9 +1131,13 @@ void preempt_tick(gp_preempt *p)
     plan *pl;
     double now = now_s();
     while ((pl = strmap_next(p->plans, &it, NULL)) && nj < cap) {
-        if (pl->stage == S_WAIT || now < pl->retry_at)
+        if (now < pl->retry_at)
+            continue;
+        bool nudge = pl->stage == S_WAIT && !pl->nudged && !waiting(p, pl);
+        if (pl->stage == S_WAIT && !nudge)
             continue;
         job *j = &jobs[nj++];
+        j->nudge = nudge;
         gp_strlcpy(j->uid, pl->uid, sizeof j->uid);
         gp_strlcpy(j->ns, pl->ns, sizeof j->ns);
         gp_strlcpy(j->name, pl->name, sizeof j->name);
