@@ -848,12 +848,15 @@ static long on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const g
         if (waiting(p, pl)) {
             char list[600];
             size_t left = list_victims(p, pl, true, list, sizeof list);
-            if (pl->stage == S_WAIT)
+            int ours = 0;
+            for (int i = 0; i < pl->nv; i++)
+                ours += pl->v[i].ours;
+            if (pl->stage == S_WAIT || ours == 0)
                 snprintf(reason, len, "waiting for %zu pod%s to terminate, %s held for this pod: %s",
                          left, left == 1 ? "" : "s", pl->frees, list);
             else
-                snprintf(reason, len, "preempting lower-priority pods to free %s for this pod (%s)",
-                         pl->frees, stage_names[pl->stage]);
+                snprintf(reason, len, "preempting %d lower-priority pod%s to free %s for this pod: %s",
+                         ours, ours == 1 ? "" : "s", pl->frees, list);
             at = index_of(nodes, n, pl->node);
             goto out;
         }
