@@ -810,7 +810,9 @@ char *extender_preempt_echo(const json_t *args)
         json_object_set_new(res, node, json_pack("{s:o,s:I}", "Pods", pods, "NumPDBViolations",
                                                  json_integer_value(n)));
     }
-    char *s = json_dumps(json_pack("{s:o}", "NodeNameToMetaVictims", res), JSON_COMPACT);
+    json_t *ans = json_pack("{s:o}", "NodeNameToMetaVictims", res);
+    char *s = json_dumps(ans, JSON_COMPACT);
+    json_decref(ans);
     if (!s)
         abort();
     return s;

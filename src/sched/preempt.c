@@ -1313,7 +1313,9 @@ static int on_process(void *ud, const json_t *args, char **out)
     free(props);
     free(req);
     policy_set_unref(set);
-    *out = json_dumps(json_pack("{s:o}", "NodeNameToMetaVictims", res), JSON_COMPACT);
+    json_t *ans = json_pack("{s:o}", "NodeNameToMetaVictims", res);
+    *out = json_dumps(ans, JSON_COMPACT);
+    json_decref(ans);
     if (!*out)
         abort();
     return 200;
