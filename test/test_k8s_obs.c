@@ -209,7 +209,7 @@ START_TEST(trim_pod_keeps_what_decoding_needs)
     ck_assert(memcmp(&pa, &pb, sizeof pa) == 0);
     ck_assert(pb.priority == 1000 && pb.never && pb.grace_s == 45 && pb.deletion_ns > 0 &&
               pb.start_ns > 0 && strcmp(pb.nominated, "node-x") == 0);
-    char la[GP_LABELS_MAX], lb[GP_LABELS_MAX];
+    char la[GP_LABELS_MAX] = "", lb[GP_LABELS_MAX] = "";
     ck_assert(podprio_labels(pod, la, sizeof la) && podprio_labels(t, lb, sizeof lb));
     ck_assert(memcmp(la, lb, sizeof la) == 0);
     const json_t *ann = json_object_get(json_object_get(t, "metadata"), "annotations");
