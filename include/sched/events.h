@@ -88,7 +88,7 @@ void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const 
  * blocks; thread-safe; ev may be NULL. */
 void events_pod(gp_events *ev, const char *ns, const char *pod, const char *uid, bool warning,
                 const char *reason, const char *msg);
-/* Appends gpupack_events_total{result}. */
-void events_metrics(gp_events *ev, gp_buf *out);
+/* metrics_fn (events: a gp_events *, may be NULL): gpupack_events_total{result}. */
+void events_metrics(void *events, gp_buf *out);
 
 #endif
