@@ -106,8 +106,9 @@ json_t *preempt_status(gp_preempt *p, const json_t *pod);
 /* For /inspect: {"preemptions":[{pod, priority, node, stage, frees, victims,
  * ageSeconds, expiresInSeconds}]}. Owned. */
 json_t *preempt_inspect(gp_preempt *p);
-/* gpupack_preemptions_total, gpupack_preemption_victims_total, ... */
-void preempt_metrics(gp_preempt *p, gp_buf *out);
+/* metrics_fn (pre: a gp_preempt *, may be NULL): gpupack_preemptions_total,
+ * gpupack_preemption_victims_total, ... */
+void preempt_metrics(void *pre, gp_buf *out);
 
 typedef struct gp_preempt_stats {
     unsigned long started;        /* preemptions that evict at least one pod */

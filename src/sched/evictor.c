@@ -66,28 +66,33 @@ done:
     return out;
 }
 
-int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
-                     const char *node, double timeout_s, gp_err *err)
+/* One merge patch of a pod (suffix "" or "/status") with its uid as a
+ * precondition. Returns 0 done, 1 gone or another pod (404, 409, 422),
+ * 2 refused (401, 403), -1 to retry; err says why. */
+static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *uid,
+                     const char *suffix, json_t *patch, const char *what, double timeout_s,
+                     gp_err *err)
 {
-    json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
-    if (!patch)
-        abort();
-    if (uid && *uid)
-        json_object_set_new(patch, "metadata", json_pack("{s:s}", "uid", uid));
+    if (uid && *uid) {
+        json_t *md = json_object_get(patch, "metadata");
+        if (!md)
+            json_object_set_new(patch, "metadata", md = json_object());
+        json_object_set_new(md, "uid", json_string(uid));
+    }
     char *body = dump(patch);
-    char *path = pod_path(ns, name, "/status");
+    char *path = pod_path(ns, name, suffix);
     gp_kube_resp r;
     gp_err e;
     int rc;
     char msg[300];
     if (kube_request(k, "PATCH", path, "application/merge-patch+json", body, timeout_s, NULL, &r,
                      &e) < 0) {
-        rc = gp_fail(err, "nominate pod %s/%s on %s: %s", ns, name, node, e.msg);
+        rc = gp_fail(err, "%s pod %s/%s: %s", what, ns, name, e.msg);
     } else if (r.status == 200) {
         rc = 0;
     } else {
         kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
-        gp_fail(err, "nominate pod %s/%s on %s: HTTP %ld: %s", ns, name, node, r.status, msg);
+        gp_fail(err, "%s pod %s/%s: HTTP %ld: %s", what, ns, name, r.status, msg);
         rc = r.status == 404 || r.status == 409 || r.status == 422 ? 1
              : r.status == 401 || r.status == 403                  ? 2
                                                                    : -1;
@@ -98,6 +103,15 @@ int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *u
     return rc;
 }
 
+int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
+                     const char *node, double timeout_s, gp_err *err)
+{
+    json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
+    if (!patch)
+        abort();
+    return patch_pod(k, ns, name, uid, "/status", patch, "nominate", timeout_s, err);
+}
+
 int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
                   gp_err *err)
 {
@@ -106,26 +120,6 @@ int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid,
     json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", GP_NUDGE_ANNOTATION, now);
     if (!patch)
         abort();
-    if (uid && *uid)
-        json_object_set_new(json_object_get(patch, "metadata"), "uid", json_string(uid));
-    char *body = dump(patch);
-    char *path = pod_path(ns, name, "");
-    gp_kube_resp r;
-    gp_err e;
-    int rc;
-    char msg[300];
-    if (kube_request(k, "PATCH", path, "application/merge-patch+json", body, timeout_s, NULL, &r,
-                     &e) < 0) {
-        rc = gp_fail(err, "touch pod %s/%s: %s", ns, name, e.msg);
-    } else if (r.status == 200) {
-        rc = 0;
-    } else {
-        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
-        gp_fail(err, "touch pod %s/%s: HTTP %ld: %s", ns, name, r.status, msg);
-        rc = r.status == 404 || r.status == 409 || r.status == 422 ? 1 : -1;
-    }
-    kube_resp_free(&r);
-    free(path);
-    free(body);
-    return rc;
+    int rc = patch_pod(k, ns, name, uid, "", patch, "touch", timeout_s, err);
+    return rc == 2 ? -1 : rc;   /* RBAC lacking pods patch: retried, and logged, until it expires */
 }

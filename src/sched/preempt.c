@@ -1474,40 +1474,42 @@ void preempt_stats(gp_preempt *p, gp_preempt_stats *s)
     pthread_mutex_unlock(&p->mu);
 }
 
-void preempt_metrics(gp_preempt *p, gp_buf *out)
+void preempt_metrics(void *pre, gp_buf *out)
 {
+    gp_preempt *p = pre;
     if (!p)
         return;
     gp_preempt_stats s;
     preempt_stats(p, &s);
     metrics_header(out, "gpupack_preemptions_total", "counter",
                    "Preemptions gpupack started for pods asking GPUs (at least one pod evicted).");
-    (void)!gp_buf_printf(out, "gpupack_preemptions_total %lu\n", s.started);
+    metrics_u(out, "gpupack_preemptions_total", NULL, s.started);
     metrics_header(out, "gpupack_preemption_victims_total", "counter",
                    "Pods evicted (or found gone) to free GPU share for a higher-priority pod.");
-    (void)!gp_buf_printf(out, "gpupack_preemption_victims_total %lu\n", s.victims);
+    metrics_u(out, "gpupack_preemption_victims_total", NULL, s.victims);
     metrics_header(out, "gpupack_preemption_waits_total", "counter",
                    "Reservations made for a pod that only waits for pods already terminating.");
-    (void)!gp_buf_printf(out, "gpupack_preemption_waits_total %lu\n", s.waits);
+    metrics_u(out, "gpupack_preemption_waits_total", NULL, s.waits);
     metrics_header(out, "gpupack_preemption_reservations", "gauge",
                    "GPU share held for preemptors now (one per pod).");
-    (void)!gp_buf_printf(out, "gpupack_preemption_reservations %lu\n", s.active);
+    metrics_u(out, "gpupack_preemption_reservations", NULL, s.active);
     metrics_header(out, "gpupack_preemption_ends_total", "counter",
                    "How reservations ended: the pod was bound or deleted, the victims did not go in "
                    "time, a PodDisruptionBudget made it plan again, an eviction was refused.");
-    (void)!gp_buf_printf(out,
-                         "gpupack_preemption_ends_total{result=\"bound\"} %lu\n"
-                         "gpupack_preemption_ends_total{result=\"deleted\"} %lu\n"
-                         "gpupack_preemption_ends_total{result=\"expired\"} %lu\n"
-                         "gpupack_preemption_ends_total{result=\"replanned\"} %lu\n"
-                         "gpupack_preemption_ends_total{result=\"failed\"} %lu\n",
-                         s.bound, s.deleted, s.expired, s.replanned, s.failed);
+    const struct {
+        const char *label;
+        unsigned long v;
+    } ends[] = {{"result=\"bound\"", s.bound},         {"result=\"deleted\"", s.deleted},
+                {"result=\"expired\"", s.expired},     {"result=\"replanned\"", s.replanned},
+                {"result=\"failed\"", s.failed}},
+      fails[] = {{"reason=\"blocked\"", s.evict_blocked},
+                 {"reason=\"retry\"", s.evict_retry},
+                 {"reason=\"refused\"", s.evict_refused}};
+    for (size_t i = 0; i < GP_ARRAY_LEN(ends); i++)
+        metrics_u(out, "gpupack_preemption_ends_total", ends[i].label, ends[i].v);
     metrics_header(out, "gpupack_preemption_evictions_failed_total", "counter",
                    "Evictions not made: blocked by a PodDisruptionBudget (429), to retry (API "
                    "server unreachable, 5xx), refused (RBAC, bad request).");
-    (void)!gp_buf_printf(out,
-                         "gpupack_preemption_evictions_failed_total{reason=\"blocked\"} %lu\n"
-                         "gpupack_preemption_evictions_failed_total{reason=\"retry\"} %lu\n"
-                         "gpupack_preemption_evictions_failed_total{reason=\"refused\"} %lu\n",
-                         s.evict_blocked, s.evict_retry, s.evict_refused);
+    for (size_t i = 0; i < GP_ARRAY_LEN(fails); i++)
+        metrics_u(out, "gpupack_preemption_evictions_failed_total", fails[i].label, fails[i].v);
 }
