@@ -537,6 +537,38 @@ START_TEST(restart_rebuilds_reservation)
 }
 END_TEST
 
+/* Pods terminating for reasons of their own: a pending pod that only waits
+ * for them holds nothing, unless it was nominated there (its preemption was
+ * done by kube-scheduler, or by gpupack before a restart). */
+START_TEST(waiting_needs_nomination)
+{
+    world *w = world_new(60);
+    add_node(w, "n1", 1, "A100");
+    add_pod(w, "going", 0, "n1", GPU0, G, 1, NULL);
+    json_t *t = pod_json("going", 0, "n1", G, 1, NULL, NULL);
+    json_object_set_new(json_object_get(t, "metadata"), "deletionTimestamp",
+                        json_string("2099-01-01T00:00:00Z"));
+    preempt_pod_event(w->p, false, t);
+    json_decref(t);
+    json_t *hi = pod_json("hi", 1000, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, hi, N1);
+    ck_assert(!fits(ans, "n1") && !strstr(reason(ans, "n1"), "held for this pod"));
+    json_decref(ans);
+    ck_assert(!has_claim(w, "hi"));
+    ck_assert_int_eq(w->io.nevict, 0);   /* a terminating pod is no victim */
+    json_object_set_new(json_object_get(hi, "status"), "nominatedNodeName", json_string("n1"));
+    ans = filter(w, hi, N1);
+    ck_assert_msg(strstr(reason(ans, "n1"), "waiting for 1 pod to terminate, GPU 0 (16384 MiB) held "
+                                            "for this pod: ml/going"), "%s", reason(ans, "n1"));
+    json_decref(ans);
+    ck_assert(has_claim(w, "hi"));
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 0);
+    json_decref(hi);
+    world_free(w);
+}
+END_TEST
+
 /* kube-scheduler's preemptVerb: pods without GPUs get their victims back
  * unchanged; a GPU pod gets the GPU victims added, or the node dropped. */
 START_TEST(preempt_verb)
@@ -596,6 +628,7 @@ Suite *suite_preempt(void)
     tcase_add_test(t, reservation_ends);
     tcase_add_test(t, api_outage_retries);
     tcase_add_test(t, restart_rebuilds_reservation);
+    tcase_add_test(t, waiting_needs_nomination);
     tcase_add_test(t, preempt_verb);
     suite_add_tcase(s, t);
     return s;

@@ -437,6 +437,8 @@ typedef struct plan_query {
     gp_policy_set *set;
     bool may_evict;               /* choose victims (else only wait for terminating pods) */
     bool fits_ok;                 /* a node where it fits now counts (rebuilds after a restart) */
+    const char *nominated;        /* its status.nominatedNodeName: the one node where it may
+                                   * hold share while only waiting for terminating pods */
     const char *const *forced;    /* uids evicted in any case (kube-scheduler's proposal) */
     int nforced;
     const plan *old;              /* blocked victims to leave alone; may be NULL */
@@ -599,8 +601,11 @@ static int plan_node(gp_preempt *p, const plan_query *q, const char *node, node_
     np->res = victims_select(&vq, buf, &vp);
     if (np->res == GP_VICTIMS_NONE)
         goto out;
-    if (np->res == GP_VICTIMS_FITS && np->nv == 0 && np->nwait == 0 && !q->fits_ok)
-        goto out;   /* nothing to evict or wait for: not a preemption */
+    /* nothing to evict: a reservation only where the pod was nominated (its
+     * preemption is done: by us before a restart, or by kube-scheduler) */
+    bool nominated_here = q->nominated && strcmp(q->nominated, node) == 0 && np->nwait > 0;
+    if (np->res == GP_VICTIMS_FITS && np->nv == 0 && !q->fits_ok && !nominated_here)
+        goto out;
     np->rank = vp.rank;
     np->a = vp.a;
     /* forced victims count like chosen ones in the rank (kube-scheduler's own) */
@@ -867,7 +872,7 @@ static long on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const g
     char why[200];
     if (not_eligible(&pp, view, why, sizeof why))
         goto out;
-    plan_query q = {req, view, set, true, false, NULL, 0, NULL};
+    plan_query q = {req, view, set, true, false, pp.nominated[0] ? pp.nominated : NULL, NULL, 0, NULL};
     node_plan best;
     char alts[ALTS_MAX][GP_NAME_MAX];
     int nalts;
@@ -910,7 +915,7 @@ static void rebuild_one(gp_preempt *p, const char *uid, pmeta *m)
     gp_policy_view view;
     gp_err err;
     if (extender_pod_request(e, m->pending, set, req, &view, &err) == 0 && req->nctrs > 0) {
-        plan_query q = {req, &view, set, false, true, NULL, 0, NULL};
+        plan_query q = {req, &view, set, false, true, NULL, NULL, 0, NULL};
         node_plan np;
         const char *node = m->nominated;
         if (plan_node(p, &q, node, &np) == 0) {
@@ -1018,7 +1023,7 @@ static void replan(gp_preempt *p, plan *pl, const char *blocked_uid)
             nodes[n++] = old->node;   /* the same node without the blocked pod first */
             for (int i = 0; i < old->nalts; i++)
                 nodes[n++] = old->alts[i];
-            plan_query q = {req, &view, set, true, false, NULL, 0, old};
+            plan_query q = {req, &view, set, true, false, NULL, NULL, 0, old};
             node_plan best;
             char alts[ALTS_MAX][GP_NAME_MAX];
             int nalts;
@@ -1282,7 +1287,7 @@ static int on_process(void *ud, const json_t *args, char **out)
         proposal *pr = &props[i];
         if (pl && strcmp(pr->node, pl->node) != 0)
             continue;   /* our preemption is under way elsewhere: no second one */
-        plan_query q = {req, &view, set, may_evict && !pl, true, pr->uids, pr->n, NULL};
+        plan_query q = {req, &view, set, may_evict && !pl, true, NULL, pr->uids, pr->n, NULL};
         node_plan npl;
         if (plan_node(p, &q, pr->node, &npl) < 0)
             continue;   /* GPUs cannot be freed there */
@@ -1407,7 +1412,7 @@ json_t *preempt_status(gp_preempt *p, const json_t *pod)
     const char **ptrs = xmalloc((nn ? nn : 1) * sizeof *ptrs);
     for (size_t i = 0; i < nn; i++)
         ptrs[i] = names[i];
-    plan_query q = {req, &view, set, true, false, NULL, 0, NULL};
+    plan_query q = {req, &view, set, true, false, pp.nominated[0] ? pp.nominated : NULL, NULL, 0, NULL};
     node_plan best;
     if (plan_nodes(p, &q, ptrs, NULL, nn, &best, NULL, NULL) == 0) {
         out = json_pack("{s:s,s:s}", "state", "cannot", "message",

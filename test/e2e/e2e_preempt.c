@@ -301,12 +301,14 @@ static void termination_window(e2e_world *w)
     ck_assert_msg(released, "the reservation outlived its deleted preemptor");
     e2e_log("reservation released %.2f s after its preemptor was deleted", gp_mono_s() - t1);
     e2e_pod_delete(cp, NS, "holder2");
-    /* kube-scheduler v1.26 retries late2 (rejected by NodeAffinity elsewhere) only on a
-     * node event or after 5 minutes: a label change on its node is one */
+    /* kube-scheduler v1.26 retries late2 (also rejected by NodeAffinity elsewhere) only
+     * on that plugin's node events, which GPU pods fail a pre-check for, or after 5
+     * minutes: an update of late2 itself is the event it reacts to */
     e2e_sleep(1);
-    json_t *lbl = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "e2e-touched", "1");
-    json_decref(e2e_api_ok(cp, "PATCH", "/api/v1/nodes/pre-tw2", "application/merge-patch+json", lbl));
-    json_decref(lbl);
+    json_t *touch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "e2e-touched", "1");
+    json_decref(e2e_api_ok(cp, "PATCH", "/api/v1/namespaces/" NS "/pods/late2",
+                           "application/merge-patch+json", touch));
+    json_decref(touch);
     ck_assert_msg(wait_bound(cp, "late2", gp_mono_s(), 60, node, sizeof node) >= 0,
                   "late2 never got the GPU of a deleted preemptor");
     e2e_assert_consistent(cp, w->gp, 10, &v);
