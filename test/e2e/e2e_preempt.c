@@ -130,6 +130,28 @@ static void assert_priority(e2e_cp *cp, const char *name, int want)
     json_decref(p);
 }
 
+/* gpupack's filter for pod `name` (as the API server has it) on one node:
+ * 1 passes, 0 fails. */
+static int filter_fits(e2e_world *w, const char *name, const char *node)
+{
+    json_t *pod = e2e_pod_get(w->cp, NS, name);
+    ck_assert_ptr_nonnull(pod);
+    json_t *args = json_pack("{s:o,s:[s]}", "Pod", pod, "NodeNames", node);
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    long st;
+    char *out = e2e_gp_post(w->gp, "/filter", body, &st);
+    free(body);
+    json_t *ans = out ? json_loads(out, 0, NULL) : NULL;
+    ck_assert_msg(st == 200 && ans, "filter: %ld %s", st, out ? out : "");
+    int fits = json_array_size(json_object_get(ans, "NodeNames")) == 1;
+    e2e_log("gpupack filter %s on %s: %s", name, node,
+            fits ? "fits" : json_string_value(json_object_get(json_object_get(ans, "FailedNodes"), node)));
+    json_decref(ans);
+    free(out);
+    return fits;
+}
+
 static void figure(const char *what, double seconds, int victims, int minimum)
 {
     e2e_log("FIGURE %s: preemptor created -> bound in %.2f s; %d victim(s), minimum %d", what,
@@ -267,11 +289,20 @@ static void termination_window(e2e_world *w)
     char node[256];
     node_of(cp, "late", node, sizeof node);
     ck_assert_str_eq(node, "");
-    double t0 = gp_mono_s();
+    /* kube-scheduler tries the higher-priority pod first anyway; to see that the
+     * GPU waits for it whoever asks first, stop kube-scheduler, let the victim go
+     * and ask gpupack's filter for both pods directly */
+    e2e_cp_ctl(cp, "stop-scheduler", NULL);
     e2e_pod_delete(cp, NS, "holder");   /* its containers exit */
+    ck_assert_msg(e2e_gp_wait_pod_gpus(w->gp, NS, "holder", 0, 10) >= 0, "holder still counted");
+    ck_assert_msg(filter_fits(w, "late", "pre-tw") == 0, "the low-priority pod's filter passes "
+                  "the GPU freed for the preemptor");
+    ck_assert_msg(filter_fits(w, "urgent-tw", "pre-tw") == 1, "the preemptor's filter fails");
+    double t0 = gp_mono_s();
+    e2e_cp_ctl(cp, "start-scheduler", NULL);
     double took = wait_bound(cp, "urgent-tw", t0, 60, node, sizeof node);
     ck_assert_msg(took >= 0, "urgent-tw was not bound after its victim went");
-    e2e_log("preemptor bound %.2f s after its victim was deleted", took);
+    e2e_log("preemptor bound %.2f s after kube-scheduler came back", took);
     e2e_sleep(2);
     node_of(cp, "late", node, sizeof node);
     ck_assert_msg(strcmp(node, "") == 0, "the low-priority pod took the freed GPU (%s)", node);
@@ -383,7 +414,14 @@ START_TEST(faults)
     ck_assert_msg(in && strstr(in, "\"reservations\""), "no reservation after the restart: %s",
                   in ? in : "");
     free(in);
+    /* whoever asks first once the victim is gone, the GPU waits for urgent */
+    e2e_cp_ctl(cp, "stop-scheduler", NULL);
     e2e_pod_delete(cp, NS, "holder");
+    ck_assert_msg(e2e_gp_wait_pod_gpus(w->gp, NS, "holder", 0, 10) >= 0, "holder still counted");
+    ck_assert_msg(filter_fits(w, "late", "pre-fr") == 0,
+                  "after the restart the low-priority pod's filter passes the freed GPU");
+    ck_assert_msg(filter_fits(w, "urgent", "pre-fr") == 1, "the preemptor's filter fails");
+    e2e_cp_ctl(cp, "start-scheduler", NULL);
     char node[256];
     double took = wait_bound(cp, "urgent", gp_mono_s(), 60, node, sizeof node);
     if (took < 0) {
