@@ -138,6 +138,13 @@ START_TEST(pod_priority)
     ck_assert_int_eq(pp.deletion_ns, 0);
     ck_assert_int_eq(pp.grace_s, -1);
     json_decref(p);
+    /* times past what nanoseconds hold (found by fuzz_pdb: a signed overflow) are unknown */
+    p = json_loads("{\"metadata\":{\"creationTimestamp\":\"9999-12-31T23:59:59Z\","
+                   "\"deletionTimestamp\":\"1000-01-01T00:00:00Z\"}}", 0, NULL);
+    podprio_decode(p, &pp);
+    ck_assert_int_eq(pp.start_ns, 0);
+    ck_assert_int_eq(pp.deletion_ns, 1);   /* present but unreadable: still being deleted */
+    json_decref(p);
     /* kube-scheduler's MoreImportantPod */
     ck_assert_int_lt(podprio_importance_cmp(10, 5, 1, 1), 0);
     ck_assert_int_lt(podprio_importance_cmp(1, 1, 1, 5), 0);

@@ -37,7 +37,10 @@ int gp_rfc3339_parse(const char *s, int64_t *ns)
         return -1;
     struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
                     .tm_hour = h, .tm_min = mi, .tm_sec = se};
-    time_t t = timegm(&tm);
-    *ns = ((int64_t)t - off) * 1000000000 + frac;
+    int64_t sec = (int64_t)timegm(&tm) - off;
+    /* nanoseconds since 1970 fit an int64_t from 1677 to 2262 only */
+    if (sec >= INT64_MAX / 1000000000 || sec <= INT64_MIN / 1000000000)
+        return -1;
+    *ns = sec * 1000000000 + frac;
     return 0;
 }
