@@ -135,7 +135,7 @@ START_TEST(fgd_gpu_choice_packs_the_partial_gpu)
     r.nctrs = 1;
     r.ctrs[0].count = 1;
     r.ctrs[0].core = 400;
-    r.ctrs[0].mem_permille = 400;
+    r.ctrs[0].mem_ppm = 400000;
     gp_shapes s = one_shape(1, 1000, 0);
     gp_place_opts o;
     placement_default_opts(&o);
@@ -192,7 +192,7 @@ START_TEST(lookahead_hand_computed)
     r.nctrs = 1;
     r.ctrs[0].count = 1;
     r.ctrs[0].core = 300;
-    r.ctrs[0].mem_permille = 300;
+    r.ctrs[0].mem_ppm = 300000;
     gp_place_opts o;
     placement_default_opts(&o);
     o.gpu = placement_gpu_strategy("fragmentation-aware");
@@ -392,7 +392,7 @@ START_TEST(lookahead_score_matches_reference)
                 r.nctrs = 1;
                 r.ctrs[0].count = reqs[q].count;
                 r.ctrs[0].core = reqs[q].core;
-                r.ctrs[0].mem_permille = reqs[q].core;
+                r.ctrs[0].mem_ppm = reqs[q].core * 1000;
                 r.cpu_milli = reqs[q].cpu;
                 gp_assignment a;
                 if (placement_fit(&n, &r, &o, &a, NULL) != 0)

@@ -169,6 +169,38 @@ static const review_case review_cases[] = {
      true, NULL, NULL},
     {"aliyun profile", POD("{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"2\"}}}]}"),
      "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/0/env", NULL},
+    /* other systems' formats get the same variables, on the containers that ask */
+    {"KAI gpu-fraction: the fraction container only",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"annotations\":"
+     "{\"gpu-fraction\":\"0.5\",\"gpu-fraction-container-name\":\"gpu-workload\"}},\"spec\":{"
+     "\"schedulerName\":\"kai-scheduler\",\"containers\":[" CTR_PLAIN ",{\"name\":\"gpu-workload\"}]}}",
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/1/env", NULL},
+    {"KAI gpu-memory on an init container",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"annotations\":"
+     "{\"gpu-memory\":\"2000\",\"gpu-fraction-container-name\":\"gpu-init\"}},\"spec\":{"
+     "\"initContainers\":[{\"name\":\"gpu-init\"}],\"containers\":[" CTR_PLAIN "]}}",
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/initContainers/0/env", NULL},
+    {"KAI gpu-fraction out of range: untouched, warned",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"annotations\":"
+     "{\"gpu-fraction\":\"2\"}},\"spec\":{\"containers\":[" CTR_PLAIN "]}}",
+     "CREATE", "Pod", NULL, 200, true, NULL, "annotation gpu-fraction: 2 is outside (0, 1]"},
+    {"HAMi", POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+                 "\"nvidia.com/gpu\":1,\"nvidia.com/gpumem\":3000,\"nvidia.com/gpucores\":30}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/0/env", NULL},
+    {"Volcano, second container",
+     POD("{\"containers\":[" CTR_PLAIN ",{\"name\":\"c\",\"resources\":{\"limits\":{"
+         "\"volcano.sh/vgpu-number\":1,\"volcano.sh/vgpu-memory\":3000}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/1/env", NULL},
+    {"TKE", POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+                "\"tencent.com/vcuda-core\":50,\"tencent.com/vcuda-memory\":30}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/0/env", NULL},
+    {"nvidia.com/gpu alone: the device plugin's, untouched",
+     POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, NULL, NULL},
+    {"mixed formats: untouched, warned",
+     POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+         "\"gpupack.io/gpu-mem\":1,\"volcano.sh/vgpu-memory\":3}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, NULL, "pod mixes gpupack.io/gpu-mem"},
     {"malformed request: untouched, warned",
      POD("{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"gpupack.io/gpu-core\":\"200\"}}}]}"),
      "CREATE", "Pod", NULL, 200, true, NULL, "compute share"},
@@ -477,6 +509,82 @@ START_TEST(test_annotations_aliyun)
 }
 END_TEST
 
+/* A native sidecar (an init container that keeps running) asking GPUs gets
+ * its keys, and so does an aliyun pod's init container (its own request as
+ * its limit, on the pod's one GPU). */
+START_TEST(test_annotations_sidecar_and_aliyun_init)
+{
+    gp_node *node = two_gpu_node();
+    json_t *pod = json_loads(
+        POD("{\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":\"Always\","
+            "\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"100\"}}}],"
+            "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"200\"}}}]}"),
+        0, NULL);
+    gp_resource_names n = names();
+    gp_pod_req r;
+    gp_err err;
+    ck_assert_int_eq(podreq_decode(pod, &n, &r, &err), 0);
+    ck_assert_int_eq(r.nctrs, 2);
+    gp_assignment a = {.node = "n1", .nctrs = 2};
+    for (int i = 0; i < 2; i++) {
+        gp_strlcpy(a.ctrs[i].name, r.ctrs[i].name, sizeof a.ctrs[i].name);
+        a.ctrs[i].init = r.ctrs[i].init;   /* the sidecar's is false: it does not run once */
+        a.ctrs[i].ngpus = 1;
+        a.ctrs[i].gpus[0] = (gp_gpu_grant){0, r.ctrs[i].mem_mib, 0};
+    }
+    json_t *out = json_object();
+    annotations_add_containers(out, pod, &a, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-mem-limit"), "100m");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-0-mem-limit"), "200m");
+    json_decref(out);
+    json_decref(pod);
+    pod = json_loads(
+        POD("{\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"1\"}}}],"
+            "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"2\"}}}]}"),
+        0, NULL);
+    gp_assignment b = {.node = "n1", .nctrs = 1};
+    gp_strlcpy(b.ctrs[0].name, "m", sizeof b.ctrs[0].name);
+    b.ctrs[0].ngpus = 1;
+    b.ctrs[0].gpus[0] = (gp_gpu_grant){1, 2048, 0};
+    out = json_object();
+    annotations_add_containers(out, pod, &b, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-mem-limit"), "1024m");
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-visible-devices"), "GPU-bbb");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-0-mem-limit"), "2048m");
+    json_decref(out);
+    json_decref(pod);
+    free(node);
+}
+END_TEST
+
+/* A KAI pod: the fraction container gets the keys, with the memory its
+ * fraction came to on the GPU bind chose; its siblings get none. */
+START_TEST(test_annotations_kai)
+{
+    gp_node *node = two_gpu_node();
+    json_t *pod = json_loads(
+        "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"gpu-fraction\":\"0.5\","
+        "\"gpu-fraction-container-name\":\"gpu-workload\"}},\"spec\":{\"containers\":["
+        "{\"name\":\"sidecar\"},{\"name\":\"gpu-workload\"}]}}",
+        0, NULL);
+    gp_assignment a = {.node = "n1", .nctrs = 1};
+    gp_strlcpy(a.ctrs[0].name, "gpu-workload", sizeof a.ctrs[0].name);
+    a.ctrs[0].ngpus = 1;
+    a.ctrs[0].gpus[0] = (gp_gpu_grant){0, 20480, 0};
+    json_t *out = json_object();
+    gp_resource_names n = names();
+    annotations_add_containers(out, pod, &a, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-1-visible-devices"), "GPU-aaa");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-1-mem-limit"), "20480m");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-1-sm-limit"), "100");
+    ck_assert_ptr_null(json_object_get(out, "gpupack.io/ctr-0-visible-devices"));
+    ck_assert_uint_eq(json_object_size(out), 5);
+    json_decref(out);
+    json_decref(pod);
+    free(node);
+}
+END_TEST
+
 /* ----------------------------------------------------- the listener -- */
 
 static size_t sink(char *p, size_t sz, size_t n, void *ud)
@@ -542,6 +650,8 @@ Suite *suite_webhook(void)
     tcase_add_test(tc, test_real_review_and_truncations);
     tcase_add_test(tc, test_annotations_native);
     tcase_add_test(tc, test_annotations_aliyun);
+    tcase_add_test(tc, test_annotations_kai);
+    tcase_add_test(tc, test_annotations_sidecar_and_aliyun_init);
     tcase_add_test(tc, test_listener_routes);
     suite_add_tcase(s, tc);
     return s;

@@ -21,7 +21,8 @@ typedef struct gp_pod_view {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX], node[GP_NAME_MAX];
     char policy[GP_NAME_MAX];
     bool pending;                    /* not bound, not terminal, not being deleted */
-    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu" */
+    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu"
+                                      * or "vcuda", or KAI's gpu-fraction / gpu-memory annotation */
     char assign_err[256];            /* annotations present but malformed ("" = fine) */
     gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];   /* obs.uuids: the assignment's GPU UUIDs */
 } gp_pod_view;

@@ -74,8 +74,9 @@ void trace_node_to_gp(const trace_node *t, gp_node *out);
 
 /* A pod row as gpupack's request: CPU-only pods get nctrs == 0 (they only
  * need CPU and host memory); GPU pods get one container of `num_gpu` GPUs
- * with core = mem_permille = gpu_milli per GPU, and gpu_spec as the model
- * constraint. `name` becomes the pod and container name. */
+ * with core = gpu_milli per GPU and the same share of each GPU's memory
+ * (mem_ppm, GP_ASK_SHARE: rounded up), and gpu_spec as the model constraint.
+ * `name` becomes the pod and container name. */
 void trace_pod_to_req(const trace_pod *p, const char *name, gp_pod_req *out);
 
 /* Total GPU request of a pod in milli (num_gpu x gpu_milli). */

@@ -136,15 +136,14 @@ void annotations_ctr_key(char key[GP_CTR_KEY_MAX], bool init, size_t index, gp_c
              annotations_ctr_vars[v].suffix);
 }
 
-/* The assignment entry of a container: by name in the native profile; in
- * the aliyun profile podreq merged the pod's containers into one regular and
- * one init entry, so the entry of the same kind. */
-static const gp_ctr_assign *grant_of(const gp_assignment *a, const char *name, bool init,
-                                     gp_profile profile)
+/* The assignment entry of a container: by name (Kubernetes keeps names unique
+ * across containers and initContainers; an entry's init flag says "runs
+ * once", which a sidecar listed in initContainers is not); in the aliyun
+ * profile podreq merged the pod's containers into its one entry. */
+static const gp_ctr_assign *grant_of(const gp_assignment *a, const char *name, gp_profile profile)
 {
     for (int c = 0; c < a->nctrs; c++)
-        if (a->ctrs[c].init == init &&
-            (profile == GP_PROFILE_ALIYUN || strcmp(a->ctrs[c].name, name) == 0))
+        if (profile == GP_PROFILE_ALIYUN || strcmp(a->ctrs[c].name, name) == 0)
             return &a->ctrs[c];
     return NULL;
 }
@@ -214,9 +213,9 @@ void annotations_add_containers(json_t *ann, const json_t *pod, const gp_assignm
             gp_ctr_req req;
             gp_profile profile;
             gp_err err;
-            if (podreq_container(c, lists[l].key, names, &req, &profile, &err) != 1)
+            if (podreq_container(pod, lists[l].init, i, names, &req, &profile, &err) != 1)
                 continue;
-            const gp_ctr_assign *ca = grant_of(a, req.name, lists[l].init, profile);
+            const gp_ctr_assign *ca = grant_of(a, req.name, profile);
             if (ca && ca->ngpus > 0)
                 ctr_values(ann, lists[l].init, i, ca, node,
                            profile == GP_PROFILE_ALIYUN ? req.mem_mib : 0);

@@ -50,7 +50,7 @@ int podenv_check(const json_t *pod, const gp_resource_names *names, gp_err *err)
             gp_ctr_req one;
             gp_profile profile;
             gp_err e;
-            if (podreq_container(c, podenv_lists[l].key, names, &one, &profile, &e) != 1)
+            if (podreq_container(pod, podenv_lists[l].init, i, names, &one, &profile, &e) != 1)
                 continue;
             size_t k;
             const json_t *ev;

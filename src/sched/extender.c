@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "model/annotations.h"
+#include "model/formats.h"
 #include "model/podenv.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
@@ -162,7 +163,7 @@ static json_t *trim_pod(const json_t *pod)
         const char *k;
         json_t *v;
         json_object_foreach(ann, k, v) {
-            if (strncmp(k, "gpupack.io/", 11) == 0)
+            if (formats_annotation_kept(k, strlen(k)))   /* what podreq_decode reads */
                 json_object_set(tann, k, v);
         }
         json_object_set_new(tmd, "annotations", tann);
@@ -1040,9 +1041,11 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         cluster_rdlock(e->c);
         const gp_node *n = cluster_rd_node(e->c, node);
         if (n) {
+            int64_t now = gp_now_ns();
             j->ann = annotations_build(&j->a, n, req.profile, view.names.aliyun_unit_mib,
-                                       view.name, gp_now_ns());
+                                       view.name, now);
             annotations_add_containers(j->ann, pod, &j->a, n, &view.names);
+            formats_plugin_annotations(j->ann, pod, req.profile, &j->a, n, now);
         }
         cluster_unlock(e->c);
         if (!j->ann) {

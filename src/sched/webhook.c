@@ -103,7 +103,7 @@ json_t *webhook_patch(const json_t *pod, const gp_resource_names *names, json_t 
         json_array_foreach(json_object_get(spec, podenv_lists[l].key), i, c) {
             gp_ctr_req one;
             gp_profile profile;
-            if (podreq_container(c, podenv_lists[l].key, names, &one, &profile, &err) == 1)
+            if (podreq_container(pod, podenv_lists[l].init, i, names, &one, &profile, &err) == 1)
                 inject(ops, c, podenv_lists[l].key, podenv_lists[l].init, i, one.name, warnings);
         }
     }

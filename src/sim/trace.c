@@ -394,7 +394,8 @@ void trace_pod_to_req(const trace_pod *p, const char *name, gp_pod_req *out)
     gp_ctr_req *c = &out->ctrs[0];
     gp_strlcpy(c->name, name, sizeof c->name);
     c->count = p->num_gpu;
-    c->mem_permille = p->gpu_milli;
+    c->mem_ppm = p->gpu_milli * (GP_PPM_FULL / 1000);
+    c->ask = GP_ASK_SHARE;
     c->core = p->gpu_milli;
 }
 
