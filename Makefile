@@ -130,12 +130,12 @@ test: deps
 
 test-plain test-san: $(BUILD)/unit-tests $(GPUPACK)
 	@echo "== test suites ($(if $(SAN),sanitizers: $(SAN),plain build))"
-	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) \
+	GPUPACK_BIN=$(GPUPACK) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(BUILD)/unit-tests
 
 valgrind: $(BUILD)/unit-tests $(GPUPACK)
-	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) CK_FORK=no \
+	GPUPACK_BIN=$(GPUPACK) CK_FORK=no \
 	  valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --error-exitcode=3 --quiet $(BUILD)/unit-tests
 
