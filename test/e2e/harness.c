@@ -98,6 +98,12 @@ static int run(const char *const *argv, const char *const *env_add, const char *
     }
 }
 
+int e2e_run(const char *const *argv, const char *const *env_add, const char *out,
+            double timeout_s)
+{
+    return run(argv, env_add, out, timeout_s);
+}
+
 static void print_file_tail(const char *path, int lines, const char *title)
 {
     char *cmd = xasprintf("tail -n %d '%s' 2>/dev/null", lines, path);
@@ -209,7 +215,8 @@ e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
     const char *argv[] = {up, cp->dir, cp->opts.no_watch_cache ? "--no-watch-cache" : NULL, NULL};
     char *ea = xasprintf("K8S_APISERVER_ARGS=%s", cp->opts.apiserver_args ? cp->opts.apiserver_args : "");
     char *es = xasprintf("K8S_SCHEDULER_ARGS=%s", cp->opts.scheduler_args ? cp->opts.scheduler_args : "");
-    const char *env[] = {ea, es, NULL};
+    char *ev = cp->opts.version ? xasprintf("K8S_VERSION=%s", cp->opts.version) : NULL;
+    const char *env[] = {ea, es, ev, NULL};
     double t = gp_mono_s();
     int rc = run(argv, env, out, 180);
     if (rc != 0) {
@@ -228,6 +235,7 @@ e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
         ck_abort_msg("kube client: %s", err.msg);
     free(ea);
     free(es);
+    free(ev);
     free(out);
     free(up);
     return cp;
@@ -332,7 +340,7 @@ void e2e_cp_down(e2e_cp *cp)
 
 static json_t *shipped_sched(void)
 {
-    char *path = xasprintf("%s/manifests/scheduler-config.yaml", e2e_env.repo);
+    char *path = xasprintf("%s/manifests/base/scheduler-config.yaml", e2e_env.repo);
     gp_err err;
     json_t *cfg = schedrw_load(path, &err);
     if (!cfg)
