@@ -91,6 +91,18 @@ char *e2e_cp_env(e2e_cp *cp, const char *var);
  * works while kube-apiserver is stopped; no watch event reaches anyone. */
 void e2e_etcd_delete_pod(e2e_cp *cp, const char *ns, const char *name);
 
+/* --- kubectl ------------------------------------------------------------ */
+
+/* A kubectl for the tests that need one (manifests, plugin): GPUPACK_KUBECTL, else
+ * KUBEBUILDER_ASSETS/kubectl, else the kit's v1.36.3 kubectl (bin/v1.36.3/kubectl.xz,
+ * unpacked into the run directory once), else kubectl on PATH. Fails the test when none
+ * runs. The path stays valid for the whole run. */
+const char *e2e_kubectl(void);
+/* kubectl ARGS... (NULL-terminated) with KUBECONFIG of cp (NULL: none) and extra
+ * environment entries env ("K=V", NULL-terminated, may be NULL). *out (when out is not
+ * NULL) gets stdout and stderr, owned. Returns the exit status. */
+int e2e_kubectl_run(e2e_cp *cp, const char *const *env, char **out, const char *const *args);
+
 /* --- scheduler configuration ------------------------------------------ */
 
 /* The shipped manifests/base/scheduler-config.yaml, rewritten for a test: every
