@@ -6,6 +6,7 @@
 
 #include "pack/frag.h"
 #include "pack/frag_la.h"
+#include "sim/trace.h"
 
 static gp_shapes one_shape(int count, int core, int64_t cpu)
 {
@@ -91,17 +92,17 @@ START_TEST(typical_shapes_by_popularity)
     p[5].num_gpu = 1;
     p[5].gpu_milli = 1000;
     gp_shapes s;
-    frag_shapes_from_trace(p, 6, 1.0, true, false, &s);
+    trace_shapes(p, 6, 1.0, true, false, &s);
     ck_assert_int_eq(s.n, 4);
     ck_assert_int_eq(s.s[0].core, 500);
     ck_assert_double_eq_tol(s.s[0].weight, 0.5, 1e-9);
     ck_assert_int_eq(s.s[0].cpu_milli, 1000);
     /* by GPU demand, the 8-GPU pod counts 8 times and comes first */
-    frag_shapes_from_trace(p, 6, 1.0, true, true, &s);
+    trace_shapes(p, 6, 1.0, true, true, &s);
     ck_assert_int_eq(s.s[0].count, 8);
     ck_assert_double_eq_tol(s.s[0].weight, 8.0 / 13.0, 1e-9);
     /* coverage cuts the tail; weights renormalised */
-    frag_shapes_from_trace(p, 6, 0.5, false, false, &s);
+    trace_shapes(p, 6, 0.5, false, false, &s);
     ck_assert_int_eq(s.n, 1);
     ck_assert_double_eq_tol(s.s[0].weight, 1.0, 1e-9);
     ck_assert(frag_default_shapes()->n > 0);

@@ -9,6 +9,7 @@
 #include "model/annotations.h"
 #include "http/server.h"
 #include "testutil.h"
+#include "model/podenv.h"
 #include "sched/webhook.h"
 #include "lib/yamljson.h"
 
@@ -31,25 +32,12 @@ static char *review_of(const char *pod, const char *op, const char *kind)
                      kind, op, pod);
 }
 
-/* Decodes a base64 string (test-only; the module only encodes). */
+/* Decodes a base64 string (the test fails on malformed input). */
 static char *unbase64(const char *s)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(s);
-    char *out = xcalloc(1, n + 1);
-    size_t o = 0;
-    unsigned v = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n && s[i] != '='; i++) {
-        const char *p = strchr(tab, s[i]);
-        ck_assert_msg(p && s[i], "bad base64 char %c", s[i]);
-        v = (v << 6) | (unsigned)(p - tab);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((v >> bits) & 0xff);
-        }
-    }
+    size_t n;
+    char *out = gp_base64_decode(s, &n);
+    ck_assert_msg(out, "not base64: %s", s);
     return out;
 }
 
@@ -328,7 +316,7 @@ START_TEST(test_idempotent)
     ck_assert_msg(json_equal(a, b), "%s: the patch changed more than env", rc->name);
     gp_resource_names n = names();
     gp_err err;
-    ck_assert_msg(webhook_check_pod(pod, &n, &err) == 0, "%s: %s", rc->name, err.msg);
+    ck_assert_msg(podenv_check(pod, &n, &err) == 0, "%s: %s", rc->name, err.msg);
     char *pod_text = json_dumps(pod, JSON_COMPACT);
     char *body2 = review_of(pod_text, "CREATE", "Pod");
     json_t *ops2;
@@ -352,17 +340,17 @@ START_TEST(test_check_pod_refuses_unmutated)
     gp_resource_names n = names();
     gp_err err;
     json_t *pod = json_loads(POD("{\"containers\":[" CTR_PLAIN "," CTR_GPU "}]}"), 0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), -1);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "containers[1] (main)"));
     json_decref(pod);
     /* a hand-wired variable pointing elsewhere does not count */
     pod = json_loads(POD("{\"containers\":[" CTR_GPU ",\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\","
                          "\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.annotations['gpupack.io/visible-devices']\"}}}]}]}"),
                      0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), -1);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), -1);
     json_decref(pod);
     pod = json_loads(POD("{\"containers\":[" CTR_PLAIN "]}"), 0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), 0);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), 0);
     json_decref(pod);
 }
 END_TEST
@@ -400,19 +388,6 @@ START_TEST(test_real_review_and_truncations)
         free(part);
     }
     free(body);
-}
-END_TEST
-
-START_TEST(test_base64)
-{
-    static const char *const vec[][2] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                         {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
-                                         {"foobar", "Zm9vYmFy"}};
-    for (size_t i = 0; i < GP_ARRAY_LEN(vec); i++) {
-        char *b = webhook_base64(vec[i][0], strlen(vec[i][0]));
-        ck_assert_str_eq(b, vec[i][1]);
-        free(b);
-    }
 }
 END_TEST
 
@@ -565,7 +540,6 @@ Suite *suite_webhook(void)
     tcase_add_loop_test(tc, test_idempotent, 0, (int)GP_ARRAY_LEN(review_cases));
     tcase_add_test(tc, test_check_pod_refuses_unmutated);
     tcase_add_test(tc, test_real_review_and_truncations);
-    tcase_add_test(tc, test_base64);
     tcase_add_test(tc, test_annotations_native);
     tcase_add_test(tc, test_annotations_aliyun);
     tcase_add_test(tc, test_listener_routes);

@@ -125,6 +125,19 @@ typedef struct gp_hold {
     int core;
 } gp_hold;
 
+/* What the watch (or the cluster file) knows of a pod: the store applies it
+ * (cluster_pod_observed). All pointers are borrowed. */
+typedef struct gp_pod_obs {
+    const char *uid, *ns, *name;
+    const char *node_name;         /* spec.nodeName; NULL or "" = not bound */
+    bool terminal;                 /* deleted, or phase Succeeded/Failed */
+    const gp_assignment *assign;   /* decoded from annotations; NULL = none */
+    const gp_gpu_ref *refs;        /* the assignment's GPUs with UUIDs (may be NULL) */
+    int nrefs;
+    const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
+    int64_t cpu_milli, mem_mib;    /* host requests (podreq_host) */
+} gp_pod_obs;
+
 /* Fills holds (capacity GP_MAX_GPUS_PER_NODE) from an assignment; returns
  * how many GPUs the pod holds. Pure. */
 int gp_assignment_holds(const gp_assignment *a, gp_hold *holds);

@@ -10,7 +10,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "pack/cluster.h"
 #include "model/gpu.h"
 #include "model/inventory.h"
 #include "lib/util.h"

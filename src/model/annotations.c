@@ -86,13 +86,15 @@ json_t *annotations_build(const gp_assignment *a, const gp_node *node, gp_profil
     gp_buf_init(&vis, 64 * GP_MAX_GPUS_PER_NODE * GP_UUID_MAX);
     for (int i = 0; i < nh; i++) {
         const gp_gpu_info *info = gpu_info(node, holds[i].index);
-        int rc = i ? gp_buf_append(&vis, ",", 1) : 0;
+        if (i)
+            gp_buf_append(&vis, ",", 1);
         if (info && info->uuid[0])
-            rc |= gp_buf_printf(&vis, "%s", info->uuid);
+            gp_buf_printf(&vis, "%s", info->uuid);
         else
-            rc |= gp_buf_printf(&vis, "%d", holds[i].index);
-        (void)rc;   /* the limit above cannot be reached by nh <= 64 entries */
+            gp_buf_printf(&vis, "%d", holds[i].index);
     }
+    if (gp_buf_failed(&vis))
+        abort();   /* the limit is above what nh <= 64 entries can write */
     json_object_set_new(ann, GP_ANN_VISIBLE, json_string(vis.data ? vis.data : ""));
     gp_buf_free(&vis);
 

@@ -342,21 +342,23 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
     if (n->ngpus == 0) {
         snprintf(out, len, "node has no GPUs known to gpupack");
     } else if (allowed == 0 && unhealthy == n->ngpus) {
-        snprintf(out, len, "all %d GPUs of the node are unhealthy", n->ngpus);
+        snprintf(out, len, "all %d GPU%s of the node %s unhealthy", n->ngpus, gp_s(n->ngpus),
+                 n->ngpus == 1 ? "is" : "are");
     } else if (allowed == 0) {
         const char *models = req->models[0] ? req->models : x->opts->models;
         snprintf(out, len, "no healthy GPU of model %.100s on node (node has %.63s)", models,
                  n->gpus[0].info.model[0] ? n->gpus[0].info.model : "GPUs of unknown model");
     } else if (allowed < r->count) {
-        snprintf(out, len, "%s %s needs %d GPUs, node has %d usable", what, r->name, r->count,
-                 allowed);
+        snprintf(out, len, "%s %s needs %d GPU%s, node has %d usable", what, r->name, r->count,
+                 gp_s(r->count), allowed);
     } else if (mem_ok < r->count) {
         if (r->count == 1)
             snprintf(out, len, "largest free GPU has %lld MiB, %s %s needs %lld MiB per GPU",
                      (long long)(best_mem < 0 ? 0 : best_mem), what, r->name, (long long)need0);
         else
-            snprintf(out, len, "%d GPUs have %lld MiB free, %s %s needs %d of them", mem_ok,
-                     (long long)need0, what, r->name, r->count);
+            snprintf(out, len, "%d GPU%s %s %lld MiB free, %s %s needs %d of them", mem_ok,
+                     gp_s(mem_ok), mem_ok == 1 ? "has" : "have", (long long)need0, what, r->name,
+                     r->count);
     } else if (both_ok < r->count) {
         if (r->count == 1)
             snprintf(out, len,
@@ -364,12 +366,12 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
                      "%d.%d%%",
                      best_core / 10, best_core % 10, what, r->name, r->core / 10, r->core % 10);
         else
-            snprintf(out, len, "%d GPUs have %lld MiB and %d.%d%% compute free, %s %s needs %d",
-                     both_ok, (long long)need0, r->core / 10, r->core % 10, what, r->name,
-                     r->count);
+            snprintf(out, len, "%d GPU%s %s %lld MiB and %d.%d%% compute free, %s %s needs %d",
+                     both_ok, gp_s(both_ok), both_ok == 1 ? "has" : "have", (long long)need0,
+                     r->core / 10, r->core % 10, what, r->name, r->count);
     } else if (full_pods > 0) {
-        snprintf(out, len, "GPUs with room already host the policy's maximum of %d pods",
-                 x->opts->max_pods_per_gpu);
+        snprintf(out, len, "GPUs with room already host the policy's maximum of %d pod%s",
+                 x->opts->max_pods_per_gpu, gp_s(x->opts->max_pods_per_gpu));
     } else {
         snprintf(out, len, "containers of the pod do not fit together on the node's GPUs");
     }

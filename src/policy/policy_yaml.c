@@ -1378,22 +1378,18 @@ int policy_yaml_parse(const char *file, const char *text, size_t len, gp_policy 
 
 int policy_yaml_parse_file(const char *path, gp_policy ***pols, int *npols, policy_diag *diag)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        policy_diag_add(diag, path, 1, 1, "cannot open: %s", strerror(errno));
+    gp_err e;
+    size_t n;
+    char *buf = gp_read_file(path, POLICY_FILE_MAX, &n, &e);
+    if (!buf) {
+        if (errno == EFBIG)
+            policy_diag_add(diag, path, 1, 1, "larger than %d bytes", POLICY_FILE_MAX);
+        else
+            policy_diag_add(diag, path, 1, 1, "cannot %s: %s", errno == EIO ? "read" : "open",
+                            strerror(errno));
         return -1;
     }
-    char *buf = xmalloc(POLICY_FILE_MAX + 2);
-    size_t n = fread(buf, 1, POLICY_FILE_MAX + 1, f);
-    int rc;
-    if (ferror(f)) {
-        policy_diag_add(diag, path, 1, 1, "cannot read: %s", strerror(errno));
-        rc = -1;
-    } else {
-        buf[n] = '\0';
-        rc = policy_yaml_parse(path, buf, n, pols, npols, diag);
-    }
-    fclose(f);
+    int rc = policy_yaml_parse(path, buf, n, pols, npols, diag);
     free(buf);
     return rc;
 }
