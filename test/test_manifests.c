@@ -56,8 +56,8 @@ START_TEST(policies_configmap_is_policies_dir)
 }
 END_TEST
 
-/* `gpupack simulate` falls back to ideal mode without a word when its default file is
- * missing, so the file it reads must be the one the base ships. */
+/* `gpupack simulate` plays its default file (and falls back to ideal mode, with a note,
+ * when it is missing), so the file it reads must be the one the base ships. */
 START_TEST(simulate_default_is_the_shipped_config)
 {
     char a[PATH_MAX], b[PATH_MAX];
