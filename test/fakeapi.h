@@ -1,10 +1,11 @@
 /* fakeapi.h -- a fake Kubernetes API server for tests (libmicrohttpd on 127.0.0.1, port 0).
  *
- * Speaks the wire protocol captured in shared/samples/wire/: compact JSON +
- * "\n", lists with metadata.resourceVersion and limit/continue paging, watch
- * streams as chunked newline-delimited events (one chunk per event) with
- * bookmarks and the ERROR 410 event for expired resourceVersions, merge PATCH
- * of pods, pods/NAME/binding (copying the Binding's annotations onto the pod;
+ * Speaks the wire protocol of kube-apiserver v1.26 (test/fixtures/captured/wire/
+ * holds the captures the tests read): compact JSON + "\n", lists with
+ * metadata.resourceVersion and limit/continue paging, watch streams as chunked
+ * newline-delimited events (one chunk per event) with bookmarks and the ERROR
+ * 410 event for expired resourceVersions, merge PATCH of pods, pods/NAME/binding
+ * (copying the Binding's annotations onto the pod;
  * metadata.resourceVersion is a precondition, metadata.uid is ignored as the
  * real apiserver wipes it), API Status error bodies. Faults can be
  * injected and every request is recorded. Thread-safe. */
