@@ -504,41 +504,63 @@ static void fill_victim(pvictim *pv, const npod *x, const pmeta *m, bool ours, b
     describe_holds(x->holds, x->nholds, pv->frees, sizeof pv->frees);
 }
 
-/* Plans on one node: 0 with np filled when a plan exists, -1 otherwise.
- * Called with p->mu held; takes the store's read lock itself. */
-static int plan_node(gp_preempt *p, const plan_query *q, const char *node, node_plan *np)
+/* One node as planning sees it: a copy of the node as this pod sees it (other
+ * pods' claims counted), the pods on it, and which of them may be evicted. */
+typedef struct node_work {
+    gp_node *n;
+    npods pods;
+    gp_victim *cands;
+    int *cidx;                    /* cands[i] is pods.v[cidx[i]] */
+    int nc;
+    int ns_pods[GP_MAX_GPUS_PER_NODE];
+    pvictim *waits;               /* terminating pods whose share comes back */
+    int nwait;
+    gp_pdb **pdbs;
+    size_t npdb;
+} node_work;
+
+static void work_free(node_work *w)
 {
-    int rc = -1;
-    memset(np, 0, sizeof *np);
-    gp_strlcpy(np->node, node, sizeof np->node);
-    gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE)), *n = NULL;
-    npods pods = {0};
-    gp_victim *cands = NULL;
-    int *cidx = NULL, *order = NULL, *buf = NULL;
-    bool *violating = NULL;
-    gp_pdb_pod *pp = NULL;
-    gp_pdb **pdbs = NULL;
+    free(w->pdbs);
+    free(w->waits);
+    free(w->cidx);
+    free(w->cands);
+    free(w->pods.v);
+    free(w->n);
+}
+
+/* Copies the node and its pods out of the store. false: unknown node. */
+static bool snapshot(gp_preempt *p, const plan_query *q, const char *node, node_work *w)
+{
+    gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
     cluster_rdlock(p->c);
     const gp_node *view = cluster_rd_node_for(p->c, node, q->req->uid, q->req->priority, scratch);
     if (view) {
-        n = xmalloc(gp_node_size(view->ngpus));
-        memcpy(n, view, gp_node_size(view->ngpus));
-        cluster_rd_node_pods(p->c, node, collect, &pods);
+        w->n = xmalloc(gp_node_size(view->ngpus));
+        memcpy(w->n, view, gp_node_size(view->ngpus));
+        cluster_rd_node_pods(p->c, node, collect, &w->pods);
     }
     cluster_unlock(p->c);
-    if (!n)
-        goto out;
+    free(scratch);
+    return w->n != NULL;
+}
+
+/* Sorts the node's pods: kube-scheduler's proposed victims (into np, out of
+ * the node), pods terminating on time (out of the node, into w->waits), the
+ * candidates, and the rest (which stay). */
+static void classify(gp_preempt *p, const plan_query *q, node_work *w, node_plan *np)
+{
+    size_t cap = (size_t)(w->pods.n ? w->pods.n : 1);
+    w->cands = xmalloc(cap * sizeof *w->cands);
+    w->cidx = xmalloc(cap * sizeof *w->cidx);
+    w->waits = xmalloc(cap * sizeof *w->waits);
+    np->v = xcalloc(cap, sizeof *np->v);
     int64_t now = gp_now_ns();
-    int ns_pods[GP_MAX_GPUS_PER_NODE] = {0};
-    cands = xmalloc((size_t)(pods.n ? pods.n : 1) * sizeof *cands);
-    cidx = xmalloc((size_t)(pods.n ? pods.n : 1) * sizeof *cidx);
-    np->v = xcalloc((size_t)(pods.n ? pods.n : 1), sizeof *np->v);
-    int nc = 0;
-    for (int i = 0; i < pods.n; i++) {
-        const npod *x = &pods.v[i];
+    for (int i = 0; i < w->pods.n; i++) {
+        const npod *x = &w->pods.v[i];
         const pmeta *m = strmap_get(p->meta, x->uid);
         if (is_forced(q, x->uid)) {   /* kube-scheduler evicts it anyway */
-            drop_pod(n, x);
+            drop_pod(w->n, x);
             fill_victim(&np->v[np->nv++], x, m, true, false);
             continue;
         }
@@ -549,99 +571,117 @@ static int plan_node(gp_preempt *p, const plan_query *q, const char *node, node_
             bool going = now < m->deletion_ns + (int64_t)(p->cfg.wait_s * 1e9) ||
                          now < m->deletion_ns + grace * INT64_C(1000000000);
             if (going) {
-                drop_pod(n, x);
-                fill_victim(&np->v[pods.n - 1 - np->nwait], x, m, false, false);
-                np->nwait++;
+                drop_pod(w->n, x);
+                fill_victim(&w->waits[w->nwait++], x, m, false, false);
             }
             continue;
         }
-        for (int h = 0; x->ns[0] && strcmp(x->ns, q->req->ns) == 0 && h < x->nholds; h++) {
-            int pos = gp_node_gpu_pos(n, x->holds[h].index);
+        bool same_ns = x->ns[0] && strcmp(x->ns, q->req->ns) == 0;
+        for (int h = 0; same_ns && h < x->nholds; h++) {
+            int pos = gp_node_gpu_pos(w->n, x->holds[h].index);
             if (pos >= 0)
-                ns_pods[pos]++;
+                w->ns_pods[pos]++;
         }
         if (!q->may_evict || !m || !m->bound || x->state != GP_POD_BOUND ||
             m->priority >= q->req->priority || protected_by_policy(q->set, x->policy) ||
             is_blocked(q->old, x->uid))
             continue;   /* stays */
-        cands[nc] = (gp_victim){m->priority, m->start_ns, false,
-                                strcmp(x->ns, q->req->ns) == 0, x->nholds, x->holds, x->cpu, x->mem};
-        cidx[nc++] = i;
+        w->cands[w->nc] = (gp_victim){m->priority, m->start_ns, false, same_ns, x->nholds,
+                                      x->holds, x->cpu, x->mem};
+        w->cidx[w->nc++] = i;
     }
-    /* waited-for pods were filled from the end: move them after the victims later */
-    /* PDB violations, counted as kube-scheduler does: most important first */
-    size_t npdb = strmap_count(p->pdbs);
-    if (nc > 0 && npdb > 0) {
-        pdbs = xmalloc(npdb * sizeof *pdbs);
-        size_t it = 0, k = 0;
-        gp_pdb *b;
-        while ((b = strmap_next(p->pdbs, &it, NULL)))
-            pdbs[k++] = b;
-        order = xmalloc((size_t)nc * sizeof *order);
-        for (int i = 0; i < nc; i++)
-            order[i] = i;
-        imp_cands = cands;   /* under p->mu: one planner at a time */
-        qsort(order, (size_t)nc, sizeof *order, cmp_importance_r);
-        pp = xmalloc((size_t)nc * sizeof *pp);
-        violating = xmalloc((size_t)nc * sizeof *violating);
-        for (int i = 0; i < nc; i++) {
-            const npod *x = &pods.v[cidx[order[i]]];
-            const pmeta *m = strmap_get(p->meta, x->uid);
-            pp[i] = (gp_pdb_pod){x->ns, x->name, m ? m->labels : ""};
-        }
-        pdb_violations((gp_pdb *const *)pdbs, npdb, pp, (size_t)nc, violating);
-        for (int i = 0; i < nc; i++)
-            cands[order[i]].pdb_violating = violating[i];
+}
+
+/* PodDisruptionBudget violations, counted as kube-scheduler counts them:
+ * candidates most important first. */
+static void count_pdb(gp_preempt *p, node_work *w)
+{
+    w->npdb = strmap_count(p->pdbs);
+    if (w->nc == 0 || w->npdb == 0)
+        return;
+    w->pdbs = xmalloc(w->npdb * sizeof *w->pdbs);
+    size_t it = 0, k = 0;
+    gp_pdb *b;
+    while ((b = strmap_next(p->pdbs, &it, NULL)))
+        w->pdbs[k++] = b;
+    int *order = xmalloc((size_t)w->nc * sizeof *order);
+    for (int i = 0; i < w->nc; i++)
+        order[i] = i;
+    imp_cands = w->cands;   /* under p->mu: one planner at a time */
+    qsort(order, (size_t)w->nc, sizeof *order, cmp_importance_r);
+    gp_pdb_pod *pp = xmalloc((size_t)w->nc * sizeof *pp);
+    bool *violating = xmalloc((size_t)w->nc * sizeof *violating);
+    for (int i = 0; i < w->nc; i++) {
+        const npod *x = &w->pods.v[w->cidx[order[i]]];
+        const pmeta *m = strmap_get(p->meta, x->uid);
+        pp[i] = (gp_pdb_pod){x->ns, x->name, m ? m->labels : ""};
     }
-    gp_victim_query vq = {.node = n, .req = q->req, .opts = &q->view->place, .cands = cands,
-                          .ncands = nc, .ns_share_cap = q->view->ns_share_cap,
-                          .ns_gpu_pods = ns_pods, .budget = p->cfg.search_budget};
-    buf = xmalloc((size_t)(nc ? nc : 1) * sizeof *buf);
-    gp_victim_plan vp;
-    np->res = victims_select(&vq, buf, &vp);
-    if (np->res == GP_VICTIMS_NONE)
-        goto out;
-    /* nothing to evict: a reservation only where the pod was nominated (its
-     * preemption is done: by us before a restart, or by kube-scheduler) */
-    bool nominated_here = q->nominated && strcmp(q->nominated, node) == 0 && np->nwait > 0;
-    if (np->res == GP_VICTIMS_FITS && np->nv == 0 && !q->fits_ok && !nominated_here)
-        goto out;
-    np->rank = vp.rank;
-    np->a = vp.a;
-    /* forced victims count like chosen ones in the rank (kube-scheduler's own) */
+    pdb_violations((gp_pdb *const *)w->pdbs, w->npdb, pp, (size_t)w->nc, violating);
+    for (int i = 0; i < w->nc; i++)
+        w->cands[order[i]].pdb_violating = violating[i];
+    free(violating);
+    free(pp);
+    free(order);
+}
+
+/* The node plan from the search's answer: the rank with kube-scheduler's own
+ * victims counted like chosen ones, then the chosen victims, then the pods
+ * it waits for. */
+static void fill_plan(gp_preempt *p, const node_work *w, const gp_victim_plan *vp, node_plan *np)
+{
+    np->rank = vp->rank;
+    np->a = vp->a;
     for (int i = 0; i < np->nv; i++) {
         np->rank.count++;
         np->rank.priority_sum += (int64_t)np->v[i].priority + INT64_C(2147483648);
         if (np->v[i].priority > np->rank.max_priority || np->rank.count == 1)
             np->rank.max_priority = np->v[i].priority;
     }
-    int first_wait = pods.n - np->nwait;
-    pvictim *waits = xmalloc((size_t)(np->nwait ? np->nwait : 1) * sizeof *waits);
-    memcpy(waits, np->v + first_wait, (size_t)np->nwait * sizeof *waits);
-    for (int i = 0; i < vp.nvictims; i++) {
-        const gp_victim *c = &cands[vp.victims[i]];
-        const npod *x = &pods.v[cidx[vp.victims[i]]];
-        bool covered = npdb && pdb_covered((gp_pdb *const *)pdbs, npdb, x->ns,
-                                           ((const pmeta *)strmap_get(p->meta, x->uid))->labels);
-        fill_victim(&np->v[np->nv++], x, strmap_get(p->meta, x->uid), true, covered);
-        np->pdb_violations += c->pdb_violating;
+    for (int i = 0; i < vp->nvictims; i++) {
+        const npod *x = &w->pods.v[w->cidx[vp->victims[i]]];
+        const pmeta *m = strmap_get(p->meta, x->uid);
+        bool covered = w->npdb && pdb_covered((gp_pdb *const *)w->pdbs, w->npdb, x->ns,
+                                              m ? m->labels : "");
+        fill_victim(&np->v[np->nv++], x, m, true, covered);
+        np->pdb_violations += w->cands[vp->victims[i]].pdb_violating;
     }
-    memcpy(np->v + np->nv, waits, (size_t)np->nwait * sizeof *waits);
-    free(waits);
+    memcpy(np->v + np->nv, w->waits, (size_t)w->nwait * sizeof *w->waits);
+    np->nwait = w->nwait;
+}
+
+/* Plans on one node: 0 with np filled when a plan exists, -1 otherwise.
+ * Called with p->mu held; takes the store's read lock itself. */
+static int plan_node(gp_preempt *p, const plan_query *q, const char *node, node_plan *np)
+{
+    int rc = -1;
+    memset(np, 0, sizeof *np);
+    gp_strlcpy(np->node, node, sizeof np->node);
+    node_work w = {0};
+    int *buf = NULL;
+    if (!snapshot(p, q, node, &w))
+        goto out;
+    classify(p, q, &w, np);
+    count_pdb(p, &w);
+    gp_victim_query vq = {.node = w.n, .req = q->req, .opts = &q->view->place, .cands = w.cands,
+                          .ncands = w.nc, .ns_share_cap = q->view->ns_share_cap,
+                          .ns_gpu_pods = w.ns_pods, .budget = p->cfg.search_budget};
+    buf = xmalloc((size_t)(w.nc ? w.nc : 1) * sizeof *buf);
+    gp_victim_plan vp;
+    np->res = victims_select(&vq, buf, &vp);
+    if (np->res == GP_VICTIMS_NONE)
+        goto out;
+    /* nothing to evict: a reservation only where the pod was nominated (its
+     * preemption is done: by us before a restart, or by kube-scheduler) */
+    bool nominated_here = q->nominated && strcmp(q->nominated, node) == 0 && w.nwait > 0;
+    if (np->res == GP_VICTIMS_FITS && np->nv == 0 && !q->fits_ok && !nominated_here)
+        goto out;
+    fill_plan(p, &w, &vp, np);
     rc = 0;
 out:
     if (rc)
         node_plan_clear(np);
     free(buf);
-    free(pp);
-    free(violating);
-    free(order);
-    free(pdbs);
-    free(cidx);
-    free(cands);
-    free(pods.v);
-    free(n);
-    free(scratch);
+    work_free(&w);
     return rc;
 }
 
