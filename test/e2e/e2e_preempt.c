@@ -29,13 +29,29 @@ static void priority_class(e2e_cp *cp, const char *name, int value, const char *
     json_decref(pc);
 }
 
-/* A node of the pool `pool` (nodeSelector e2e-pool=pool). */
+static e2e_gp *the_gp;   /* the world's gpupack, for pool_node */
+
+/* A node of the pool `pool` (nodeSelector e2e-pool=pool), once gpupack knows it:
+ * kube-scheduler v1.26 does not retry a GPU pod on node events (its pre-check
+ * counts only allocatable resources), so a pod filtered before gpupack's node
+ * watch delivered the node would stay parked. */
 static void pool_node(e2e_cp *cp, const char *name, int ngpus, const char *pool)
 {
     json_t *n = e2e_node_gpupack(name, ngpus, G, "A100-PCIE-16GB");
     json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"), "e2e-pool",
                         json_string(pool));
     e2e_node_create(cp, n);
+    char path[300];
+    snprintf(path, sizeof path, "/inspect/%s", name);
+    double end = gp_mono_s() + 10;
+    long st = 0;
+    while (the_gp && gp_mono_s() < end) {
+        free(e2e_gp_get(the_gp, path, &st));
+        if (st == 200)
+            return;
+        e2e_sleep(0.05);
+    }
+    ck_assert_msg(!the_gp, "gpupack never saw node %s", name);
 }
 
 /* A pod of class `pc` asking `count` GPUs of `mem` MiB, in pool `pool`; grace
@@ -160,6 +176,7 @@ static void figure(const char *what, double seconds, int victims, int minimum)
 
 static void setup(e2e_world *w)
 {
+    the_gp = w->gp;
     e2e_ns_create(w->cp, NS);
     priority_class(w->cp, "e2e-low", 0, NULL);
     priority_class(w->cp, "e2e-high", 1000, NULL);
