@@ -2,6 +2,7 @@
 #include "lib/tbucket.h"
 
 #define TB_RATE_MIN 1e-3
+#define TB_EPS 1e-9         /* refills summed in steps must reach a whole token */
 
 void tbucket_init(gp_tbucket *b, double rate, double burst, double now)
 {
@@ -19,8 +20,8 @@ double tbucket_take(gp_tbucket *b, double now)
             b->tokens = b->burst;
         b->last = now;
     }
-    if (b->tokens >= 1) {
-        b->tokens -= 1;
+    if (b->tokens >= 1 - TB_EPS) {
+        b->tokens = b->tokens > 1 ? b->tokens - 1 : 0;
         return 0;
     }
     return (1 - b->tokens) / b->rate;
