@@ -828,10 +828,10 @@ static enum MHD_Result do_patch(gp_fakeapi *f, struct MHD_Connection *c, const c
     const char *want_uid = md_str(patch, "uid");
     if (want_uid && strcmp(want_uid, md_str(p, "uid") ? md_str(p, "uid") : "") != 0) {
         pthread_mutex_unlock(&f->mu);
-        json_decref(patch);
         char msg[400];
         snprintf(msg, sizeof msg, "Pod \"%s\" is invalid: metadata.uid: Invalid value: \"%.64s\": "
                                   "field is immutable", name, want_uid);
+        json_decref(patch);
         return send_status(c, 422, msg);
     }
     json_t *before = json_deep_copy(p);

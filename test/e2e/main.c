@@ -63,7 +63,7 @@ static int no_kit(const char *kit)
     bool strict = ci && strcmp(ci, "true") == 0;
     fprintf(stderr,
             "e2e: no control-plane kit at %s (kube-up missing).\n"
-            "     The end-to-end suite needs etcd + kube-apiserver + kube-scheduler v1.26: point\n"
+            "     The end-to-end suite needs etcd + kube-apiserver + kube-scheduler (1.26 or 1.36): point\n"
             "     GPUPACK_K8S at a checkout of the project's shared/k8s kit (kube-up, kube-down,\n"
             "     kube-ctl; with KUBEBUILDER_ASSETS for your own binaries), e.g.\n"
             "       make e2e GPUPACK_K8S=/path/to/shared/k8s\n"
