@@ -90,6 +90,15 @@ static long post_binding(e2e_cp *cp, const char *name, json_t *b)
     return st;
 }
 
+/* The pod is unbound and carries no annotation `key`: a refused Binding wrote nothing. */
+static void assert_untouched(e2e_cp *cp, const char *name, const char *key)
+{
+    json_t *now = e2e_pod_get(cp, NS, name);
+    ck_assert_msg(!ann_of(now, key), "%s carries %s", name, key);
+    ck_assert_msg(!node_of(now), "%s is bound to %s", name, node_of(now));
+    json_decref(now);
+}
+
 static const char *rv_of(const json_t *pod)
 {
     return json_string_value(json_object_get(json_object_get(pod, "metadata"), "resourceVersion"));
@@ -148,10 +157,8 @@ START_TEST(binding_carries_annotations_and_uid)
     ans = e2e_api(cp, "POST", "/api/v1/namespaces/" NS "/pods/raw/binding", b, &st);
     json_decref(ans);
     ck_assert_int_eq(st, 409);
-    json_t *now = e2e_pod_get(cp, NS, "raw");
-    ck_assert_ptr_null(ann_of(now, "e2e/probe"));
-    ck_assert_ptr_null(node_of(now));
-    json_decref(now);
+    assert_untouched(cp, "raw", "e2e/probe");
+    json_t *now;
     json_object_set_new(json_object_get(b, "metadata"), "resourceVersion",
                         json_string(json_string_value(json_object_get(json_object_get(pod, "metadata"), "resourceVersion"))));
     ans = e2e_api(cp, "POST", "/api/v1/namespaces/" NS "/pods/raw/binding", b, &st);
@@ -187,10 +194,7 @@ START_TEST(binding_carries_annotations_and_uid)
     ck_assert_msg(strstr(e, "refused") && strstr(e, "409"), "%s", e);
     free(e);
     free(old_uid);
-    now = e2e_pod_get(cp, NS, "again");
-    ck_assert_ptr_null(ann_of(now, "gpupack.io/assignment"));
-    ck_assert_ptr_null(node_of(now));
-    json_decref(now);
+    assert_untouched(cp, "again", "gpupack.io/assignment");
     e2e_verdict v;
     e2e_assert_consistent(cp, w->gp, 15, &v);
     e2e_world_down(w);
@@ -237,10 +241,7 @@ START_TEST(recreated_pod_without_resource_version)
         ck_assert_msg(strstr(e, "not sent") && strstr(e, "uid"), "%s", e);
     free(e);
     free(old_uid);
-    json_t *now = e2e_pod_get(cp, NS, "norv");
-    ck_assert_ptr_null(ann_of(now, "gpupack.io/assignment"));
-    ck_assert_ptr_null(node_of(now));
-    json_decref(now);
+    assert_untouched(cp, "norv", "gpupack.io/assignment");
     e2e_verdict v;
     e2e_assert_consistent(cp, w->gp, 15, &v);
     e2e_world_down(w);
