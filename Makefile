@@ -55,6 +55,14 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
 
 GPUPACK := $(BUILD)/gpupack
 
+# The version main.c prints: `git describe` of a release tag (vX.Y.Z), else the
+# commit; without git (a tarball) main.c's own constant. version.txt changes
+# only when the version does, so main.o is rebuilt only then.
+GIT_TAG    := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//')
+GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)
+GIT_DIRTY  := $(if $(GIT_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty))
+VERSION_DEFS := $(if $(GIT_TAG),-DGPUPACK_GIT_VERSION='"$(GIT_TAG)"',$(if $(GIT_COMMIT),-DGPUPACK_GIT_COMMIT='"$(GIT_COMMIT)$(GIT_DIRTY)"'))
+
 # End-to-end suite: scenarios test/e2e/e2e_TOPIC.c (picked up automatically) plus the
 # harness (the other test/e2e/*.c); its own binary, not part of unit-tests.
 E2E_SRC := $(wildcard test/e2e/e2e_*.c)
@@ -84,6 +92,13 @@ $(BUILD)/libgpupack.a: $(LIB_OBJ)
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/version.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION_DEFS)' | cmp -s - $@ || echo '$(VERSION_DEFS)' > $@
+
+$(BUILD)/src/cli/main.o: CFLAGS += $(VERSION_DEFS)
+$(BUILD)/src/cli/main.o: $(BUILD)/version.txt
 
 # the /ui page is assembled into ui_page.o (.incbin): rebuild it when the page changes
 $(BUILD)/src/http/ui_page.o: src/http/ui/index.html

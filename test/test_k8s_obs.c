@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/k8s_obs.h"
+#include "model/podreq.h"
 #include "livetest.h"
 
 #define FIX "test/fixtures/live/"
@@ -208,6 +209,45 @@ START_TEST(trim_pod_keeps_what_decoding_needs)
 }
 END_TEST
 
+/* Pods of the other systems' formats are seen as GPU pods by the watch (so
+ * one bound without gpupack is accounted), and their trimmed copy decodes
+ * the same. */
+START_TEST(other_formats_want_gpus)
+{
+    static const char *const pods[] = {
+        "{\"metadata\":{\"name\":\"k\",\"uid\":\"u\",\"annotations\":{\"gpu-fraction\":"
+        "\"0.5\",\"kubectl.kubernetes.io/last-applied-configuration\":\"{}\"}},\"spec\":"
+        "{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
+        "{\"metadata\":{\"name\":\"t\",\"uid\":\"u\"},\"spec\":{\"nodeName\":\"n\","
+        "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+        "\"tencent.com/vcuda-core\":50,\"tencent.com/vcuda-memory\":4}}}]}}",
+        "{\"metadata\":{\"name\":\"h\",\"uid\":\"u\",\"annotations\":{"
+        "\"nvidia.com/use-gputype\":\"A100\"}},\"spec\":{\"nodeName\":\"n\",\"containers\":"
+        "[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpumem\":100}}}]}}",
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(pods); i++) {
+        json_t *pod = json_loads(pods[i], 0, NULL);
+        ck_assert_ptr_nonnull(pod);
+        gp_pod_view v;
+        gp_err err;
+        ck_assert(k8s_obs_pod(pod, false, 1024, &v, &err) == 0);
+        ck_assert_msg(v.wants_gpu, "pod %zu", i);
+        json_t *t = k8s_obs_trim_pod(pod);
+        gp_resource_names n;
+        podreq_default_names(&n);
+        gp_pod_req a, b;
+        ck_assert_int_eq(podreq_decode(pod, &n, &a, &err), 0);
+        ck_assert_int_eq(podreq_decode(t, &n, &b, &err), 0);
+        ck_assert_int_eq(a.nctrs, 1);
+        ck_assert(memcmp(&a, &b, sizeof a) == 0);
+        const json_t *ann = json_object_get(json_object_get(t, "metadata"), "annotations");
+        ck_assert_ptr_null(json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration"));
+        json_decref(t);
+        json_decref(pod);
+    }
+}
+END_TEST
+
 START_TEST(garbage_objects)
 {
     static const char *const bad[] = {"[]", "{}", "{\"metadata\":[]}", "{\"metadata\":{\"name\":1}}",
@@ -240,6 +280,7 @@ Suite *suite_k8s_obs(void)
     tcase_add_test(tc, captured_pods);
     tcase_add_test(tc, captured_nodes);
     tcase_add_test(tc, trim_pod_keeps_what_decoding_needs);
+    tcase_add_test(tc, other_formats_want_gpus);
     tcase_add_test(tc, garbage_objects);
     suite_add_tcase(s, tc);
     return s;

@@ -30,7 +30,7 @@ static void setup(void)
     gp_err err;
     ck_assert_int_eq(trace_load_nodes(FIX "nodes.csv", &nodes, &nn, &err), 0);
     ck_assert_int_eq(trace_load_pods(FIX "pods.csv", &pods, &np, &err), 0);
-    frag_shapes_from_trace(pods, np, 1.0, true, true, &shapes);
+    trace_shapes(pods, np, 1.0, true, true, &shapes);
 }
 
 static void teardown(void)

@@ -10,7 +10,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "pack/cluster.h"
 #include "model/gpu.h"
 #include "model/inventory.h"
 #include "lib/util.h"
@@ -22,7 +21,8 @@ typedef struct gp_pod_view {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX], node[GP_NAME_MAX];
     char policy[GP_NAME_MAX];
     bool pending;                    /* not bound, not terminal, not being deleted */
-    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu" */
+    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu"
+                                      * or "vcuda", or KAI's gpu-fraction / gpu-memory annotation */
     bool sched_error;                /* pending, and its PodScheduled condition is False with
                                       * reason SchedulerError: kube-scheduler's last attempt
                                       * ended in an error (e.g. an extender it could not reach) */

@@ -208,30 +208,27 @@ static void share_unlock(CURL *h, curl_lock_data data, void *ud)
     pthread_mutex_unlock(&k->share_mu[data]);
 }
 
-/* Reads the token file into k->token (caller holds token_mu). */
+/* Reads the token file into k->token (caller holds token_mu). The file is
+ * stat'ed before it is read: a rotation in between shows as a change at the
+ * next request and the token is read again. */
 static int token_load(gp_kube *k, gp_err *err)
 {
-    FILE *f = fopen(k->auth.token_file, "rb");
-    if (!f)
-        return gp_fail(err, "token file %s: %s", k->auth.token_file, strerror(errno));
+    const char *path = k->auth.token_file;
     struct stat st;
+    if (stat(path, &st) < 0)
+        return gp_fail(err, "token file %s: %s", path, strerror(errno));
+    size_t n;
+    gp_err e;
+    char *buf = gp_read_file(path, KUBE_TOKEN_MAX, &n, &e);
+    if (!buf)
+        return gp_fail(err, "token file %s", e.msg);
     int rc = -1;
-    char *buf = xmalloc(KUBE_TOKEN_MAX + 1);
-    if (fstat(fileno(f), &st) < 0) {
-        gp_fail(err, "token file %s: %s", k->auth.token_file, strerror(errno));
-        goto out;
-    }
-    size_t n = fread(buf, 1, KUBE_TOKEN_MAX + 1, f);
-    if (n > KUBE_TOKEN_MAX) {
-        gp_fail(err, "token file %s is larger than %u bytes", k->auth.token_file, KUBE_TOKEN_MAX);
-        goto out;
-    }
     while (n > 0 && isspace((unsigned char)buf[n - 1]))
         n--;
     buf[n] = '\0';
     for (size_t i = 0; i < n; i++) {
         if (!isgraph((unsigned char)buf[i])) {
-            gp_fail(err, "token file %s holds a non-printable byte", k->auth.token_file);
+            gp_fail(err, "token file %s holds a non-printable byte", path);
             goto out;
         }
     }
@@ -242,7 +239,6 @@ static int token_load(gp_kube *k, gp_err *err)
     rc = 0;
 out:
     free(buf);
-    fclose(f);
     return rc;
 }
 

@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "model/annotations.h"
-#include "sched/webhook.h"
+#include "model/formats.h"
+#include "model/podenv.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "model/podreq.h"
 #include "lib/strmap.h"
 #include "lib/workq.h"
@@ -97,6 +99,16 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bad_requests = atomic_load(&e->n_bad);
 }
 
+void extender_metrics(void *extender, gp_buf *out)
+{
+    gp_extender_stats es;
+    extender_stats(extender, &es);
+    metrics_header(out, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
+    metrics_u(out, "gpupack_bind_errors_total", NULL, es.bind_errors);
+    metrics_header(out, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
+    metrics_u(out, "gpupack_bad_requests_total", NULL, es.bad_requests);
+}
+
 static gp_policy_set *policies_get(gp_extender *e)
 {
     if (e->cfg.policies)
@@ -110,7 +122,10 @@ static char *error_body(const char *msg)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    if (jsonw_raw(&b, "{\"Error\":") || jsonw_str(&b, msg) || jsonw_raw(&b, "}"))
+    jsonw_raw(&b, "{\"Error\":");
+    jsonw_str(&b, msg);
+    jsonw_raw(&b, "}");
+    if (gp_buf_failed(&b))
         abort();
     return b.data;
 }
@@ -147,7 +162,7 @@ static json_t *trim_pod(const json_t *pod)
         const char *k;
         json_t *v;
         json_object_foreach(ann, k, v) {
-            if (strncmp(k, "gpupack.io/", 11) == 0)
+            if (formats_annotation_kept(k, strlen(k)))   /* what podreq_decode reads */
                 json_object_set(tann, k, v);
         }
         json_object_set_new(tmd, "annotations", tann);
@@ -417,7 +432,7 @@ static void verdicts_init(verdicts *vs, size_t n)
     vs->v = xmalloc((n ? n : 1) * sizeof *vs->v);
     for (int w = 0; w < EVAL_MAX_WORKERS; w++) {
         gp_buf_init(&vs->reasons[w], (size_t)1 << 30);
-        (void)!gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
+        gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
     }
 }
 
@@ -594,42 +609,48 @@ static char *filter_answer(const node_list *nl, const verdicts *vs)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    int rc = 0;
     if (!nl->nodes_mode) {
-        rc |= jsonw_raw(&b, "{\"NodeNames\":[");
+        jsonw_raw(&b, "{\"NodeNames\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (!vs->v[i].fits)
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_str(&b, node_list_name(nl, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "],\"Nodes\":null");
+        jsonw_raw(&b, "],\"Nodes\":null");
     } else {
-        rc |= jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
+        jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (!vs->v[i].fits)
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_value(&b, json_array_get(nl->items, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_value(&b, json_array_get(nl->items, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "]},\"NodeNames\":null");
+        jsonw_raw(&b, "]},\"NodeNames\":null");
     }
     for (int pass = 0; pass < 2; pass++) {
-        rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
+        jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
-                  jsonw_raw(&b, ":") | jsonw_str(&b, reason_of(vs, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_str(&b, node_list_name(nl, i));
+            jsonw_raw(&b, ":");
+            jsonw_str(&b, reason_of(vs, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "}");
+        jsonw_raw(&b, "}");
     }
-    rc |= jsonw_raw(&b, ",\"Error\":\"\"}");
-    if (rc)
+    jsonw_raw(&b, ",\"Error\":\"\"}");
+    if (gp_buf_failed(&b))
         abort();   /* MAX_ANSWER_BYTES is far above any answer MAX_NODES_PER_REQUEST allows */
     return b.data;
 }
@@ -772,15 +793,16 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     }
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    int rc = jsonw_raw(&b, "[");
+    jsonw_raw(&b, "[");
     for (size_t i = 0; i < nl->n; i++) {
         char score[32];
         snprintf(score, sizeof score, ",\"Score\":%d}", scores[i]);
-        rc |= jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":") |
-              jsonw_str(&b, node_list_name(nl, i)) | jsonw_raw(&b, score);
+        jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":");
+        jsonw_str(&b, node_list_name(nl, i));
+        jsonw_raw(&b, score);
     }
-    rc |= jsonw_raw(&b, "]");
-    if (rc)
+    jsonw_raw(&b, "]");
+    if (gp_buf_failed(&b))
         abort();   /* see filter_answer */
     verdicts_free(&vs);
     free(scores);
@@ -906,7 +928,7 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         if (cluster_place_and_assume(e->c, node, &req, &view.place, 0, view.name,
                                      e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err))
             j->a.nctrs = 0;   /* a node gpupack does not know: nothing to record */
-    } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
+    } else if (e->cfg.webhook_names && podenv_check(pod, e->cfg.webhook_names, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.ns_share_cap, view.name,
                                         e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err)) {
@@ -915,9 +937,11 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         cluster_rdlock(e->c);
         const gp_node *n = cluster_rd_node(e->c, node);
         if (n) {
+            int64_t now = gp_now_ns();
             j->ann = annotations_build(&j->a, n, req.profile, view.names.aliyun_unit_mib,
-                                       view.name, gp_now_ns());
+                                       view.name, now);
             annotations_add_containers(j->ann, pod, &j->a, n, &view.names);
+            formats_plugin_annotations(j->ann, pod, req.profile, &j->a, n, now);
         }
         cluster_unlock(e->c);
         if (!j->ann) {

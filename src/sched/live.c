@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,10 +498,79 @@ void live_stats(gp_live *l, gp_live_stats *out)
     out->binds_refused = atomic_load(&l->binds_refused);
 }
 
-void live_metrics(gp_live *l, gp_buf *out)
+/* One family over both reflectors: `name{resource="nodes",<key>="<v>"}` for
+ * each (key value, counter) pair. */
+typedef struct refl_sample {
+    const char *value;
+    size_t off;   /* offsetof the counter in gp_reflector_stats */
+} refl_sample;
+
+static void refl_family(gp_buf *out, const gp_live_stats *ls, const char *name, const char *help,
+                        const char *key, const refl_sample *smp, size_t n)
 {
+    const struct {
+        const char *res;
+        const gp_reflector_stats *st;
+    } rs[] = {{"nodes", &ls->nodes}, {"pods", &ls->pods}};
+    metrics_header(out, name, "counter", help);
+    for (size_t r = 0; r < GP_ARRAY_LEN(rs); r++)
+        for (size_t i = 0; i < n; i++) {
+            char labels[96];
+            if (key)
+                snprintf(labels, sizeof labels, "resource=\"%s\",%s=\"%s\"", rs[r].res, key,
+                         smp[i].value);
+            else
+                snprintf(labels, sizeof labels, "resource=\"%s\"", rs[r].res);
+            unsigned long v = *(const unsigned long *)((const char *)rs[r].st + smp[i].off);
+            metrics_u(out, name, labels, v);
+        }
+}
+
+#define RS(field, value) {value, offsetof(gp_reflector_stats, field)}
+
+void live_metrics(void *live, gp_buf *out)
+{
+    gp_live *l = live;
+    char why[8];
+    metrics_header(out, "gpupack_cluster_ready", "gauge", "1 once the first full list was applied.");
+    metrics_i(out, "gpupack_cluster_ready", NULL, l ? live_ready(l) : 1);
+    metrics_header(out, "gpupack_cluster_stale", "gauge", "1 while the API server watch is down.");
+    metrics_i(out, "gpupack_cluster_stale", NULL, l ? live_stale(l, why, sizeof why) : 0);
     if (!l)
         return;
+    gp_live_stats ls;
+    live_stats(l, &ls);
+    static const refl_sample events[] = {RS(events, "event"), RS(bookmarks, "bookmark"),
+                                         RS(bad_events, "malformed")};
+    refl_family(out, &ls, "gpupack_watch_events_total",
+                "Watch events applied, by resource and kind.", "kind", events,
+                GP_ARRAY_LEN(events));
+    static const refl_sample lists[] = {RS(lists, "ok"), RS(list_failures, "failed")};
+    refl_family(out, &ls, "gpupack_lists_total", "Full LISTs, by resource and outcome.", "result",
+                lists, GP_ARRAY_LEN(lists));
+    static const refl_sample shrinks[] = {RS(page_shrinks, "")};
+    refl_family(out, &ls, "gpupack_list_page_shrinks_total",
+                "LIST pages asked again with half the limit (too large).", NULL, shrinks, 1);
+    static const refl_sample watches[] = {RS(watches, "ok"), RS(watch_failures, "failed"),
+                                          RS(expired, "expired")};
+    refl_family(out, &ls, "gpupack_watches_total", "Watch requests, by resource and outcome.",
+                "result", watches, GP_ARRAY_LEN(watches));
+    metrics_header(out, "gpupack_api_binds_total", "counter",
+                   "Bindings posted to the API server, by outcome.");
+    metrics_u(out, "gpupack_api_binds_total", "result=\"bound\"", ls.bound);
+    metrics_u(out, "gpupack_api_binds_total", "result=\"refused\"", ls.refused);
+    metrics_u(out, "gpupack_api_binds_total", "result=\"unknown\"", ls.unknown);
+    metrics_header(out, "gpupack_binds_settled_total", "counter",
+                   "Unknown bind outcomes settled by a GET, by what the GET showed.");
+    metrics_u(out, "gpupack_binds_settled_total", "result=\"bound\"", ls.settled_bound);
+    metrics_u(out, "gpupack_binds_settled_total", "result=\"released\"", ls.settled_released);
+    metrics_header(out, "gpupack_assumed_expired_total", "counter",
+                   "Assumed pods released because their bind never reported.");
+    metrics_u(out, "gpupack_assumed_expired_total", NULL, ls.assumed_expired);
+    metrics_header(out, "gpupack_pods_bypassed_total", "counter",
+                   "Pods found bound without gpupack's bind that ask its resources, accounted on "
+                   "their node.");
+    metrics_u(out, "gpupack_pods_bypassed_total", NULL, ls.bypassed);
     metrics_header(out, "gpupack_api_bind_duration_seconds", "histogram",
                    "Time one bind spends in its API calls (the Binding, and a GET/retry after a 409).");
     metrics_render_histo(out, "gpupack_api_bind_duration_seconds", "", &l->bind_api);
@@ -517,6 +587,15 @@ void live_metrics(gp_live *l, gp_buf *out)
                              apiversion_has(&v, (gp_api_fact)f) ? "true" : "false");
     (void)!gp_buf_printf(out, "} 1\n");
     requeue_metrics(l->rq, out);
+}
+
+void live_gate_metrics(void *live, gp_buf *out)
+{
+    gp_live_stats ls;
+    live_stats(live, &ls);
+    metrics_header(out, "gpupack_binds_refused_total", "counter",
+                   "Binds refused because this replica does not lead.");
+    metrics_u(out, "gpupack_binds_refused_total", NULL, ls.binds_refused);
 }
 
 void live_free(gp_live *l)
