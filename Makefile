@@ -5,7 +5,9 @@
 #   make test       every Check suite, plain and under ASan+UBSan
 #   make valgrind   the unit suites under valgrind (no fork, leak check)
 #   make e2e        end-to-end scenarios against a real control plane (GPUPACK_K8S or
-#                   KUBEBUILDER_ASSETS; E2E="basic restart" runs only those; test/e2e/README.md)
+#                   KUBEBUILDER_ASSETS; E2E="basic restart" runs only those; K8S_VERSION=1.36
+#                   the other Kubernetes; test/e2e/README.md)
+#   make e2e-versions   the same on every version CI runs (1.26 and 1.36)
 #   make install PREFIX=/usr/local   bin/gpupack and the kubectl plugin kubectl-gpupack
 #   WERROR=1        turn warnings into errors (CI sets it)
 
@@ -67,7 +69,7 @@ E2E_SRC := $(wildcard test/e2e/e2e_*.c)
 E2E_SUP := $(filter-out $(E2E_SRC),$(wildcard test/e2e/*.c))
 E2E_OBJ := $(E2E_SRC:test/%.c=$(BUILD)/%.o) $(E2E_SUP:test/%.c=$(BUILD)/%.o)
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e install fuzz fuzz-short FORCE
+.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e e2e-versions install fuzz fuzz-short FORCE
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -136,6 +138,11 @@ $(BUILD)/e2e-tests: $(E2E_OBJ) $(BUILD)/libgpupack.a
 e2e: deps
 	@$(MAKE) --no-print-directory build $(BUILD)/e2e-tests
 	GPUPACK_BIN=$(GPUPACK) $(BUILD)/e2e-tests $(E2E)
+
+E2E_K8S_VERSIONS ?= 1.26 1.36
+e2e-versions:
+	@rc=0; for v in $(E2E_K8S_VERSIONS); do echo "== e2e on Kubernetes $$v"; \
+	  K8S_VERSION=$$v $(MAKE) --no-print-directory e2e || rc=1; done; exit $$rc
 
 run: all
 	bin/gpupack serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765

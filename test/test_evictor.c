@@ -7,6 +7,7 @@
 #include "fakeapi.h"
 #include "kube/kube.h"
 #include "sched/evictor.h"
+#include "sched/requeue.h"
 
 typedef struct env {
     gp_fakeapi *f;
@@ -113,10 +114,12 @@ START_TEST(nominate_and_touch)
     ck_assert_int_eq(evictor_nudge(x.k, "ml", "pre", "uid-pre", 5, &err), 0);
     json_t *pod = fakeapi_get_pod(x.f, "ml", "pre");
     const char *v = json_string_value(json_object_get(
-        json_object_get(json_object_get(pod, "metadata"), "annotations"), GP_NUDGE_ANNOTATION));
-    ck_assert_msg(v && atoll(v) > 0, "annotation %s not set", GP_NUDGE_ANNOTATION);
+        json_object_get(json_object_get(pod, "metadata"), "annotations"), GP_REQUEUE_ANNOTATION));
+    ck_assert_msg(v && atoll(v) > 0, "annotation %s not set", GP_REQUEUE_ANNOTATION);
     json_decref(pod);
     fakeapi_fail(x.f, "PATCH", "/pods/pre", 403, 1);
+    ck_assert_int_eq(evictor_nudge(x.k, "ml", "pre", "uid-pre", 5, &err), 2);
+    fakeapi_fail(x.f, "PATCH", "/pods/pre", 500, 1);
     ck_assert_int_eq(evictor_nudge(x.k, "ml", "pre", "uid-pre", 5, &err), -1);
     fakeapi_fail(x.f, "PATCH", "/pods/pre", 404, 1);
     ck_assert_int_eq(evictor_nudge(x.k, "ml", "pre", "uid-pre", 5, &err), 1);

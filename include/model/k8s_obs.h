@@ -23,6 +23,11 @@ typedef struct gp_pod_view {
     bool pending;                    /* not bound, not terminal, not being deleted */
     bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu"
                                       * or "vcuda", or KAI's gpu-fraction / gpu-memory annotation */
+    bool sched_error;                /* pending, and its PodScheduled condition is False with
+                                      * reason SchedulerError: kube-scheduler's last attempt
+                                      * ended in an error (e.g. an extender it could not reach) */
+    bool parked;                     /* pending, PodScheduled False (any reason): kube-scheduler
+                                      * tried it and keeps it until something changes */
     char assign_err[256];            /* annotations present but malformed ("" = fine) */
     gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];   /* obs.uuids: the assignment's GPU UUIDs */
 } gp_pod_view;
@@ -45,7 +50,8 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
  * deletionTimestamp, deletionGracePeriodSeconds, the gpupack.io/ and
  * ALIYUN_COM_GPU_MEM_ annotations, spec.nodeName, priority, preemptionPolicy,
  * terminationGracePeriodSeconds, the name and resources of (init)containers,
- * status.phase, startTime, nominatedNodeName; nodes keep metadata name, uid,
+ * status.phase, startTime, nominatedNodeName, and for unbound pods the type,
+ * status and reason of the PodScheduled condition; nodes keep metadata name, uid,
  * resourceVersion, labels, annotations, status.capacity/allocatable. */
 json_t *k8s_obs_trim_pod(const json_t *pod);
 json_t *k8s_obs_trim_node(const json_t *node);

@@ -31,13 +31,11 @@ gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, con
 int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
                      const char *node, double timeout_s, gp_err *err);
 
-/* The annotation a nudge sets (Unix nanoseconds): an update of the pod's own
- * metadata, which makes kube-scheduler retry a parked pod. */
-#define GP_NUDGE_ANNOTATION "gpupack.io/requeue"
-
-/* PATCH .../pods/NAME, merge patch {"metadata":{"uid":uid,"annotations":
- * {GP_NUDGE_ANNOTATION: now}}}. Returns 0 done, 1 gone or another pod (404,
- * 409, 422), -1 to retry (err says why; 403 when RBAC lacks pods patch). */
+/* The preemptor's nudge: requeue.h's merge patch (the gpupack.io/requeue
+ * annotation, with the uid as a precondition) -- an update of the pod's own
+ * metadata, which makes kube-scheduler retry a parked pod. Returns 0 done,
+ * 1 gone or another pod (404, 409, 422), 2 not allowed (401/403: RBAC
+ * lacks pods patch, components/requeue-rbac), -1 to retry (err says why). */
 int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
                   gp_err *err);
 

@@ -18,8 +18,9 @@
  *        through the Eviction API (PodDisruptionBudgets honoured; a 429 makes
  *        it try the next plan);
  *   the victims keep their GPUs in the store until the watch shows them gone;
- *   then the worker touches the pod's metadata (kube-scheduler v1.26 retries a
- *   parked pod on such an update, not always on its victims' deletion), the
+ *   then the worker touches the pod's metadata where kube-scheduler needs it
+ *   (before 1.32 it retries a parked pod on such an update, not always on its
+ *   victims' deletion), the
  *   pod fits its node and is bound like any other; the claim ends
  *   when it is bound, deleted, or after the victims' grace period plus
  *   `wait_s` (then it may plan again).
@@ -60,7 +61,8 @@ typedef struct gp_preempt_io {
     void (*event)(void *ud, const char *ns, const char *name, const char *uid, bool warning,
                   const char *reason, const char *msg);
     /* The victims are gone: make kube-scheduler retry the preemptor now (an
-     * update of its metadata; evictor_nudge). 0 done, 1 gone, -1 retry. */
+     * update of its metadata; evictor_nudge) where it would not by itself.
+     * 0 done (or not needed), 1 gone, 2 not allowed, -1 retry. */
     int (*nudge)(void *ud, const char *ns, const char *name, const char *uid, gp_err *err);
 } gp_preempt_io;
 

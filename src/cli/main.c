@@ -264,6 +264,8 @@ static int preempt_nominate(void *ud, const char *ns, const char *name, const ch
 static int preempt_nudge(void *ud, const char *ns, const char *name, const char *uid, gp_err *err)
 {
     app *a = ud;
+    if (!live_scheduler_parks(a->live))
+        return 0;   /* kube-scheduler retries the pod on its victims' deletion by itself */
     return evictor_nudge(live_kube(a->live), ns, name, uid, 10, err);
 }
 

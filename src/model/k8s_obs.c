@@ -47,6 +47,19 @@ static bool list_wants_gpu(const json_t *ctrs)
     return false;
 }
 
+/* The PodScheduled condition in status.conditions (borrowed), or NULL. */
+static const json_t *pod_scheduled_cond(const json_t *pod)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *type = str_at(c, "type", NULL);
+        if (type && strcmp(type, "PodScheduled") == 0)
+            return c;
+    }
+    return NULL;
+}
+
 int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod_view *out, gp_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -91,6 +104,10 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
                      list_wants_gpu(json_object_get(spec, "initContainers")) ||
                      json_object_get(ann, "gpu-fraction") || json_object_get(ann, "gpu-memory");
     out->pending = !terminal && out->node[0] == '\0' && !json_object_get(md, "deletionTimestamp");
+    const json_t *cond = out->pending ? pod_scheduled_cond(pod) : NULL;
+    const char *cst = str_at(cond, "status", NULL), *reason = str_at(cond, "reason", NULL);
+    out->parked = cst && strcmp(cst, "False") == 0;
+    out->sched_error = out->parked && reason && strcmp(reason, "SchedulerError") == 0;
     return 0;
 }
 
@@ -174,6 +191,14 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
     json_t *tst = json_object();
     static const char *const stkeys[] = {"phase", "startTime", "nominatedNodeName"};
     copy_keys(tst, json_object_get(pod, "status"), stkeys, GP_ARRAY_LEN(stkeys));
+    const json_t *cond = node ? NULL : pod_scheduled_cond(pod);
+    if (cond) {
+        /* kube-scheduler's verdict on an unbound pod: the requeue after an outage reads it */
+        json_t *tc = json_object();
+        static const char *const ckeys[] = {"type", "status", "reason"};
+        copy_keys(tc, cond, ckeys, GP_ARRAY_LEN(ckeys));
+        json_object_set_new(tst, "conditions", json_pack("[o]", tc));
+    }
     json_object_set_new(out, "status", tst);
     return out;
 }

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sched/requeue.h"
+
 static char *pod_path(const char *ns, const char *name, const char *suffix)
 {
     char *n = kube_escape(ns), *p = kube_escape(name);
@@ -115,11 +117,10 @@ int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *u
 int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
                   gp_err *err)
 {
-    char now[32];
-    snprintf(now, sizeof now, "%lld", (long long)gp_now_ns());
-    json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", GP_NUDGE_ANNOTATION, now);
+    char *text = requeue_patch_body(uid, gp_now_ns());   /* the requeue nudge's own patch */
+    json_t *patch = json_loads(text, 0, NULL);
+    free(text);
     if (!patch)
         abort();
-    int rc = patch_pod(k, ns, name, uid, "", patch, "touch", timeout_s, err);
-    return rc == 2 ? -1 : rc;   /* RBAC lacking pods patch: retried, and logged, until it expires */
+    return patch_pod(k, ns, name, NULL, "", patch, "touch", timeout_s, err);
 }

@@ -1096,6 +1096,11 @@ static void apply_job(gp_preempt *p, const job *j)
         if (j->nudged < 0) {
             LOG_WARN("preemption for %s/%s: %s (retrying)", pl->ns, pl->name, j->err.msg);
             backoff(p, pl);
+        } else if (j->nudged == 2) {
+            pl->nudged = true;
+            LOG_WARN("preemption for %s/%s: %s; kube-scheduler retries the pod on its next event "
+                     "(grant pods patch: manifests/components/requeue-rbac)", pl->ns, pl->name,
+                     j->err.msg);
         } else {
             pl->nudged = true;
             LOG_INFO("preemption for %s/%s: the share on %s is free; kube-scheduler retries the pod",

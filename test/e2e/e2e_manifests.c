@@ -33,6 +33,7 @@ typedef struct overlay {
     char rendered[1200];
     size_t objects;
     bool match_conditions;   /* registers the webhook with matchConditions (needs 1.30) */
+    bool requeue;            /* grants pods patch cluster-wide (components/requeue-rbac) */
 } overlay;
 
 #define KC(cp, out, ...) e2e_kubectl_run((cp), NULL, (out), (const char *const[]){__VA_ARGS__, NULL})
@@ -98,6 +99,8 @@ static void render(overlay *o)
         const char *name = json_string_value(json_object_get(json_object_get(d, "metadata"), "name"));
         ck_assert_msg(kind && name && json_string_value(json_object_get(d, "apiVersion")),
                       "%s: object %zu lacks apiVersion, kind or metadata.name", o->rendered, i);
+        if (strcmp(kind, "ClusterRoleBinding") == 0 && strcmp(name, "gpupack-requeue") == 0)
+            o->requeue = true;
         if (strcmp(kind, "MutatingWebhookConfiguration") == 0) {
             json_t *hooks = json_object_get(d, "webhooks");
             size_t k;
@@ -109,8 +112,9 @@ static void render(overlay *o)
     }
     o->objects = json_array_size(docs);
     json_decref(docs);
-    e2e_log("manifests: %s renders %zu objects%s", o->name, o->objects,
-            o->match_conditions ? " (webhook with matchConditions)" : "");
+    e2e_log("manifests: %s renders %zu objects%s%s", o->name, o->objects,
+            o->match_conditions ? " (webhook with matchConditions)" : "",
+            o->requeue ? " (requeue RBAC)" : "");
 }
 
 /* The rendered objects whose kind passes keep(), as a JSON List in a file; owned path. */
@@ -231,36 +235,37 @@ static bool can(e2e_cp *cp, const char *sa, const char *verb, const char *what, 
 static const struct perm {
     const char *sa, *verb, *what, *ns;   /* ns NULL: all namespaces */
     bool allowed;
+    bool requeue;                        /* allowed exactly when the overlay grants requeue */
 } perms[] = {
-    {"gpupack", "list", "nodes", NULL, true},
-    {"gpupack", "watch", "nodes", NULL, true},
-    {"gpupack", "watch", "pods", NULL, true},
-    {"gpupack", "get", "pods", NULL, true},
-    {"gpupack", "create", "pods:binding", NULL, true},
-    {"gpupack", "create", "events", NULL, true},
-    {"gpupack", "patch", "events", NULL, true},
-    {"gpupack", "create", "leases", "gpupack-system", true},
-    {"gpupack", "update", "leases/gpupack", "gpupack-system", true},
-    {"gpupack", "patch", "pods", "gpupack-system", true},
-    /* preemption (docs/priorities.md): the requeue annotation on a preemptor anywhere, its
-     * nominated node, evictions (never a plain delete), the budgets it ranks victims by */
-    {"gpupack", "patch", "pods", "default", true},
-    {"gpupack", "patch", "pods:status", NULL, true},
-    {"gpupack", "create", "pods:eviction", NULL, true},
-    {"gpupack", "list", "poddisruptionbudgets", NULL, true},
-    {"gpupack", "watch", "poddisruptionbudgets", NULL, true},
-    {"gpupack", "update", "pods", "default", false},
-    {"gpupack", "delete", "pods", NULL, false},
-    {"gpupack", "get", "secrets", NULL, false},
-    {"gpupack", "update", "leases/gpupack-scheduler", "gpupack-system", false},
-    {"gpupack-scheduler", "create", "leases", "gpupack-system", true},
-    {"gpupack-scheduler", "get", "leases/gpupack-scheduler", "gpupack-system", true},
-    {"gpupack-scheduler", "update", "leases/gpupack-scheduler", "gpupack-system", true},
-    {"gpupack-scheduler", "update", "leases/gpupack", "gpupack-system", false},
-    {"gpupack-scheduler", "watch", "pods", NULL, true},
-    {"gpupack-scheduler", "create", "pods:binding", NULL, true},
+    {"gpupack", "list", "nodes", NULL, true, false},
+    {"gpupack", "watch", "nodes", NULL, true, false},
+    {"gpupack", "watch", "pods", NULL, true, false},
+    {"gpupack", "get", "pods", NULL, true, false},
+    {"gpupack", "create", "pods:binding", NULL, true, false},
+    {"gpupack", "create", "events", NULL, true, false},
+    {"gpupack", "patch", "events", NULL, true, false},
+    {"gpupack", "create", "leases", "gpupack-system", true, false},
+    {"gpupack", "update", "leases/gpupack", "gpupack-system", true, false},
+    {"gpupack", "patch", "pods", "gpupack-system", true, false},
+    {"gpupack", "patch", "pods", "default", false, true},
+    /* preemption (docs/priorities.md): the preemptor's nominated node, evictions (never a
+     * plain delete), the budgets it ranks victims by */
+    {"gpupack", "patch", "pods:status", NULL, true, false},
+    {"gpupack", "create", "pods:eviction", NULL, true, false},
+    {"gpupack", "list", "poddisruptionbudgets", NULL, true, false},
+    {"gpupack", "watch", "poddisruptionbudgets", NULL, true, false},
+    {"gpupack", "update", "pods", "default", false, false},
+    {"gpupack", "delete", "pods", NULL, false, false},
+    {"gpupack", "get", "secrets", NULL, false, false},
+    {"gpupack", "update", "leases/gpupack-scheduler", "gpupack-system", false, false},
+    {"gpupack-scheduler", "create", "leases", "gpupack-system", true, false},
+    {"gpupack-scheduler", "get", "leases/gpupack-scheduler", "gpupack-system", true, false},
+    {"gpupack-scheduler", "update", "leases/gpupack-scheduler", "gpupack-system", true, false},
+    {"gpupack-scheduler", "update", "leases/gpupack", "gpupack-system", false, false},
+    {"gpupack-scheduler", "watch", "pods", NULL, true, false},
+    {"gpupack-scheduler", "create", "pods:binding", NULL, true, false},
     {"gpupack-scheduler", "get", "configmaps/extension-apiserver-authentication", "kube-system",
-     true},
+     true, false},
 };
 
 static void check_rbac(e2e_cp *cp, int minor, const overlay *o)
@@ -272,10 +277,16 @@ static void check_rbac(e2e_cp *cp, int minor, const overlay *o)
     free(out);
     for (size_t i = 0; i < GP_ARRAY_LEN(perms); i++) {
         const struct perm *p = &perms[i];
+        bool want = p->requeue ? o->requeue : p->allowed;
         bool got = can(cp, p->sa, p->verb, p->what, p->ns);
-        ck_assert_msg(got == p->allowed, "1.%d: %s %s %s %s in %s, expected %s", minor, p->sa,
+        ck_assert_msg(got == want, "1.%d: %s %s %s %s in %s, expected %s", minor, p->sa,
                       got ? "may" : "may not", p->verb, p->what, p->ns ? p->ns : "every namespace",
-                      p->allowed ? "allowed" : "refused");
+                      want ? "allowed" : "refused");
+    }
+    if (o->requeue) {   /* the next overlay's RBAC is checked on the same cluster */
+        rc = KC(cp, &out, "delete", "clusterrolebinding,clusterrole", "gpupack-requeue");
+        ck_assert_msg(rc == 0, "removing the requeue RBAC of %s: %s", o->name, out);
+        free(out);
     }
     e2e_log("manifests: 1.%d: RBAC of %s: %zu permissions as listed", minor, o->name,
             GP_ARRAY_LEN(perms));

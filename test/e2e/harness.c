@@ -272,6 +272,8 @@ int e2e_kubectl_run(e2e_cp *cp, const char *const *env, char **out, const char *
 
 /* ------------------------------------------------------ control plane --- */
 
+static void cp_learn_version(e2e_cp *cp);
+
 e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
 {
     static int seq;
@@ -303,12 +305,46 @@ e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
     kube_auth_clear(&auth);
     if (!cp->kube)
         ck_abort_msg("kube client: %s", err.msg);
+    cp_learn_version(cp);
     free(ea);
     free(es);
     free(ev);
     free(out);
     free(up);
     return cp;
+}
+
+/* The version the control plane runs: its /version, which must agree with the
+ * K8S_VERSION kube-up recorded in DIR/env (1.26, 1.36, ...). */
+static void cp_learn_version(e2e_cp *cp)
+{
+    gp_err err;
+    if (apiversion_fetch(cp->kube, 10, &cp->ver, &err) < 0)
+        ck_abort_msg("control plane %s: %s", cp->dir, err.msg);
+    char *want = e2e_cp_env(cp, "K8S_VERSION");   /* "v1.26.0" (or "1.26" from older kits) */
+    const char *w = want && want[0] == 'v' ? want + 1 : want;
+    char mm[16], mmp[24];
+    snprintf(mm, sizeof mm, "%d.%d", cp->ver.major, cp->ver.minor);
+    snprintf(mmp, sizeof mmp, "%d.%d.%d", cp->ver.major, cp->ver.minor, cp->ver.patch);
+    if (w && *w && strcmp(w, mm) != 0 && strcmp(w, mmp) != 0)
+        ck_abort_msg("control plane %s: DIR/env says K8S_VERSION=%s, /version says %s", cp->dir,
+                     want, cp->ver.git);
+    e2e_log("control plane runs Kubernetes %s", cp->ver.git);
+    free(want);
+}
+
+bool e2e_k8s_at_least(const e2e_cp *cp, int major, int minor, int patch)
+{
+    const int at[3] = {cp->ver.major, cp->ver.minor, cp->ver.patch}, want[3] = {major, minor, patch};
+    for (int i = 0; i < 3; i++)
+        if (at[i] != want[i])
+            return at[i] > want[i];
+    return true;
+}
+
+const char *e2e_k8s_version(const e2e_cp *cp)
+{
+    return cp->ver.git;
 }
 
 void e2e_cp_scheduler(e2e_cp *cp, const json_t *config)

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "kube/apiversion.h"
 #include "kube/kube.h"
 #include "lib/util.h"
 
@@ -75,6 +76,8 @@ typedef struct e2e_cp {
     char kubeconfig[600];           /* admin kubeconfig */
     gp_kube *kube;                  /* admin client for the test's own calls */
     e2e_cp_opts opts;
+    gp_apiversion ver;              /* what the started kube-apiserver's /version says;
+                                     * checked against DIR/env's K8S_VERSION */
 } e2e_cp;
 
 /* kube-up without a scheduler (o may be NULL). */
@@ -85,6 +88,12 @@ void e2e_cp_scheduler(e2e_cp *cp, const json_t *config);
  * stop-scheduler, start-scheduler, compact-etcd. env: extra "K=V" or NULL. */
 void e2e_cp_ctl(e2e_cp *cp, const char *action, const char *env);
 void e2e_cp_down(e2e_cp *cp);       /* accepts NULL */
+/* Whether the control plane is at least MAJOR.MINOR.PATCH (from its /version).
+ * Scenarios assert each version's behaviour with it where the API server or
+ * kube-scheduler differ (never to skip a check). */
+bool e2e_k8s_at_least(const e2e_cp *cp, int major, int minor, int patch);
+/* "v1.26.0": the control plane's gitVersion (borrowed). */
+const char *e2e_k8s_version(const e2e_cp *cp);
 /* A variable of DIR/env (ETCD_URL, K8S_APISERVER, ...); owned, NULL when absent. */
 char *e2e_cp_env(e2e_cp *cp, const char *var);
 /* Deletes a pod behind the API server's back (etcdctl del /registry/pods/NS/NAME):

@@ -109,7 +109,7 @@ static int no_kit(const char *why)
     fprintf(stderr,
             "e2e: no control plane: %s.\n"
             "     The end-to-end suite runs gpupack against a real etcd + kube-apiserver +\n"
-            "     kube-scheduler (v1.26 or later). Either point KUBEBUILDER_ASSETS at a directory\n"
+            "     kube-scheduler (1.26 or 1.36 tested). Either point KUBEBUILDER_ASSETS at a directory\n"
             "     holding kube-apiserver, kube-scheduler and kubectl (etcd there or on PATH), e.g.\n"
             "       mkdir -p ~/k8s-1.26 && cd ~/k8s-1.26 && for b in kube-apiserver kube-scheduler kubectl; do\n"
             "         curl -fLO https://dl.k8s.io/release/v1.26.0/bin/linux/amd64/$b; done && chmod +x *\n"
