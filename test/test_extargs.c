@@ -15,7 +15,9 @@ static json_t *reduce_ref(const json_t *pod)
     const json_t *md = json_object_get(pod, "metadata");
     if (md) {
         json_t *m = json_object();
-        static const char *const keys[] = {"name", "namespace", "uid", "resourceVersion", "labels"};
+        static const char *const keys[] = {"name",   "namespace",         "uid",
+                                           "resourceVersion", "labels", "creationTimestamp",
+                                           "deletionTimestamp"};
         for (size_t i = 0; i < GP_ARRAY_LEN(keys); i++)
             if (json_object_get(md, keys[i]))
                 json_object_set(m, keys[i], json_object_get(md, keys[i]));
@@ -53,7 +55,20 @@ static json_t *reduce_ref(const json_t *pod)
             }
             json_object_set_new(sp, lists[l], na);
         }
+        static const char *const skeys[] = {"priority", "preemptionPolicy"};
+        for (size_t i = 0; i < GP_ARRAY_LEN(skeys); i++)
+            if (json_object_get(spec, skeys[i]))
+                json_object_set(sp, skeys[i], json_object_get(spec, skeys[i]));
         json_object_set_new(out, "spec", sp);
+    }
+    const json_t *st = json_object_get(pod, "status");
+    if (st) {
+        json_t *o = json_object();
+        static const char *const keys[] = {"nominatedNodeName", "startTime"};
+        for (size_t i = 0; i < GP_ARRAY_LEN(keys); i++)
+            if (json_object_get(st, keys[i]))
+                json_object_set(o, keys[i], json_object_get(st, keys[i]));
+        json_object_set_new(out, "status", o);
     }
     return out;
 }

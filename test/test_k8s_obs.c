@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/k8s_obs.h"
+#include "model/podprio.h"
 #include "model/podreq.h"
 #include "livetest.h"
 
@@ -184,6 +185,15 @@ END_TEST
 START_TEST(trim_pod_keeps_what_decoding_needs)
 {
     json_t *pod = load_json(FIX "pod-bound-assigned.json");
+    /* what preemption reads, set on the fixture */
+    json_t *spec = json_object_get(pod, "spec"), *md = json_object_get(pod, "metadata");
+    json_object_set_new(spec, "priority", json_integer(1000));
+    json_object_set_new(spec, "preemptionPolicy", json_string("Never"));
+    json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(45));
+    json_object_set_new(md, "creationTimestamp", json_string("2025-11-21T05:00:00Z"));
+    json_object_set_new(md, "deletionTimestamp", json_string("2025-11-21T06:00:00Z"));
+    json_object_set_new(json_object_get(pod, "status"), "startTime", json_string("2025-11-21T05:00:03Z"));
+    json_object_set_new(json_object_get(pod, "status"), "nominatedNodeName", json_string("node-x"));
     json_t *t = k8s_obs_trim_pod(pod);
     gp_pod_view a, b;
     gp_err err;
@@ -193,6 +203,16 @@ START_TEST(trim_pod_keeps_what_decoding_needs)
     ck_assert_str_eq(a.node, b.node);
     ck_assert_int_eq(a.obs.terminal, b.obs.terminal);
     ck_assert_int_eq(a.wants_gpu, b.wants_gpu);
+    /* and what preemption reads: priority, times, nomination, labels */
+    gp_pod_prio pa, pb;
+    podprio_decode(pod, &pa);
+    podprio_decode(t, &pb);
+    ck_assert(memcmp(&pa, &pb, sizeof pa) == 0);
+    ck_assert(pb.priority == 1000 && pb.never && pb.grace_s == 45 && pb.deletion_ns > 0 &&
+              pb.start_ns > 0 && strcmp(pb.nominated, "node-x") == 0);
+    char la[GP_LABELS_MAX] = "", lb[GP_LABELS_MAX] = "";
+    ck_assert(podprio_labels(pod, la, sizeof la) && podprio_labels(t, lb, sizeof lb));
+    ck_assert(memcmp(la, lb, sizeof la) == 0);
     const json_t *ann = json_object_get(json_object_get(t, "metadata"), "annotations");
     ck_assert_ptr_null(json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration"));
     ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));

@@ -18,10 +18,12 @@
 
 typedef struct gp_extargs {
     json_t *pod;            /* owned; NULL when absent or null. Reduced to what the
-                             * extender reads: metadata name, namespace, uid, labels
-                             * and the annotations extargs_annotation_prefixes name;
-                             * spec.containers and spec.initContainers with their name
-                             * and resources. */
+                             * extender reads: metadata name, namespace, uid, labels,
+                             * creation and deletion timestamps and the annotations
+                             * extargs_annotation_prefixes name; spec.containers and
+                             * spec.initContainers with their name and resources,
+                             * spec.priority and preemptionPolicy;
+                             * status.nominatedNodeName and startTime. */
     json_t *nodes;          /* owned; NULL when absent or null */
     bool has_names;         /* NodeNames present and not null */
     size_t nnames;

@@ -46,10 +46,12 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
                  gp_inventory *inv, gp_err *err) GP_WUR;
 
 /* Copies (owned) holding only what gpupack reads: pods keep metadata name,
- * namespace, uid, resourceVersion, labels, deletionTimestamp, the gpupack.io/
- * and ALIYUN_COM_GPU_MEM_ annotations, spec.nodeName, the name and resources
- * of (init)containers, status.phase, and for unbound pods the type, status
- * and reason of the PodScheduled condition; nodes keep metadata name, uid,
+ * namespace, uid, resourceVersion, labels, creationTimestamp,
+ * deletionTimestamp, deletionGracePeriodSeconds, the gpupack.io/ and
+ * ALIYUN_COM_GPU_MEM_ annotations, spec.nodeName, priority, preemptionPolicy,
+ * terminationGracePeriodSeconds, the name and resources of (init)containers,
+ * status.phase, startTime, nominatedNodeName, and for unbound pods the type,
+ * status and reason of the PodScheduled condition; nodes keep metadata name, uid,
  * resourceVersion, labels, annotations, status.capacity/allocatable. */
 json_t *k8s_obs_trim_pod(const json_t *pod);
 json_t *k8s_obs_trim_node(const json_t *node);

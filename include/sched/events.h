@@ -83,6 +83,11 @@ void events_free(gp_events *ev);
 /* The bind hook: records GPUsAssigned (ok) or GPUBindFailed (why) on the
  * pod. Never blocks; a full queue drops the event. Thread-safe; ev may be NULL. */
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why);
+/* Any other Event on a pod (preemption's "Preempting" / "Preempted"):
+ * Normal, or Warning when `warning`. Same queue and correlation; never
+ * blocks; thread-safe; ev may be NULL. */
+void events_pod(gp_events *ev, const char *ns, const char *pod, const char *uid, bool warning,
+                const char *reason, const char *msg);
 /* metrics_fn (events: a gp_events *, may be NULL): gpupack_events_total{result}. */
 void events_metrics(void *events, gp_buf *out);
 

@@ -225,15 +225,22 @@ static const keep ctr_keep[] = {{"name", NULL, false, NULL},
                                 {"env", env_keep, true, NULL},
                                 {0}};
 static const keep spec_keep[] = {{"containers", ctr_keep, true, NULL},
-                                 {"initContainers", ctr_keep, true, NULL}, {0}};
+                                 {"initContainers", ctr_keep, true, NULL},
+                                 {"priority", NULL, false, NULL},            /* preemption */
+                                 {"preemptionPolicy", NULL, false, NULL}, {0}};
+static const keep status_keep[] = {{"nominatedNodeName", NULL, false, NULL},
+                                   {"startTime", NULL, false, NULL}, {0}};
 static const keep meta_keep[] = {{"name", NULL, false, NULL},
                                  {"namespace", NULL, false, NULL},
                                  {"uid", NULL, false, NULL},
                                  {"resourceVersion", NULL, false, NULL},   /* bind's precondition */
                                  {"labels", NULL, false, NULL},
                                  {"annotations", NULL, false, extargs_annotation_prefixes},
+                                 {"creationTimestamp", NULL, false, NULL},
+                                 {"deletionTimestamp", NULL, false, NULL},
                                  {0}};
-static const keep pod_keep[] = {{"metadata", meta_keep, false, NULL}, {"spec", spec_keep, false, NULL}, {0}};
+static const keep pod_keep[] = {{"metadata", meta_keep, false, NULL}, {"spec", spec_keep, false, NULL},
+                                {"status", status_keep, false, NULL}, {0}};
 
 static int copy_value(scan *s, gp_buf *out, const keep *k, int depth);
 

@@ -160,7 +160,8 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
     const json_t *md = json_object_get(pod, "metadata");
     json_t *tmd = json_object();
     static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels",
-                                        "deletionTimestamp"};
+                                        "deletionTimestamp", "deletionGracePeriodSeconds",
+                                        "creationTimestamp"};
     copy_keys(tmd, md, mkeys, GP_ARRAY_LEN(mkeys));
     const json_t *ann = json_object_get(md, "annotations");
     if (json_is_object(ann)) {
@@ -179,15 +180,17 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
     const char *node = str_at(spec, "nodeName", NULL);
     if (node)
         json_object_set_new(tspec, "nodeName", json_string(node));
+    /* preemption (podprio.h): who may evict whom, and for how long they take to go */
+    static const char *const skeys[] = {"priority", "preemptionPolicy", "terminationGracePeriodSeconds"};
+    copy_keys(tspec, spec, skeys, GP_ARRAY_LEN(skeys));
     if (json_is_array(json_object_get(spec, "containers")))
         json_object_set_new(tspec, "containers", trim_ctrs(json_object_get(spec, "containers")));
     if (json_is_array(json_object_get(spec, "initContainers")))
         json_object_set_new(tspec, "initContainers", trim_ctrs(json_object_get(spec, "initContainers")));
     json_object_set_new(out, "spec", tspec);
-    const char *phase = str_at(pod, "status", "phase");
     json_t *tst = json_object();
-    if (phase)
-        json_object_set_new(tst, "phase", json_string(phase));
+    static const char *const stkeys[] = {"phase", "startTime", "nominatedNodeName"};
+    copy_keys(tst, json_object_get(pod, "status"), stkeys, GP_ARRAY_LEN(stkeys));
     const json_t *cond = node ? NULL : pod_scheduled_cond(pod);
     if (cond) {
         /* kube-scheduler's verdict on an unbound pod: the requeue after an outage reads it */

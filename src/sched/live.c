@@ -43,6 +43,7 @@ struct gp_live {
     gp_apiversion ver;              /* what /version said (ver.known false: not yet) */
     double ver_tried;               /* monotonic time of the last GET /version */
     gp_requeue *rq;                 /* nudges parked pods after regaining service */
+    gp_live_pod_observer observer;  /* preemption; NULL fns: none */
 };
 
 /* ----------------------------------------------------------- version --- */
@@ -149,6 +150,8 @@ static void pods_end(void *ud)
 {
     gp_live *l = ud;
     cluster_pods_resync_end(l->c);
+    if (l->observer.synced)
+        l->observer.synced(l->observer.ud);
 }
 
 /* GPUs for a pod already bound to `node` without gpupack's bind, under the
@@ -262,6 +265,8 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
         account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
     requeue_observe(l->rq, v->uid, v->ns, v->name, requeue_seen(v, obj), v->wants_gpu);
+    if (l->observer.apply)
+        l->observer.apply(l->observer.ud, type == GP_WATCH_DELETED, obj);
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
@@ -314,6 +319,19 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
 gp_binder_fn live_binder(void)
 {
     return live_bind;
+}
+
+bool live_scheduler_parks(gp_live *l)
+{
+    bool known;
+    /* queueing hints (on from 1.32) end both this and the node pre-check */
+    bool parks = version_has(l, GP_FACT_NODE_PRECHECK, &known);
+    return parks || !known;
+}
+
+void live_set_pod_observer(gp_live *l, gp_live_pod_observer o)
+{
+    l->observer = o;
 }
 
 void live_set_bind_gate(gp_live *l, gp_live_gate gate)
