@@ -4,8 +4,10 @@
 #   make run        serve the embedded example cluster on 127.0.0.1:8765
 #   make test       every Check suite, plain and under ASan+UBSan
 #   make valgrind   the unit suites under valgrind (no fork, leak check)
-#   make e2e        end-to-end scenarios against a real control plane (GPUPACK_K8S;
-#                   E2E="basic restart" runs only those; see test/e2e/README.md)
+#   make e2e        end-to-end scenarios against a real control plane (GPUPACK_K8S or
+#                   KUBEBUILDER_ASSETS; E2E="basic restart" runs only those; K8S_VERSION=1.36
+#                   the other Kubernetes; test/e2e/README.md)
+#   make e2e-versions   the same on every version CI runs (1.26 and 1.36)
 #   make install PREFIX=/usr/local   bin/gpupack and the kubectl plugin kubectl-gpupack
 #   WERROR=1        turn warnings into errors (CI sets it)
 
@@ -66,9 +68,8 @@ VERSION_DEFS := $(if $(GIT_TAG),-DGPUPACK_GIT_VERSION='"$(GIT_TAG)"',$(if $(GIT_
 E2E_SRC := $(wildcard test/e2e/e2e_*.c)
 E2E_SUP := $(filter-out $(E2E_SRC),$(wildcard test/e2e/*.c))
 E2E_OBJ := $(E2E_SRC:test/%.c=$(BUILD)/%.o) $(E2E_SUP:test/%.c=$(BUILD)/%.o)
-GPUPACK_K8S ?= ../shared/k8s
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e install fuzz fuzz-short FORCE
+.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e e2e-versions install fuzz fuzz-short FORCE
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -131,10 +132,17 @@ $(BUILD)/e2e/%.o: test/e2e/%.c
 $(BUILD)/e2e-tests: $(E2E_OBJ) $(BUILD)/libgpupack.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-# Without a kit it says how to get one and exits 0 (CI=true: fails).
+# The control plane: GPUPACK_K8S (a kit), else ../shared/k8s, else KUBEBUILDER_ASSETS with
+# test/k8s (both reach the runner from the environment or make's command line); without one
+# it says how to get one and exits 0 (CI=true: fails).
 e2e: deps
 	@$(MAKE) --no-print-directory build $(BUILD)/e2e-tests
-	GPUPACK_K8S=$(GPUPACK_K8S) GPUPACK_BIN=$(GPUPACK) $(BUILD)/e2e-tests $(E2E)
+	GPUPACK_BIN=$(GPUPACK) $(BUILD)/e2e-tests $(E2E)
+
+E2E_K8S_VERSIONS ?= 1.26 1.36
+e2e-versions:
+	@rc=0; for v in $(E2E_K8S_VERSIONS); do echo "== e2e on Kubernetes $$v"; \
+	  K8S_VERSION=$$v $(MAKE) --no-print-directory e2e || rc=1; done; exit $$rc
 
 run: all
 	bin/gpupack serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765
@@ -145,12 +153,12 @@ test: deps
 
 test-plain test-san: $(BUILD)/unit-tests $(GPUPACK)
 	@echo "== test suites ($(if $(SAN),sanitizers: $(SAN),plain build))"
-	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) \
+	GPUPACK_BIN=$(GPUPACK) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(BUILD)/unit-tests
 
 valgrind: $(BUILD)/unit-tests $(GPUPACK)
-	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) CK_FORK=no \
+	GPUPACK_BIN=$(GPUPACK) CK_FORK=no \
 	  valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --error-exitcode=3 --quiet $(BUILD)/unit-tests
 

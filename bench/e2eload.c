@@ -2,7 +2,7 @@
  * API server from many keep-alive connections at once, watches the pods get
  * bound and reports throughput, create->bound latency and GPUs used.
  *
- *   bin/e2eload sched-config --shipped manifests/scheduler-config.yaml --port P --qps Q [--no-extender]
+ *   bin/e2eload sched-config --shipped manifests/base/scheduler-config.yaml --port P --qps Q [--no-extender]
  *                            [--tls-dir DIR]   (an HTTPS stanza: DIR's client.crt/.key and ca.crt)
  *   bin/e2eload nodes --kubeconfig F --count N [--gpus 4 --gpu-gib 16] [--threads 16]
  *   bin/e2eload pods  --kubeconfig F --ns NS --count P --scheduler NAME --profile aliyun|cpu
@@ -384,7 +384,7 @@ int main(int argc, char **argv)
         .ns = arg(argc, argv, "--ns", "bench"),
         .scheduler = arg(argc, argv, "--scheduler", "default-scheduler"),
         .profile = arg(argc, argv, "--profile", "aliyun"),
-        .shipped = arg(argc, argv, "--shipped", "manifests/scheduler-config.yaml"),
+        .shipped = arg(argc, argv, "--shipped", "manifests/base/scheduler-config.yaml"),
         .count = atoi(arg(argc, argv, "--count", "100")),
         .threads = atoi(arg(argc, argv, "--threads", "16")),
         .gpus = atoi(arg(argc, argv, "--gpus", "4")),

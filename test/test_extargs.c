@@ -18,19 +18,19 @@ static json_t *reduce_ref(const json_t *pod)
 
 static char *sample_body(const char *rel)
 {
-    json_t *j = tu_load_json(tu_shared(rel));
+    json_t *j = tu_load_json(tu_captured(rel));
     char *s = json_dumps(json_object_get(j, "body"), JSON_COMPACT);
     json_decref(j);
     return s;
 }
 
 static const char *const samples[] = {
-    "samples/filter-1.json",
-    "samples/prioritize-1.json",
-    "samples/wire/extender/cache-true/001-filter.json",
-    "samples/wire/extender/cache-true/004-filter.json",
-    "samples/wire/extender/cache-false/001-filter.json",
-    "samples/wire/extender/cache-false/004-filter.json",
+    "filter-1.json",
+    "prioritize-1.json",
+    "wire/extender/cache-true/001-filter.json",
+    "wire/extender/cache-true/004-filter.json",
+    "wire/extender/cache-false/001-filter.json",
+    "wire/extender/cache-false/004-filter.json",
 };
 
 /* The scanner's view equals jansson's for the real kube-scheduler bodies. */
@@ -219,7 +219,7 @@ END_TEST
  * and nothing reads past the given length (ASan watches). */
 START_TEST(every_truncation)
 {
-    char *body = sample_body("samples/wire/extender/cache-true/004-filter.json");
+    char *body = sample_body("wire/extender/cache-true/004-filter.json");
     size_t len = strlen(body);
     for (size_t cut = 0; cut < len; cut++) {
         char *part = xmalloc(cut ? cut : 1);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/k8s_obs.h"
+#include "model/podprio.h"
 #include "model/podreq.h"
 #include "livetest.h"
 
@@ -17,9 +18,9 @@ static json_t *load_json(const char *path)
     return j;
 }
 
-static json_t *load_shared(const char *rel)
+static json_t *load_captured(const char *rel)
 {
-    char *p = livetest_shared(rel);
+    char *p = livetest_captured(rel);
     json_t *j = load_json(p);
     free(p);
     return j;
@@ -29,7 +30,7 @@ static json_t *load_shared(const char *rel)
 static json_t *watch_object(const char *rel, int nth)
 {
     size_t len;
-    char *p = livetest_shared(rel);
+    char *p = livetest_captured(rel);
     char *data = livetest_read(p, &len);
     ck_assert_ptr_nonnull(data);
     free(p);
@@ -104,32 +105,32 @@ START_TEST(captured_pods)
 {
     gp_pod_view v;
     gp_err err;
-    json_t *added = watch_object("samples/wire/watch/pods-watch.jsonl", 1);      /* unbound */
+    json_t *added = watch_object("wire/watch/pods-watch.jsonl", 1);      /* unbound */
     ck_assert(k8s_obs_pod(added, false, 1024, &v, &err) == 0);
     ck_assert(v.pending);
     ck_assert(v.wants_gpu);
     ck_assert_str_eq(v.obs.node_name, "");
     ck_assert_ptr_null(v.obs.assign);
     json_decref(added);
-    json_t *bound = watch_object("samples/wire/watch/pods-watch.jsonl", 3);      /* bound */
+    json_t *bound = watch_object("wire/watch/pods-watch.jsonl", 3);      /* bound */
     ck_assert(k8s_obs_pod(bound, false, 1024, &v, &err) == 0);
     ck_assert(!v.pending);
     ck_assert_str_eq(v.obs.node_name, "node-gpupack");
     json_decref(bound);
-    json_t *terminating = watch_object("samples/wire/watch/pods-watch.jsonl", 12); /* deletionTimestamp */
+    json_t *terminating = watch_object("wire/watch/pods-watch.jsonl", 12); /* deletionTimestamp */
     ck_assert(k8s_obs_pod(terminating, false, 1024, &v, &err) == 0);
     ck_assert(!v.pending);
     ck_assert(!v.obs.terminal);
     json_decref(terminating);
-    json_t *bm = watch_object("samples/wire/watch/pods-watch.jsonl", 14);        /* BOOKMARK */
+    json_t *bm = watch_object("wire/watch/pods-watch.jsonl", 14);        /* BOOKMARK */
     ck_assert(k8s_obs_pod(bm, false, 1024, &v, &err) == -1);
     json_decref(bm);
-    json_t *multi = load_shared("samples/wire/pods/get-gpu-pod-multi.json");
+    json_t *multi = load_captured("wire/pods/get-gpu-pod-multi.json");
     ck_assert(k8s_obs_pod(multi, false, 1024, &v, &err) == 0);
     ck_assert_str_eq(v.obs.node_name, "node-aliyun");
     ck_assert(v.wants_gpu);
     json_decref(multi);
-    json_t *cpu = load_shared("samples/wire/pods/create-cpu-pod.json");
+    json_t *cpu = load_captured("wire/pods/create-cpu-pod.json");
     ck_assert(k8s_obs_pod(cpu, false, 1024, &v, &err) == 0);
     ck_assert(!v.wants_gpu);
     json_decref(cpu);
@@ -141,7 +142,7 @@ START_TEST(captured_nodes)
     char name[GP_NAME_MAX];
     gp_inventory inv;
     gp_err err;
-    json_t *n = load_shared("samples/wire/nodes/get-node-gpupack.json");
+    json_t *n = load_captured("wire/nodes/get-node-gpupack.json");
     ck_assert_msg(k8s_obs_node(n, 1024, name, &inv, &err) == 0, "%s", err.msg);
     ck_assert_str_eq(name, "node-gpupack");
     ck_assert_int_eq(inv.n, 4);
@@ -156,14 +157,14 @@ START_TEST(captured_nodes)
     json_decref(t);
     json_decref(n);
 
-    n = load_shared("samples/wire/nodes/create-node-aliyun.json");
+    n = load_captured("wire/nodes/create-node-aliyun.json");
     ck_assert(k8s_obs_node(n, 1024, name, &inv, &err) == 0);
     ck_assert_str_eq(name, "node-aliyun");
     ck_assert_int_eq(inv.n, 2);
     ck_assert_int_eq(inv.gpus[0].mem_total, 16384);
     json_decref(n);
 
-    n = load_shared("samples/wire/nodes/create-node-nfd.json");
+    n = load_captured("wire/nodes/create-node-nfd.json");
     ck_assert(k8s_obs_node(n, 1024, name, &inv, &err) == 0);
     ck_assert_int_eq(inv.n, 4);
     ck_assert_str_eq(inv.source, "gfd");
@@ -175,7 +176,7 @@ START_TEST(captured_nodes)
     ck_assert_int_eq(inv.n, 0);
     json_decref(n);
 
-    json_t *bm = watch_object("samples/wire/watch/nodes-watch.jsonl", 5);   /* BOOKMARK */
+    json_t *bm = watch_object("wire/watch/nodes-watch.jsonl", 5);   /* BOOKMARK */
     ck_assert_int_eq(k8s_obs_node(bm, 1024, name, &inv, &err), -1);
     json_decref(bm);
 }
@@ -184,6 +185,15 @@ END_TEST
 START_TEST(trim_pod_keeps_what_decoding_needs)
 {
     json_t *pod = load_json(FIX "pod-bound-assigned.json");
+    /* what preemption reads, set on the fixture */
+    json_t *spec = json_object_get(pod, "spec"), *md = json_object_get(pod, "metadata");
+    json_object_set_new(spec, "priority", json_integer(1000));
+    json_object_set_new(spec, "preemptionPolicy", json_string("Never"));
+    json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(45));
+    json_object_set_new(md, "creationTimestamp", json_string("2025-11-21T05:00:00Z"));
+    json_object_set_new(md, "deletionTimestamp", json_string("2025-11-21T06:00:00Z"));
+    json_object_set_new(json_object_get(pod, "status"), "startTime", json_string("2025-11-21T05:00:03Z"));
+    json_object_set_new(json_object_get(pod, "status"), "nominatedNodeName", json_string("node-x"));
     json_t *t = k8s_obs_trim_pod(pod);
     gp_pod_view a, b;
     gp_err err;
@@ -193,6 +203,16 @@ START_TEST(trim_pod_keeps_what_decoding_needs)
     ck_assert_str_eq(a.node, b.node);
     ck_assert_int_eq(a.obs.terminal, b.obs.terminal);
     ck_assert_int_eq(a.wants_gpu, b.wants_gpu);
+    /* and what preemption reads: priority, times, nomination, labels */
+    gp_pod_prio pa, pb;
+    podprio_decode(pod, &pa);
+    podprio_decode(t, &pb);
+    ck_assert(memcmp(&pa, &pb, sizeof pa) == 0);
+    ck_assert(pb.priority == 1000 && pb.never && pb.grace_s == 45 && pb.deletion_ns > 0 &&
+              pb.start_ns > 0 && strcmp(pb.nominated, "node-x") == 0);
+    char la[GP_LABELS_MAX] = "", lb[GP_LABELS_MAX] = "";
+    ck_assert(podprio_labels(pod, la, sizeof la) && podprio_labels(t, lb, sizeof lb));
+    ck_assert(memcmp(la, lb, sizeof la) == 0);
     const json_t *ann = json_object_get(json_object_get(t, "metadata"), "annotations");
     ck_assert_ptr_null(json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration"));
     ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));

@@ -3,7 +3,7 @@
  * buffer's trim) must decode to the same request as the whole Pod through jansson.
  *
  * A differential test over every pod the repository has: the JSON fixtures (test/fixtures,
- * shared/samples), every fuzz corpus entry (test/fuzz/corpus/), and pods generated from a
+ * captures included), every fuzz corpus entry (test/fuzz/corpus/), and pods generated from a
  * seed. Each goes through the entry point the verbs use (extender_pod_request: policy
  * selection, then podreq_decode and whatever decoders sit behind it) once whole and once
  * per reduced form; the decoded requests are compared field by field (containers, their
@@ -145,12 +145,14 @@ static void compare_obs(ctx *x, const char *origin, const json_t *full, const js
         strcmp(a->assign_err, b->assign_err) || (a->obs.assign == NULL) != (b->obs.assign == NULL) ||
         (a->obs.assign && !gp_assignment_equal(&a->assign, &b->assign)) ||
         a->obs.nrefs != b->obs.nrefs || a->obs.cpu_milli != b->obs.cpu_milli ||
-        a->obs.mem_mib != b->obs.mem_mib)
+        a->obs.mem_mib != b->obs.mem_mib || a->parked != b->parked || a->sched_error != b->sched_error)
         differ(x, "LIST trim, k8s_obs_pod", origin,
-             "node %s/%s terminal %d/%d pending %d/%d wants_gpu %d/%d assignment %d/%d host %lld/%lld",
+             "node %s/%s terminal %d/%d pending %d/%d wants_gpu %d/%d assignment %d/%d host %lld/%lld "
+             "parked %d/%d scheduler error %d/%d",
              a->node, b->node, a->obs.terminal, b->obs.terminal, a->pending, b->pending,
              a->wants_gpu, b->wants_gpu, a->obs.assign != NULL, b->obs.assign != NULL,
-             (long long)a->obs.cpu_milli, (long long)b->obs.cpu_milli);
+             (long long)a->obs.cpu_milli, (long long)b->obs.cpu_milli, a->parked, b->parked,
+             a->sched_error, b->sched_error);
 }
 
 /* The scanner path of one ExtenderArgs body, against jansson on the same bytes. */
@@ -399,11 +401,36 @@ static json_t *gen_pod(unsigned *s, int n)
             json_array_append_new(arr, rnd(s) % 40 ? gen_ctr(s, l * 10 + i) : json_integer(5));
         json_object_set_new(spec, lists[l], arr);
     }
-    if (rnd(s) % 3 == 0)
-        json_object_set_new(spec, "nodeName", json_string("n1"));
+    switch (rnd(s) % 6) {
+    case 0: json_object_set_new(spec, "nodeName", json_string("n1")); break;
+    case 1: json_object_set_new(spec, "nodeName", json_string("")); break;
+    default: break;
+    }
     json_object_set_new(spec, "schedulerName", json_string("gpupack-scheduler"));
-    json_t *pod = json_pack("{s:o,s:o,s:{s:s}}", "metadata", md, "spec", spec, "status", "phase",
-                            rnd(s) % 5 ? "Pending" : "Succeeded");
+    if (rnd(s) % 2) {   /* what preemption reads */
+        json_object_set_new(spec, "priority", rnd(s) % 8 ? json_integer((json_int_t)(rnd(s) % 2000)) : json_string("x"));
+        json_object_set_new(spec, "preemptionPolicy", json_string(rnd(s) % 2 ? "Never" : "PreemptLowerPriority"));
+        json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(30));
+        json_object_set_new(md, "creationTimestamp", json_string("2026-11-24T10:00:00Z"));
+    }
+    if (rnd(s) % 10 == 0)
+        json_object_set_new(md, "deletionTimestamp", json_string("2026-11-24T11:00:00Z"));
+    json_t *status = json_pack("{s:s}", "phase", rnd(s) % 5 ? "Pending" : "Succeeded");
+    if (rnd(s) % 2) {   /* kube-scheduler's verdicts, which the requeue reads */
+        static const char *const reasons[] = {"Unschedulable", "SchedulerError", ""};
+        json_t *conds = json_array();
+        if (rnd(s) % 2)
+            json_array_append_new(conds, json_pack("{s:s,s:s}", "type", "Ready", "status", "False"));
+        json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s}", "type", "PodScheduled", "status",
+                                               rnd(s) % 3 ? "False" : "True", "reason",
+                                               reasons[rnd(s) % 3], "message", "0/3 nodes"));
+        if (rnd(s) % 4 == 0)
+            json_array_append_new(conds, json_integer(7));
+        json_object_set_new(status, "conditions", rnd(s) % 20 ? conds : (json_decref(conds), json_string("x")));
+        json_object_set_new(status, "nominatedNodeName", json_string("n2"));
+        json_object_set_new(status, "startTime", json_string("2026-11-24T10:00:01Z"));
+    }
+    json_t *pod = json_pack("{s:o,s:o,s:o}", "metadata", md, "spec", spec, "status", status);
     return pod;
 }
 
@@ -435,7 +462,6 @@ START_TEST(fixtures_decode_alike)
     ctx x;
     ctx_init(&x);
     each_file(&x, "test/fixtures", fixture_file);
-    each_file(&x, tu_shared("samples"), fixture_file);
     ck_assert_msg(x.failures == 0, "%d of %d fixture pods differ:\n%s", x.failures, x.pods, x.report);
     ck_assert_int_gt(x.pods, 10);
     ck_assert_int_gt(x.scanned, 10);

@@ -133,6 +133,13 @@ static const struct bad_case {
     {"nvidia_gpu_without_hami.yaml", 7, 16, "nvidiaGPU: gpupack reads nvidia.com/gpu as HAMi does; "
                                             "list hami in formats"},
     {"resource_of_format.yaml", 5, 14, "resource name \"nvidia.com/gpumem\" is hami's"},
+    {"preempt_bad_bool.yaml", 6, 17, "preemption.mayPreempt: expected true or false, got \"sometimes\""},
+    {"preempt_min_range.yaml", 6, 18, "preemption.minPriority: 3000000000 is out of range "
+                                      "(-2147483648..2147483647)"},
+    {"preempt_min_without.yaml", 6, 18, "minPriority has no effect with mayPreempt: false"},
+    {"preempt_unknown_key.yaml", 6, 5, "preemption: unknown key \"protect\" (expected one of: "
+                                       "mayPreempt, minPriority, protected)"},
+    {"preempt_not_mapping.yaml", 5, 15, "spec.preemption: expected a mapping, got a list"},
 };
 
 START_TEST(bad_fixture)

@@ -187,7 +187,7 @@ START_TEST(default_weight_is_the_manifests)
 {
     /* prioritize mode must model the extender weight the manifests ship */
     gp_err err;
-    json_t *cfg = yamljson_load_file("manifests/scheduler-config.yaml", &err);
+    json_t *cfg = yamljson_load_file("manifests/base/scheduler-config.yaml", &err);
     ck_assert_msg(cfg != NULL, "%s", err.msg);
     json_t *doc = json_array_get(cfg, 0);   /* the stream's documents */
     json_t *w = json_object_get(json_array_get(json_object_get(doc, "extenders"), 0), "weight");

@@ -117,6 +117,7 @@ typedef struct gp_pod_req {
     char type_nouse[GP_MODELS_MAX];
     int64_t cpu_milli;            /* host requests, for the simulator's fit (0 = none) */
     int64_t host_mem_mib;
+    int32_t priority;             /* spec.priority (0 when absent): preemption claims it may ignore */
 } gp_pod_req;
 
 /* Where a pod's containers run: the answer of placement, what bind records

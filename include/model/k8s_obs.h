@@ -24,6 +24,11 @@ typedef struct gp_pod_view {
     bool pending;                    /* not bound, not terminal, not being deleted */
     bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu"
                                       * or "vcuda", or KAI's gpu-fraction / gpu-memory annotation */
+    bool sched_error;                /* pending, and its PodScheduled condition is False with
+                                      * reason SchedulerError: kube-scheduler's last attempt
+                                      * ended in an error (e.g. an extender it could not reach) */
+    bool parked;                     /* pending, PodScheduled False (any reason): kube-scheduler
+                                      * tried it and keeps it until something changes */
     char assign_err[256];            /* annotations present but malformed ("" = fine) */
     gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];   /* obs.uuids: the assignment's GPU UUIDs */
 } gp_pod_view;
@@ -42,9 +47,12 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
                  gp_inventory *inv, gp_err *err) GP_WUR;
 
 /* Every member of a Pod that gpupack reads anywhere (metadata name,
- * namespace, uid, resourceVersion, labels, deletionTimestamp, the annotations
- * extargs_annotation_prefixes names; spec.nodeName; of each (init)container
- * its name, resources, restartPolicy and env names/valueFrom; status.phase).
+ * namespace, uid, resourceVersion, labels, creation and deletion timestamps,
+ * deletionGracePeriodSeconds, the annotations extargs_annotation_prefixes
+ * names; spec.nodeName, priority, preemptionPolicy,
+ * terminationGracePeriodSeconds; of each (init)container its name, resources,
+ * restartPolicy and env names/valueFrom; status.phase, startTime,
+ * nominatedNodeName and the conditions' type, status and reason).
  * The one table behind every reduced copy of a pod -- the ExtenderArgs
  * scanner (extargs_scan), the LIST buffer and the pods the extender keeps
  * between filter and bind (k8s_obs_trim_pod) -- so that a reduced pod decodes
@@ -53,7 +61,8 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
 extern const gp_keep k8s_obs_pod_keep[];
 
 /* Copies (owned) holding only what gpupack reads: pods keep what
- * k8s_obs_pod_keep names (jsonkeep_trim); nodes keep metadata name, uid,
+ * k8s_obs_pod_keep names (jsonkeep_trim), of the conditions only an unbound
+ * pod's PodScheduled (the only one read); nodes keep metadata name, uid,
  * resourceVersion, labels, annotations, status.capacity/allocatable. */
 json_t *k8s_obs_trim_pod(const json_t *pod);
 json_t *k8s_obs_trim_node(const json_t *node);

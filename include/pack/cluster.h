@@ -195,6 +195,59 @@ int cluster_expire_assumed(gp_cluster *c, double ttl_s);
  * under cluster_rdlock. */
 int cluster_rd_ns_gpus(const gp_cluster *c, const char *node, const char *ns);
 
+/* --- preemption claims ------------------------------------------------ */
+
+/* A claim keeps GPU share on one node for a pending pod (a preemptor) while
+ * the pods evicted for it terminate. Placement for any other pod of equal or
+ * lower priority sees the claimed share (and host CPU/memory) as used; the
+ * claimant itself and pods of higher priority do not -- kube-scheduler's rule
+ * for nominated pods. A claim never enters the GPU counters, so it cannot
+ * over-commit anything: a victim keeps its hold until the watch shows it gone,
+ * and the claimant fits only then. One claim per pod (uid). It ends with
+ * cluster_unclaim, when its pod is assumed (bind), seen bound or terminal, or
+ * when its node goes. */
+typedef struct gp_claim {
+    char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX];
+    int32_t priority;
+    int64_t cpu_milli, mem_mib;   /* the claimant's host requests */
+    double created;               /* monotonic seconds, set by cluster_claim */
+    gp_assignment a;              /* the node and GPU share claimed (a.node) */
+} gp_claim;
+
+#define GP_CLAIMS_MAX 4096        /* claims held at once; more are refused */
+
+/* Records (or replaces) the claim of cl->uid. Returns 0, or -1 with a reason
+ * (unknown node, a GPU index the node lacks, too many claims). */
+int cluster_claim(gp_cluster *c, const gp_claim *cl, gp_err *err) GP_WUR;
+void cluster_unclaim(gp_cluster *c, const char *uid);
+/* Copies the claim of uid into out: 0, or -1 when it has none. */
+int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out);
+/* Copies up to max claims into out (heap arrays are fine: gp_claim is ~7 KiB);
+ * returns how many there are in all. */
+size_t cluster_claims(gp_cluster *c, gp_claim *out, size_t max);
+
+/* The node as placement should see it for pod `uid` of priority `prio`: the
+ * stored node itself when no claim applies to that pod, else a copy in
+ * `scratch` (room for gp_node_size(GP_MAX_GPUS_PER_NODE)) whose counters
+ * include the claims of other pods of priority >= prio. Call under
+ * cluster_rdlock; NULL when the node is unknown. */
+const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const char *uid,
+                                   int32_t prio, gp_node *scratch);
+
+/* One pod the store counts on a node, as preemption reads it. Pointers are
+ * valid during the callback only. */
+typedef struct gp_pod_on_node {
+    const char *uid, *ns, *name, *policy;
+    gp_pod_state state;
+    int nholds;
+    const gp_hold *holds;         /* by the device index of the GPU each hold sits on now */
+    int64_t cpu_milli, mem_mib;
+} gp_pod_on_node;
+/* Calls fn for every pod recorded on `node` (GPU and host-only pods). Call
+ * under cluster_rdlock; fn must not call into the store. */
+void cluster_rd_node_pods(const gp_cluster *c, const char *node,
+                          void (*fn)(void *ud, const gp_pod_on_node *p), void *ud);
+
 /* --- reading ---------------------------------------------------------- */
 
 void cluster_rdlock(gp_cluster *c);

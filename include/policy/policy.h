@@ -16,6 +16,14 @@
 
 typedef struct gp_policy_set gp_policy_set;
 
+/* spec.preemption: who may preempt for GPUs, and who is never evicted for them. */
+typedef struct gp_preempt_rules {
+    bool may_preempt;             /* pods it governs may evict lower-priority pods (default true) */
+    bool has_min;                 /* min_priority is set */
+    int32_t min_priority;         /* ... only when their priority is at least this */
+    bool protect;                 /* pods placed under it are never GPU preemption victims */
+} gp_preempt_rules;
+
 /* What the extender needs from the policy that governs one pod. Plain data:
  * `place.gpu`, `place.node` and `place.shapes` point into static tables or
  * into the set, which the caller keeps referenced while using the view. */
@@ -25,6 +33,7 @@ typedef struct gp_policy_view {
     gp_resource_names names;
     bool decide_in_filter;        /* nodeDecision: filter */
     double ns_share_cap;          /* max share of a node's GPUs one namespace may hold; 0 = none */
+    gp_preempt_rules preempt;
 } gp_policy_view;
 
 /* The built-in default set: one policy named "default" with the defaults of

@@ -13,6 +13,7 @@
 
 #include "pack/placement.h"
 #include "model/podreq.h"
+#include "policy/policy.h"
 #include "policy/policy_tz.h"
 #include "lib/util.h"
 
@@ -90,6 +91,7 @@ typedef struct gp_policy {
     gp_resource_names names;
     bool decide_in_filter;
     double ns_share_cap;
+    gp_preempt_rules preempt;   /* spec.preemption */
 } gp_policy;
 
 /* A policy with every default filled in (the built-in "default" when named so). */

@@ -84,11 +84,11 @@ void events_free(gp_events *ev);
 /* The bind hook: records GPUsAssigned (ok) or GPUBindFailed (why) on the
  * pod. Never blocks; a full queue drops the event. Thread-safe; ev may be NULL. */
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why);
-/* A Warning Event with `reason` (a string that lives as long as the
- * process, e.g. EVENTS_REASON_OVER) and `msg` on pod ns/pod. Never blocks;
- * a full queue drops it. Thread-safe; ev may be NULL. */
-void events_pod_warning(gp_events *ev, const char *ns, const char *pod, const char *uid,
-                        const char *reason, const char *msg);
+/* Any other Event on a pod (preemption's "Preempting" / "Preempted"):
+ * Normal, or Warning when `warning`. Same queue and correlation; never
+ * blocks; thread-safe; ev may be NULL. */
+void events_pod(gp_events *ev, const char *ns, const char *pod, const char *uid, bool warning,
+                const char *reason, const char *msg);
 /* metrics_fn (events: a gp_events *, may be NULL): gpupack_events_total{result}. */
 void events_metrics(void *events, gp_buf *out);
 

@@ -36,6 +36,24 @@ typedef gp_bind_outcome (*gp_binder_fn)(void *ud, const gp_bind_call *call, gp_e
 /* Returns the current policy set, referenced (caller unrefs). */
 typedef gp_policy_set *(*gp_policy_source_fn)(void *ud);
 
+/* Preemption (sched/preempt.h) as the verbs reach it; every member optional. */
+typedef struct gp_preempt_hooks {
+    void *ud;
+    /* filter found no node for a pod that asks GPUs: may start a preemption
+     * or report one under way. `nodes` are the request's nodes, `unresolvable`
+     * filter's verdict on each; set (referenced by the caller) holds the view.
+     * Returns the index of a node whose failure reason becomes `reason`, or -1.
+     * Called from request threads. */
+    long (*nofit)(void *ud, const json_t *pod, const gp_pod_req *req, const gp_policy_view *view,
+                  gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
+                  size_t n, char *reason, size_t len);
+    /* kube-scheduler's preemptVerb: ExtenderPreemptionArgs (borrowed) -> the
+     * HTTP status and an owned ExtenderPreemptionResult (or {"Error"}). */
+    int (*process)(void *ud, const json_t *args, char **out);
+    /* explain: what preemption does or would do for the pod (owned JSON). */
+    json_t *(*status)(void *ud, const json_t *pod);
+} gp_preempt_hooks;
+
 typedef struct gp_extender_config {
     gp_binder_fn binder;          /* NULL: embedded mode, bind records as BOUND */
     void *binder_ud;
@@ -54,6 +72,7 @@ typedef struct gp_extender_config {
      * retries the pod later. Called from request and bind threads. */
     bool (*serving)(void *ud, char *why, size_t whylen);
     void *serving_ud;
+    gp_preempt_hooks preempt;     /* live mode: priorities and preemption */
 } gp_extender_config;
 
 /* Borrows c (must outlive the extender). */
@@ -64,6 +83,18 @@ void extender_free(gp_extender *e);   /* accepts NULL */
  * sets *out to the answer as owned JSON text (free()); a 4xx answer is
  * {"Error": "what is wrong"}. Thread-safe. */
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out);
+/* filter that never starts a preemption (explain asks it). */
+int extender_filter_readonly(gp_extender *e, const char *body, size_t len, char **out);
+/* kube-scheduler's preemptVerb (ExtenderPreemptionArgs -> ExtenderPreemptionResult):
+ * 400 for a malformed body; without preemption hooks every proposed victim
+ * set is returned unchanged (kube-scheduler's ordinary preemption). */
+int extender_preempt(gp_extender *e, const char *body, size_t len, char **out);
+/* What preemption does or would do for a pod (borrowed), for explain:
+ * owned JSON, or NULL when preemption is not running (embedded mode). */
+json_t *extender_preempt_status(gp_extender *e, const json_t *pod);
+/* The victims of ExtenderPreemptionArgs (borrowed) as an owned
+ * ExtenderPreemptionResult text, unchanged (MetaVictims by UID). */
+char *extender_preempt_echo(const json_t *args);
 int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out);
 int extender_bind(gp_extender *e, const char *body, size_t len, char **out);
 
@@ -93,8 +124,8 @@ int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, 
 typedef struct gp_extender_stats {
     unsigned long filter, prioritize, bind, bind_errors, bad_requests;
     /* verbs refused because the map was not the API server's truth yet
-     * (config.serving), per verb: filter, prioritize, bind */
-    unsigned long unready[3];
+     * (config.serving), per verb: filter, prioritize, bind, preempt */
+    unsigned long unready[4];
 } gp_extender_stats;
 void extender_stats(gp_extender *e, gp_extender_stats *out);
 /* metrics_fn (extender: a gp_extender *): gpupack_bind_errors_total and

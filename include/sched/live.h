@@ -48,6 +48,21 @@ typedef struct gp_live_warn {
 /* Where GPUs found over capacity are reported (cluster.h, reconciliation).
  * Set before live_start; borrows warn.ud. */
 void live_set_warn(gp_live *l, gp_live_warn warn);
+/* Who else hears of pods (preemption): every pod object the watch applies,
+ * after the store did, and the end of every full pod LIST (called before
+ * live_ready turns true after the first). From the pod reflector's thread.
+ * Set before live_start; borrows ud. */
+typedef struct gp_live_pod_observer {
+    void (*apply)(void *ud, bool deleted, const json_t *pod);
+    void (*synced)(void *ud);
+    void *ud;
+} gp_live_pod_observer;
+void live_set_pod_observer(gp_live *l, gp_live_pod_observer o);
+/* Does this cluster's kube-scheduler leave a pod parked when an event that
+ * frees room for it is one its rejecting plugins did not register for (no
+ * queueing hints: before 1.32; apiversion.h GP_FACT_NODE_PRECHECK)? True also
+ * while the API server's version is not known yet. Thread-safe. */
+bool live_scheduler_parks(gp_live *l);
 /* The API client (borrowed; lives as long as l). */
 gp_kube *live_kube(gp_live *l);
 /* Starts the node and pod reflectors (threads). Borrows e for note_pod. */

@@ -10,6 +10,7 @@
 #include "pack/cluster.h"
 #include "pack/clusterfile.h"
 #include "sched/events.h"
+#include "sched/evictor.h"
 #include "cli/explain_cli.h"
 #include "sched/extender.h"
 #include "cli/inspect_cli.h"
@@ -18,6 +19,7 @@
 #include "ha/leader_label.h"
 #include "ha/lease_kube.h"
 #include "sched/live.h"
+#include "sched/preempt.h"
 #include "lib/flags.h"
 #include "lib/log.h"
 #include "model/podreq.h"
@@ -173,6 +175,7 @@ typedef struct app {
     gp_lease_kube *lease;
     gp_leader_label *label;     /* NULL: standbys say not ready instead */
     gp_metrics metrics;         /* the writers /metrics renders (wire_metrics) */
+    gp_preempt *preempt;        /* live mode: priorities and preemption */
 } app;
 
 static void label_hook(void *ud, bool leading)
@@ -207,7 +210,7 @@ static void warn_hook(void *ud, const char *ns, const char *name, const char *ui
                       const char *reason, const char *msg)
 {
     app *a = ud;
-    events_pod_warning(a->events, ns, name, uid, reason, msg);
+    events_pod(a->events, ns, name, uid, true, reason, msg);
 }
 
 static bool ready_hook(void *ud, char *detail, size_t len)
@@ -250,6 +253,7 @@ static void wire_metrics(app *a)
     metrics_init(&a->metrics);
     metrics_add(&a->metrics, live_metrics, a->live);
     metrics_add(&a->metrics, events_metrics, a->events);
+    metrics_add(&a->metrics, preempt_metrics, a->preempt);
     if (a->leader) {
         metrics_add(&a->metrics, leader_metrics, a->leader);
         metrics_add(&a->metrics, live_gate_metrics, a->live);
@@ -265,6 +269,46 @@ static gp_bind_outcome bind_with_events(void *ud, const gp_bind_call *call, gp_e
     gp_bind_outcome o = a->binder(a->binder_ud, call, err);
     events_bind_result(a->events, call, o == GP_BIND_BOUND, o == GP_BIND_BOUND ? NULL : err->msg);
     return o;
+}
+
+/* Preemption's API calls (evictor.h) and Events, and its view of the pod watch. */
+static gp_evict_outcome preempt_evict(void *ud, const char *ns, const char *name, const char *uid,
+                                      gp_err *err)
+{
+    app *a = ud;
+    return evictor_evict(live_kube(a->live), ns, name, uid, 10, err);
+}
+
+static int preempt_nominate(void *ud, const char *ns, const char *name, const char *uid,
+                            const char *node, gp_err *err)
+{
+    app *a = ud;
+    return evictor_nominate(live_kube(a->live), ns, name, uid, node, 10, err);
+}
+
+static int preempt_nudge(void *ud, const char *ns, const char *name, const char *uid, gp_err *err)
+{
+    app *a = ud;
+    if (!live_scheduler_parks(a->live))
+        return 0;   /* kube-scheduler retries the pod on its victims' deletion by itself */
+    return evictor_nudge(live_kube(a->live), ns, name, uid, 10, err);
+}
+
+static void preempt_event(void *ud, const char *ns, const char *name, const char *uid, bool warning,
+                          const char *reason, const char *msg)
+{
+    app *a = ud;
+    events_pod(a->events, ns, name, uid, warning, reason, msg);
+}
+
+static void observe_pod(void *ud, bool deleted, const json_t *pod)
+{
+    preempt_pod_event(ud, deleted, pod);
+}
+
+static void observe_synced(void *ud)
+{
+    preempt_pods_synced(ud);
 }
 
 /* The events sender gets its own API client, with the credentials live uses. */
@@ -285,6 +329,8 @@ static json_t *inspect_hook(void *ud)
                             : json_pack("{s:{s:s}}", "policies", "active", "built-in default");
     if (a->leader)
         json_object_set_new(o, "leader", leader_inspect(a->leader));
+    if (a->preempt)
+        json_object_update_new(o, preempt_inspect(a->preempt));
     return o;
 }
 
@@ -376,6 +422,10 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
     ecfg->serving_ud = a;
     live_set_warn(a->live, (gp_live_warn){warn_hook, a});
     ecfg->bind_threads = (int)o->bind_threads;
+    gp_preempt_config pc = {.io = {a, preempt_evict, preempt_nominate, preempt_event, preempt_nudge}};
+    a->preempt = preempt_new(c, &pc);
+    ecfg->preempt = preempt_hooks(a->preempt);
+    live_set_pod_observer(a->live, (gp_live_pod_observer){observe_pod, observe_synced, a->preempt});
     if (o->leader_elect && start_leader(o, a, err))
         return -1;
     return 0;
@@ -434,7 +484,9 @@ static void stop_all(app *a, gp_server *s, gp_server *ws, gp_extender *e, gp_clu
     leader_free(a->leader);
     lease_kube_free(a->lease);
     leader_label_free(a->label);
+    preempt_stop(a->preempt);   /* its API calls use live's client */
     live_free(a->live);
+    preempt_free(a->preempt);
     events_free(a->events);
     extender_free(e);
     policy_store_free(a->policies);
@@ -482,7 +534,8 @@ static int cmd_serve(int argc, char **argv)
         ecfg.policies_ud = a.policies;
     }
     e = extender_new(c, &ecfg);
-    if ((a.live && live_start(a.live, e, &err)) ||
+    if ((a.preempt && preempt_start(a.preempt, e, live_kube(a.live), true, &err)) ||
+        (a.live && live_start(a.live, e, &err)) ||
         start_listeners(&o, &a, e, c, &wnames, &s, &ws, &err)) {
         LOG_ERROR("%s", err.msg);
         goto out;

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/timefmt.h"
+
 #define LEASE_API "/apis/coordination.k8s.io/v1/namespaces/"
 
 struct gp_lease_kube {
@@ -35,40 +37,7 @@ void lease_kube_format_time(int64_t ns, char out[40])
 
 int lease_kube_parse_time(const char *s, int64_t *ns)
 {
-    int y, mo, d, h, mi, se, n = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
-        return -1;
-    const char *p = s + n;
-    int64_t frac = 0;
-    if (*p == '.') {
-        int digits = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-            if (digits < 9)
-                frac = frac * 10 + (*p - '0');
-        if (digits == 0)
-            return -1;
-        for (; digits < 9; digits++)
-            frac *= 10;
-    }
-    int64_t off = 0;
-    if (*p == 'Z') {
-        p++;
-    } else if ((*p == '+' || *p == '-') && p[1] && p[2] && p[3] == ':' && p[4] && p[5]) {
-        int oh, om;
-        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
-            return -1;
-        off = (int64_t)(oh * 3600 + om * 60) * (*p == '+' ? 1 : -1);
-        p += 6;
-    } else {
-        return -1;
-    }
-    if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-        return -1;
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-                    .tm_hour = h, .tm_min = mi, .tm_sec = se};
-    time_t t = timegm(&tm);
-    *ns = ((int64_t)t - off) * 1000000000 + frac;
-    return 0;
+    return gp_rfc3339_parse(s, ns);
 }
 
 /* ------------------------------------------------------------- JSON --- */

@@ -26,13 +26,13 @@
 
 typedef enum {
     V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_UI,
-    V_EXPLAIN, V_COUNT
+    V_EXPLAIN, V_PREEMPT, V_COUNT
 } verb;
 
 static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",
                                                 "healthz", "readyz",     "metrics",
                                                 "inspect", "mutate",     "ui",
-                                                "explain"};
+                                                "explain", "preempt"};
 
 /* Which listener serves a route: the extender's, the webhook's, or both. */
 enum { L_MAIN = 1, L_WEBHOOK = 2, L_BOTH = 3 };
@@ -132,6 +132,12 @@ static int h_prioritize(gp_server *s, struct MHD_Connection *c, req_state *rs, c
                         char **out, const char **ct)
 {
     return run_verb(s, extender_prioritize, rs, out);
+}
+
+static int h_preempt(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    return run_verb(s, extender_preempt, rs, out);
 }
 
 /* A bind thread's answer: kept for the connection, which is resumed if it
@@ -410,6 +416,7 @@ static const route routes[] = {
     {"POST", "filter", true, true, V_FILTER, h_filter, L_MAIN},
     {"POST", "prioritize", true, true, V_PRIORITIZE, h_prioritize, L_MAIN},
     {"POST", "bind", true, true, V_BIND, h_bind, L_MAIN},
+    {"POST", "preempt", true, true, V_PREEMPT, h_preempt, L_MAIN},
     {"GET", "/healthz", false, false, V_HEALTHZ, h_healthz, L_BOTH},
     {"GET", "/readyz", false, false, V_READYZ, h_readyz, L_MAIN},
     {"GET", "/metrics", false, false, V_METRICS, h_metrics, L_MAIN},
@@ -666,9 +673,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             else
                 snprintf(msg, sizeof msg,
                          "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
-                         "%.60s/bind; GET /healthz, /readyz, /metrics, /inspect[/NODE], /ui; "
-                         "POST /explain",
-                         method, url, s->prefix, s->prefix, s->prefix);
+                         "%.60s/bind, %.60s/preempt; GET /healthz, /readyz, /metrics, "
+                         "/inspect[/NODE], /ui; POST /explain",
+                         method, url, s->prefix, s->prefix, s->prefix, s->prefix);
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }
         if (routes[rs->route].authenticated && s->client_ca) {

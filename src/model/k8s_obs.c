@@ -48,6 +48,19 @@ static bool list_wants_gpu(const json_t *ctrs)
     return false;
 }
 
+/* The PodScheduled condition in status.conditions (borrowed), or NULL. */
+static const json_t *pod_scheduled_cond(const json_t *pod)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *type = str_at(c, "type", NULL);
+        if (type && strcmp(type, "PodScheduled") == 0)
+            return c;
+    }
+    return NULL;
+}
+
 int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod_view *out, gp_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -92,6 +105,10 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
                      list_wants_gpu(json_object_get(spec, "initContainers")) ||
                      json_object_get(ann, "gpu-fraction") || json_object_get(ann, "gpu-memory");
     out->pending = !terminal && out->node[0] == '\0' && !json_object_get(md, "deletionTimestamp");
+    const json_t *cond = out->pending ? pod_scheduled_cond(pod) : NULL;
+    const char *cst = str_at(cond, "status", NULL), *reason = str_at(cond, "reason", NULL);
+    out->parked = cst && strcmp(cst, "False") == 0;
+    out->sched_error = out->parked && reason && strcmp(reason, "SchedulerError") == 0;
     return 0;
 }
 
@@ -116,9 +133,12 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
 /* ---------------------------------------------------------------------- */
 
 /* Every member of a Pod that gpupack's decoders read: podreq (requests,
- * sidecars, the annotations of gpupack and the other formats), policy selection (namespace, labels),
- * k8s_obs_pod (node, phase, deletion, assignment annotations), the webhook
- * check at bind (env), bind's precondition (resourceVersion). */
+ * sidecars, the annotations of gpupack and the other formats), policy
+ * selection (namespace, labels), k8s_obs_pod (node, phase, deletion,
+ * assignment annotations, kube-scheduler's PodScheduled verdict), the webhook
+ * check at bind (env), bind's precondition (resourceVersion), preemption
+ * (priority, preemptionPolicy, grace periods, start and creation times, the
+ * nominated node). */
 static const gp_keep env_keep[] = {{.key = "name"}, {.key = "valueFrom"}, {0}};
 static const gp_keep ctr_keep[] = {{.key = "name"},
                                    {.key = "resources"},
@@ -130,14 +150,24 @@ static const gp_keep meta_keep[] = {{.key = "name"},
                                     {.key = "uid"},
                                     {.key = "resourceVersion"},
                                     {.key = "labels"},
+                                    {.key = "creationTimestamp"},
                                     {.key = "deletionTimestamp"},
+                                    {.key = "deletionGracePeriodSeconds"},
                                     {.key = "annotations", .prefixes = extargs_annotation_prefixes},
                                     {0}};
 static const gp_keep spec_keep[] = {{.key = "nodeName"},
+                                    {.key = "priority"},
+                                    {.key = "preemptionPolicy"},
+                                    {.key = "terminationGracePeriodSeconds"},
                                     {.key = "containers", .sub = ctr_keep, .each = true},
                                     {.key = "initContainers", .sub = ctr_keep, .each = true},
                                     {0}};
-static const gp_keep status_keep[] = {{.key = "phase"}, {0}};
+static const gp_keep cond_keep[] = {{.key = "type"}, {.key = "status"}, {.key = "reason"}, {0}};
+static const gp_keep status_keep[] = {{.key = "phase"},
+                                      {.key = "startTime"},
+                                      {.key = "nominatedNodeName"},
+                                      {.key = "conditions", .sub = cond_keep, .each = true},
+                                      {0}};
 const gp_keep k8s_obs_pod_keep[] = {{.key = "metadata", .sub = meta_keep},
                                     {.key = "spec", .sub = spec_keep},
                                     {.key = "status", .sub = status_keep},
@@ -145,7 +175,19 @@ const gp_keep k8s_obs_pod_keep[] = {{.key = "metadata", .sub = meta_keep},
 
 json_t *k8s_obs_trim_pod(const json_t *pod)
 {
-    return jsonkeep_trim(pod, k8s_obs_pod_keep);
+    json_t *t = jsonkeep_trim(pod, k8s_obs_pod_keep);
+    /* of the conditions, k8s_obs_pod reads only an unbound pod's PodScheduled
+     * (kube-scheduler's verdict, for the requeue): the LIST buffer holds no more */
+    json_t *st = json_object_get(t, "status");
+    if (json_is_object(st) && json_object_get(st, "conditions")) {
+        const char *node = str_at(pod, "spec", "nodeName");
+        const json_t *cond = node && *node ? NULL : pod_scheduled_cond(pod);
+        if (cond)
+            json_object_set_new(st, "conditions", json_pack("[o]", jsonkeep_trim(cond, cond_keep)));
+        else
+            json_object_del(st, "conditions");
+    }
+    return t;
 }
 
 static void copy_keys(json_t *dst, const json_t *src, const char *const *keys, size_t n)

@@ -50,6 +50,8 @@ struct gp_cluster {
     gp_cluster_truth truth;     /* reconciliation counters */
     gp_over_notice notices[GP_OVER_NOTICES_MAX];   /* GPUs gone over capacity, not yet taken */
     size_t nnotices;
+    gp_claim **claims;          /* preemption claims (few: a plain array) */
+    size_t nclaims;
 };
 
 size_t gp_node_size(int ngpus)
@@ -114,6 +116,9 @@ void cluster_free(gp_cluster *c)
         rec_free(r);
     strmap_free(c->nodes);
     strmap_free(c->pods);
+    for (size_t i = 0; i < c->nclaims; i++)
+        free(c->claims[i]);
+    free(c->claims);
     pthread_rwlock_destroy(&c->lock);
     free(c);
 }
@@ -447,6 +452,117 @@ int cluster_bind_claim(gp_cluster *c, const char *uid, const gp_assignment *a)
     return rc;
 }
 
+/* ------------------------------------------------------------- claims -- */
+
+static size_t claim_find(const gp_cluster *c, const char *uid)
+{
+    for (size_t i = 0; i < c->nclaims; i++)
+        if (strcmp(c->claims[i]->uid, uid) == 0)
+            return i;
+    return c->nclaims;
+}
+
+static void claim_drop_at(gp_cluster *c, size_t i)
+{
+    free(c->claims[i]);
+    c->claims[i] = c->claims[--c->nclaims];
+}
+
+static void claim_drop(gp_cluster *c, const char *uid)
+{
+    size_t i = c->nclaims ? claim_find(c, uid) : 0;
+    if (i < c->nclaims)
+        claim_drop_at(c, i);
+}
+
+/* Does claim cl weigh on placement for pod uid of priority prio? */
+static bool claim_applies(const gp_claim *cl, const char *node, const char *uid, int32_t prio)
+{
+    return strcmp(cl->a.node, node) == 0 && (!uid || strcmp(cl->uid, uid) != 0) &&
+           cl->priority >= prio;
+}
+
+/* Adds claim cl to a node copy's counters. */
+static void claim_add(gp_node *n, const gp_claim *cl)
+{
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(&cl->a, holds);
+    for (int h = 0; h < nh; h++) {
+        int pos = gp_node_gpu_pos(n, holds[h].index);
+        if (pos < 0)
+            continue;
+        n->gpus[pos].mem_used += holds[h].mem_mib;
+        n->gpus[pos].core_used += holds[h].core;
+        n->gpus[pos].pods++;
+    }
+    n->cpu_used_milli += cl->cpu_milli;
+    n->host_mem_used_mib += cl->mem_mib;
+}
+
+/* The node placement sees for pod uid/prio: e's node, or a copy into
+ * scratch with the applicable claims added. */
+static const gp_node *node_view(const gp_cluster *c, const node_ent *e, const char *uid,
+                                int32_t prio, gp_node *scratch)
+{
+    bool any = false;
+    for (size_t i = 0; i < c->nclaims; i++) {
+        if (!claim_applies(c->claims[i], e->node.name, uid, prio))
+            continue;
+        if (!any)
+            memcpy(scratch, &e->node, gp_node_size(e->node.ngpus));
+        any = true;
+        claim_add(scratch, c->claims[i]);
+    }
+    if (!any)
+        return &e->node;
+    scratch->state_hash = placement_state_hash(scratch);
+    return scratch;
+}
+
+const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const char *uid,
+                                   int32_t prio, gp_node *scratch)
+{
+    node_ent *e = strmap_get(c->nodes, name);
+    return e ? node_view(c, e, uid, prio, scratch) : NULL;
+}
+
+int cluster_claim(gp_cluster *c, const gp_claim *cl, gp_err *err)
+{
+    int rc = -1;
+    wrlock(c);
+    node_ent *e = strmap_get(c->nodes, cl->a.node);
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(&cl->a, holds);
+    size_t at = claim_find(c, cl->uid);
+    if (!e) {
+        gp_fail(err, "node %s is not known to gpupack", cl->a.node);
+        goto out;
+    }
+    for (int h = 0; h < nh; h++)
+        if (gp_node_gpu_pos(&e->node, holds[h].index) < 0) {
+            gp_fail(err, "node %s has no GPU %d", cl->a.node, holds[h].index);
+            goto out;
+        }
+    if (at == c->nclaims && c->nclaims >= GP_CLAIMS_MAX) {
+        gp_fail(err, "%d preemption claims are held already", GP_CLAIMS_MAX);
+        goto out;
+    }
+    gp_claim *copy = xmalloc(sizeof *copy);
+    *copy = *cl;
+    copy->created = gp_mono_s();
+    if (at < c->nclaims) {
+        free(c->claims[at]);
+        c->claims[at] = copy;
+    } else {
+        c->claims = xrealloc(c->claims, (c->nclaims + 1) * sizeof *c->claims);
+        c->claims[c->nclaims++] = copy;
+    }
+    rc = 0;
+out:
+    cluster_unlock(c);
+    return rc;
+}
+
 void cluster_bind_abandon(gp_cluster *c, const char *uid)
 {
     wrlock(c);
@@ -454,6 +570,56 @@ void cluster_bind_abandon(gp_cluster *c, const char *uid)
     if (r && releasable(r))
         pod_remove(c, r);
     cluster_unlock(c);
+}
+
+void cluster_unclaim(gp_cluster *c, const char *uid)
+{
+    wrlock(c);
+    claim_drop(c, uid);
+    cluster_unlock(c);
+}
+
+int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out)
+{
+    cluster_rdlock(c);
+    size_t i = claim_find(c, uid);
+    if (i < c->nclaims)
+        *out = *c->claims[i];
+    cluster_unlock(c);
+    return i < c->nclaims ? 0 : -1;
+}
+
+size_t cluster_claims(gp_cluster *c, gp_claim *out, size_t max)
+{
+    cluster_rdlock(c);
+    size_t n = c->nclaims;
+    for (size_t i = 0; i < n && i < max; i++)
+        out[i] = *c->claims[i];
+    cluster_unlock(c);
+    return n;
+}
+
+void cluster_rd_node_pods(const gp_cluster *c, const char *node,
+                          void (*fn)(void *ud, const gp_pod_on_node *p), void *ud)
+{
+    node_ent *e = strmap_get(c->nodes, node);
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->npods; i++) {
+        const pod_rec *r = e->pods[i];
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int nh = gp_assignment_holds(r->a, holds), k = 0;
+        for (int h = 0; h < nh; h++) {
+            int pos = hold_pos(&e->node, r, holds[h].index);
+            if (pos < 0)
+                continue;   /* a GPU the node no longer has: nothing to free there */
+            holds[k] = holds[h];
+            holds[k++].index = e->node.gpus[pos].info.index;
+        }
+        gp_pod_on_node p = {r->uid, r->ns, r->name, r->policy, r->state, k, holds, r->cpu_milli,
+                            r->mem_mib};
+        fn(ud, &p);
+    }
 }
 
 /* -------------------------------------------------------------- nodes -- */
@@ -513,6 +679,9 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
 
 static void drop_node(gp_cluster *c, const char *name)
 {
+    for (size_t i = c->nclaims; i-- > 0;)
+        if (strcmp(c->claims[i]->a.node, name) == 0)
+            claim_drop_at(c, i);
     node_ent *e = strmap_del(c->nodes, name);
     if (e)
         c->orphans += e->npods;   /* their records stay until the pods go */
@@ -618,7 +787,10 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         goto out;
     }
     gp_fit_fail why;
-    if (placement_fit(&e->node, req, opts, out, &why)) {
+    gp_node *scratch = c->nclaims ? xmalloc(gp_node_size(e->node.ngpus)) : NULL;
+    int fit = placement_fit(node_view(c, e, req->uid, req->priority, scratch), req, opts, out, &why);
+    free(scratch);
+    if (fit) {
         gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
         goto out;
     }
@@ -637,6 +809,7 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
     }
     pod_add(c, req->uid, req->ns, req->name, policy, out, state, refs, nh, req->cpu_milli,
             req->host_mem_mib);
+    claim_drop(c, req->uid);   /* its own hold replaces what was claimed for it */
     rc = 0;
 out:
     cluster_unlock(c);
@@ -736,6 +909,8 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
     if (!obs->uid || !*obs->uid || strlen(obs->uid) >= GP_UID_MAX)
         return;
     wrlock(c);
+    if (c->nclaims && (obs->terminal || (obs->node_name && *obs->node_name)))
+        claim_drop(c, obs->uid);   /* the claimant was bound (anywhere) or is gone */
     pod_rec *r = strmap_get(c->pods, obs->uid);
     if (obs->terminal) {
         if (r)
@@ -976,7 +1151,34 @@ static json_t *percent(int permille)
     return permille % 10 == 0 ? json_integer(permille / 10) : json_real(permille / 10.0);
 }
 
-static json_t *inspect_node(const node_ent *e)
+/* The claims that sit on GPU `index` of node n, for /inspect (NULL when none). */
+static json_t *inspect_claims(const gp_cluster *c, const gp_node *n, int index)
+{
+    json_t *arr = NULL;
+    double now = gp_mono_s();
+    for (size_t i = 0; i < c->nclaims; i++) {
+        const gp_claim *cl = c->claims[i];
+        if (strcmp(cl->a.node, n->name) != 0)
+            continue;
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int nh = gp_assignment_holds(&cl->a, holds);
+        for (int h = 0; h < nh; h++) {
+            if (holds[h].index != index)
+                continue;
+            if (!arr)
+                arr = json_array();
+            json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:o,s:i}", "namespace", cl->ns,
+                                                 "name", cl->name, "uid", cl->uid, "priority",
+                                                 (int)cl->priority, "memMiB",
+                                                 (json_int_t)holds[h].mem_mib, "corePercent",
+                                                 percent(holds[h].core), "ageSeconds",
+                                                 (int)(now - cl->created)));
+        }
+    }
+    return arr;
+}
+
+static json_t *inspect_node(const gp_cluster *c, const node_ent *e)
 {
     const gp_node *n = &e->node;
     json_t *gpus = json_array();
@@ -1021,6 +1223,9 @@ static json_t *inspect_node(const node_ent *e)
         if (gpu_over(g))   /* the annotations over-fill it: nothing is offered here */
             json_object_set_new(go, "overCapacity", json_true());
         json_object_set_new(go, "pods", pods);
+        json_t *claims = c->nclaims ? inspect_claims(c, n, g->info.index) : NULL;
+        if (claims)   /* share held for a preemptor while its victims terminate */
+            json_object_set_new(go, "reservations", claims);
         json_array_append_new(gpus, go);
     }
     json_t *o = json_object();
@@ -1068,7 +1273,7 @@ json_t *cluster_inspect(gp_cluster *c, const char *node)
     if (node) {
         node_ent *e = strmap_get(c->nodes, node);
         if (e)
-            out = json_pack("{s:o}", "node", inspect_node(e));
+            out = json_pack("{s:o}", "node", inspect_node(c, e));
         cluster_unlock(c);
         return out;
     }
@@ -1080,7 +1285,7 @@ json_t *cluster_inspect(gp_cluster *c, const char *node)
     qsort(all, k, sizeof *all, cmp_ent);
     json_t *arr = json_array();
     for (size_t i = 0; i < k; i++)
-        json_array_append_new(arr, inspect_node(all[i]));
+        json_array_append_new(arr, inspect_node(c, all[i]));
     free(all);
     cluster_unlock(c);
     return json_pack("{s:o}", "nodes", arr);

@@ -89,6 +89,7 @@ gp_policy *policy_yaml_new(const char *name, const char *file)
     p->allow_request = p->is_default;
     placement_default_opts(&p->place);
     podreq_default_names(&p->names);
+    p->preempt.may_preempt = true;
     return p;
 }
 
@@ -136,6 +137,7 @@ typedef struct pctx {
     unsigned formats;                      /* ... and what it lists (GP_FORMAT_BIT) */
     const yaml_node_t *k_formats, *k_nvgpu;
     const yaml_node_t *k_match, *k_schedule, *k_priority;   /* for check_default */
+    const yaml_node_t *k_min_priority;                     /* spec.preemption.minPriority */
     double w_mem, w_core;
 } pctx;
 
@@ -885,6 +887,48 @@ static void h_resources(pctx *c, yaml_node_t *v, void *obj)
     }
 }
 
+/* ------------------------------------------------------------ spec.preemption */
+
+static void h_p_may(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_policy *p = obj;
+    (void)get_bool(c, v, &p->preempt.may_preempt);
+}
+
+static void h_p_min(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_policy *p = obj;
+    long x;
+    c->k_min_priority = v;
+    if (get_int(c, v, INT32_MIN, INT32_MAX, &x)) {
+        p->preempt.has_min = true;
+        p->preempt.min_priority = (int32_t)x;
+    }
+}
+
+static void h_p_protect(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_policy *p = obj;
+    (void)get_bool(c, v, &p->preempt.protect);
+}
+
+static const key_def preemption_keys[] = {
+    {"mayPreempt", YAML_SCALAR_NODE, h_p_may, false},
+    {"minPriority", YAML_SCALAR_NODE, h_p_min, false},
+    {"protected", YAML_SCALAR_NODE, h_p_protect, false},
+};
+
+static void h_preemption(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_policy *p = obj;
+    int before = c->errors;
+    c->k_min_priority = NULL;
+    walk_map(c, v, preemption_keys, GP_ARRAY_LEN(preemption_keys), obj);
+    if (c->errors == before && c->k_min_priority && !p->preempt.may_preempt)
+        fail_at(c, c->k_min_priority, "minPriority has no effect with mayPreempt: false (pods "
+                                      "this policy governs never preempt); remove one of them");
+}
+
 /* ------------------------------------------------------------ spec.match */
 
 static void add_req(gp_policy *p, const char *key, policy_op op, char **values, int nvalues)
@@ -1288,6 +1332,7 @@ static const key_def spec_keys[] = {
     {"limits", YAML_MAPPING_NODE, h_limits, false},
     {"resources", YAML_MAPPING_NODE, h_resources, false},
     {"shapes", YAML_SEQUENCE_NODE, h_shapes, false},
+    {"preemption", YAML_MAPPING_NODE, h_preemption, false},
 };
 
 static void h_spec(pctx *c, yaml_node_t *v, void *obj)

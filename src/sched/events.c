@@ -227,8 +227,8 @@ void events_agg_forget(events_agg *a, const char *ns, const char *name)
 
 typedef struct occ {
     char ns[GP_NAME_MAX], pod[GP_NAME_MAX], uid[GP_UID_MAX];
-    bool ok;                            /* Normal, else Warning */
-    const char *reason;                 /* a static string */
+    bool ok;                    /* Normal, else Warning */
+    char reason[64];            /* "" = the bind reasons (GPUsAssigned / GPUBindFailed) */
     char msg[EVENTS_MSG_MAX];
     int64_t at_ns;
 } occ;
@@ -279,7 +279,8 @@ gp_events *events_new(const gp_kube_auth *auth, gp_cluster *c, gp_err *err)
 
 static void send_one(gp_events *ev, const occ *o)
 {
-    events_occurrence x = {o->ns, o->pod, o->uid, o->ok ? "Normal" : "Warning", o->reason, o->msg};
+    const char *reason = o->reason[0] ? o->reason : o->ok ? EVENTS_REASON_OK : EVENTS_REASON_FAILED;
+    events_occurrence x = {o->ns, o->pod, o->uid, o->ok ? "Normal" : "Warning", reason, o->msg};
     events_send s;
     events_agg_record(ev->agg, &x, o->at_ns, &s);
     if (s.action == EVENTS_DROP) {
@@ -369,7 +370,7 @@ void events_free(gp_events *ev)
     free(ev);
 }
 
-/* Queues one occurrence for the sender; a full queue drops it (counted). */
+/* Queues one occurrence; a full queue drops it. */
 static void enqueue(gp_events *ev, const occ *o)
 {
     pthread_mutex_lock(&ev->mu);
@@ -383,6 +384,23 @@ static void enqueue(gp_events *ev, const occ *o)
     pthread_mutex_unlock(&ev->mu);
 }
 
+void events_pod(gp_events *ev, const char *ns, const char *pod, const char *uid, bool warning,
+                const char *reason, const char *msg)
+{
+    if (!ev || !ns || !pod || !reason || !msg)
+        return;
+    occ *o = xcalloc(1, sizeof *o);
+    gp_strlcpy(o->ns, ns, sizeof o->ns);
+    gp_strlcpy(o->pod, pod, sizeof o->pod);
+    gp_strlcpy(o->uid, uid ? uid : "", sizeof o->uid);
+    o->ok = !warning;
+    gp_strlcpy(o->reason, reason, sizeof o->reason);
+    gp_strlcpy(o->msg, msg, sizeof o->msg);
+    o->at_ns = gp_now_ns();
+    enqueue(ev, o);
+    free(o);
+}
+
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why)
 {
     if (!ev || !call)
@@ -393,7 +411,6 @@ void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const 
     gp_strlcpy(o.pod, call->name, sizeof o.pod);
     gp_strlcpy(o.uid, call->uid ? call->uid : "", sizeof o.uid);
     o.ok = ok;
-    o.reason = ok ? EVENTS_REASON_OK : EVENTS_REASON_FAILED;
     o.at_ns = gp_now_ns();
     if (ok && call->assign) {
         cluster_rdlock(ev->c);
@@ -409,29 +426,13 @@ void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const 
     enqueue(ev, &o);
 }
 
-void events_pod_warning(gp_events *ev, const char *ns, const char *pod, const char *uid,
-                        const char *reason, const char *msg)
-{
-    if (!ev || !ns || !pod || !*pod)
-        return;
-    occ o;
-    memset(&o, 0, sizeof o);
-    gp_strlcpy(o.ns, ns, sizeof o.ns);
-    gp_strlcpy(o.pod, pod, sizeof o.pod);
-    gp_strlcpy(o.uid, uid ? uid : "", sizeof o.uid);
-    o.reason = reason;
-    gp_strlcpy(o.msg, msg, sizeof o.msg);
-    o.at_ns = gp_now_ns();
-    enqueue(ev, &o);
-}
-
 void events_metrics(void *events, gp_buf *out)
 {
     gp_events *ev = events;
     if (!ev)
         return;
     metrics_header(out, "gpupack_events_total", "counter",
-                   "Kubernetes Events on bound pods: created, counted on an existing Event "
+                   "Kubernetes Events on pods (binds, preemptions): created, counted on an existing Event "
                    "(aggregated), dropped by the rate limit or a full queue, failed.");
     metrics_u(out, "gpupack_events_total", "result=\"created\"", atomic_load(&ev->sent));
     metrics_u(out, "gpupack_events_total", "result=\"aggregated\"", atomic_load(&ev->aggregated));

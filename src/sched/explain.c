@@ -329,7 +329,8 @@ json_t *explain_pod(gp_extender *e, gp_cluster *c, const json_t *pod, gp_err *er
     }
     cluster_unlock(c);
     jsonw_raw(&body, "]}");
-    int st = gp_buf_failed(&body) ? 500 : extender_filter(e, body.data, body.len, &answer);
+    /* extender_filter_readonly: explain never starts a preemption */
+    int st = gp_buf_failed(&body) ? 500 : extender_filter_readonly(e, body.data, body.len, &answer);
     gp_buf_free(&body);
     json_t *ans = json_loads(answer ? answer : "", 0, NULL);
     if (st != 200 || !ans) {
@@ -362,6 +363,11 @@ json_t *explain_pod(gp_extender *e, gp_cluster *c, const json_t *pod, gp_err *er
     json_object_set_new(out, "policy", json_string(view.name));
     json_object_set_new(out, "managed", json_boolean(req.nctrs > 0));
     json_object_set_new(out, "nodes", json_integer((json_int_t)k));
+    json_t *pre = req.nctrs > 0 && json_array_size(json_object_get(out, "fits")) == 0
+                      ? extender_preempt_status(e, pod)
+                      : NULL;
+    if (pre)
+        json_object_set_new(out, "preemption", pre);
 done:
     free(answer);
     policy_set_unref(set);
@@ -390,6 +396,9 @@ void explain_print(FILE *f, const json_t *ex)
         fprintf(f, "%s%s", i ? ", " : ": ", json_string_value(v));
     }
     fprintf(f, "\n");
+    const json_t *pre = json_object_get(ex, "preemption");
+    if (pre)
+        fprintf(f, "preemption: %s\n", json_string_value(json_object_get(pre, "message")));
     const json_t *g;
     json_array_foreach(json_object_get(ex, "groups"), i, g) {
         const json_t *nodes = json_object_get(g, "nodes");

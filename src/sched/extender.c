@@ -17,6 +17,7 @@
 #include "lib/jsonw.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
+#include "model/podprio.h"
 #include "model/podreq.h"
 #include "lib/strmap.h"
 #include "lib/workq.h"
@@ -38,7 +39,7 @@ struct gp_extender {
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
-    atomic_ulong n_unready[3];  /* see gp_extender_stats */
+    atomic_ulong n_unready[4];  /* see gp_extender_stats */
     atomic_bool refusing;       /* the last serving() said no (logged once per spell) */
     int eval_threads;           /* threads evaluating one large node list */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
@@ -100,7 +101,7 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bind = atomic_load(&e->n_bind);
     out->bind_errors = atomic_load(&e->n_bind_errors);
     out->bad_requests = atomic_load(&e->n_bad);
-    for (int v = 0; v < 3; v++)
+    for (int v = 0; v < 4; v++)
         out->unready[v] = atomic_load(&e->n_unready[v]);
 }
 
@@ -115,8 +116,9 @@ void extender_metrics(void *extender, gp_buf *out)
     metrics_header(out, "gpupack_verbs_unready_total", "counter",
                    "Verb calls answered with an error because gpupack's map was not the API "
                    "server's yet (nodes or pods not listed, or a relist not applied).");
-    static const char *const verbs[] = {"verb=\"filter\"", "verb=\"prioritize\"", "verb=\"bind\""};
-    for (int v = 0; v < 3; v++)
+    static const char *const verbs[] = {"verb=\"filter\"", "verb=\"prioritize\"", "verb=\"bind\"",
+                                        "verb=\"preempt\""};
+    for (int v = 0; v < 4; v++)
         metrics_u(out, "gpupack_verbs_unready_total", verbs[v], es.unready[v]);
 }
 
@@ -155,7 +157,7 @@ static int bad_request(gp_extender *e, char **out, const char *fmt, ...)
 }
 
 /* The verbs whose refusals while not serving are counted. */
-enum { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND };
+enum { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND, VERB_PREEMPT };
 
 /* Whether the map may decide now; if not, *msg says why (for the Error). */
 static bool serving(gp_extender *e, int verb, char *msg, size_t len)
@@ -170,8 +172,8 @@ static bool serving(gp_extender *e, int verb, char *msg, size_t len)
         LOG_WARN("the verbs decide nothing until gpupack's map is the API server's (%s): filter "
                  "and bind answer an Error, prioritize 503; kube-scheduler retries", why);
     atomic_fetch_add(&e->n_unready[verb], 1);
-    snprintf(msg, len, "gpupack's map is not the API server's yet (%s); nothing was decided, "
-                       "kube-scheduler retries the pod", why);
+    snprintf(msg, len, "gpupack is not ready: its map is not the API server's yet (%s); nothing "
+                       "was decided, kube-scheduler retries the pod", why);
     return false;
 }
 
@@ -261,7 +263,10 @@ int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, 
                       podreq_labels(pod), json_is_string(ask) ? json_string_value(ask) : NULL,
                       time(NULL), view, err))
         return -1;
-    return podreq_decode(pod, &view->names, req, err);
+    if (podreq_decode(pod, &view->names, req, err))
+        return -1;
+    req->priority = podprio_priority(pod);   /* which preemption claims it must respect */
+    return 0;
 }
 
 /* The nodes of a request: names from NodeNames, or from
@@ -506,9 +511,11 @@ static void *eval_range(void *arg)
     /* a verdict may be shared when it depends on the node's state alone */
     bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
     memo_slot *memo = memo_ok && j->to - j->from > 8 ? xcalloc(MEMO_SLOTS, sizeof *memo) : NULL;
+    /* a node with preemption claims is seen through a copy that counts them */
+    gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
     for (size_t i = j->from; i < j->to; i++) {
         const char *name = node_list_name(j->nl, i);
-        const gp_node *node = cluster_rd_node(j->e->c, name);
+        const gp_node *node = cluster_rd_node_for(j->e->c, name, req->uid, req->priority, scratch);
         verdict *v = &j->vs->v[i];
         *v = (verdict){0};
         if (!node && req->nctrs == 0) {
@@ -547,9 +554,10 @@ static void *eval_range(void *arg)
         }
         if (v->fits && j->want_scores)
             v->raw = placement_node_score(node, req, &a, &view->place);
-        if (slot < MEMO_SLOTS)
+        if (slot < MEMO_SLOTS && node != scratch)   /* scratch is reused: never a memo entry */
             memo[slot] = (memo_slot){h, node, i};
     }
+    free(scratch);
     free(memo);
     return NULL;
 }
@@ -644,8 +652,30 @@ typedef enum { ASSESSED, BAD_POD } assess_result;
  * scores when `scores` or the policy decides in filter). The policy set is
  * released before returning: only the view's plain fields (name,
  * decide_in_filter) may be read afterwards. */
-static assess_result assess(gp_extender *e, const verb_args *va, bool scores, verdicts *vs,
-                            gp_policy_view *view, gp_err *err)
+/* No node fits a pod that asks GPUs: preemption may start or be under way;
+ * its word replaces the reason of one node. */
+static void offer_preemption(gp_extender *e, const verb_args *va, const gp_pod_req *req,
+                             const gp_policy_view *view, gp_policy_set *set, verdicts *vs)
+{
+    const node_list *nl = &va->nl;
+    for (size_t i = 0; i < nl->n; i++)
+        if (vs->v[i].fits)
+            return;
+    bool *unres = xmalloc((nl->n ? nl->n : 1) * sizeof *unres);
+    for (size_t i = 0; i < nl->n; i++)
+        unres[i] = vs->v[i].unresolvable;
+    char reason[300];
+    long at = e->cfg.preempt.nofit(e->cfg.preempt.ud, va->pod, req, view, set, nl->names, unres,
+                                   nl->n, reason, sizeof reason);
+    if (at >= 0 && (size_t)at < nl->n) {
+        vs->v[at].unresolvable = false;
+        set_reason(vs, (size_t)at, "%s", reason);
+    }
+    free(unres);
+}
+
+static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bool may_preempt,
+                            verdicts *vs, gp_policy_view *view, gp_err *err)
 {
     for (size_t i = 0; i < va->nl.n; i++)
         vs->v[i] = (verdict){0};
@@ -662,6 +692,8 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, ve
         if (!scores)
             cluster_unreserve(e->c, req.uid);   /* filter decides afresh */
         evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
+        if (may_preempt && e->cfg.preempt.nofit && req.nctrs > 0)
+            offer_preemption(e, va, &req, view, set, vs);
     }
     policy_set_unref(set);
     return r;
@@ -699,7 +731,7 @@ static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl
         }
 }
 
-int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
+static int filter_run(gp_extender *e, const char *body, size_t len, bool may_preempt, char **out)
 {
     atomic_fetch_add(&e->n_filter, 1);
     char msg[600];
@@ -719,7 +751,7 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
     verdicts vs;
     verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
-    assess_result r = assess(e, &va, false, &vs, &view, &err);
+    assess_result r = assess(e, &va, false, may_preempt, &vs, &view, &err);
     if (r == BAD_POD) {
         /* the pod cannot be scheduled as it stands: say why on every node */
         for (size_t i = 0; i < nl->n; i++) {
@@ -751,6 +783,80 @@ done:
     return status;
 }
 
+int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
+{
+    return filter_run(e, body, len, true, out);
+}
+
+int extender_filter_readonly(gp_extender *e, const char *body, size_t len, char **out)
+{
+    return filter_run(e, body, len, false, out);
+}
+
+/* The victims kube-scheduler proposed, echoed as MetaVictims (by UID): its
+ * ordinary preemption, for pods gpupack has nothing to add to. */
+char *extender_preempt_echo(const json_t *args)
+{
+    json_t *res = json_object();
+    const char *node;
+    json_t *v;
+    json_object_foreach((json_t *)json_object_get(args, "NodeNameToMetaVictims"), node, v)
+        json_object_set(res, node, v);
+    json_object_foreach((json_t *)json_object_get(args, "NodeNameToVictims"), node, v) {
+        json_t *pods = json_array();
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(v, "Pods"), i, p) {
+            json_t *uid = json_object_get(json_object_get(p, "metadata"), "uid");
+            if (json_is_string(uid))
+                json_array_append_new(pods, json_pack("{s:O}", "UID", uid));
+        }
+        json_t *n = json_object_get(v, "NumPDBViolations");
+        json_object_set_new(res, node, json_pack("{s:o,s:I}", "Pods", pods, "NumPDBViolations",
+                                                 json_integer_value(n)));
+    }
+    json_t *ans = json_pack("{s:o}", "NodeNameToMetaVictims", res);
+    char *s = json_dumps(ans, JSON_COMPACT);
+    json_decref(ans);
+    if (!s)
+        abort();
+    return s;
+}
+
+json_t *extender_preempt_status(gp_extender *e, const json_t *pod)
+{
+    return e->cfg.preempt.status ? e->cfg.preempt.status(e->cfg.preempt.ud, pod) : NULL;
+}
+
+int extender_preempt(gp_extender *e, const char *body, size_t len, char **out)
+{
+    char msg[600];
+    if (!serving(e, VERB_PREEMPT, msg, sizeof msg)) {
+        /* victims chosen from a map that is not the API server's could be the
+         * wrong pods: kube-scheduler's preemption fails this time and retries */
+        *out = error_body(msg);
+        return 503;
+    }
+    json_t *args;
+    int status = parse_args(e, body, len, &args, out);
+    if (status)
+        return status;
+    const json_t *meta = json_object_get(args, "NodeNameToMetaVictims");
+    const json_t *full = json_object_get(args, "NodeNameToVictims");
+    if (!json_is_object(json_object_get(args, "Pod")) || (meta && !json_is_object(meta) && !json_is_null(meta)) ||
+        (full && !json_is_object(full) && !json_is_null(full)))
+        status = bad_request(e, out, "preempt needs Pod and NodeNameToMetaVictims or "
+                                     "NodeNameToVictims objects");
+    else if (e->cfg.preempt.process)
+        status = e->cfg.preempt.process(e->cfg.preempt.ud, args, out);
+    else {
+        *out = extender_preempt_echo(args);
+        status = 200;
+    }
+    json_decref(args);
+    return status;
+}
+
 int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_prioritize, 1);
@@ -770,7 +876,7 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
     int *scores = xcalloc(nl->n ? nl->n : 1, sizeof *scores);
-    if (assess(e, &va, true, &vs, &view, &err) == ASSESSED) {
+    if (assess(e, &va, true, false, &vs, &view, &err) == ASSESSED) {
         /* normalise over the nodes that fit; the others score 0 */
         double *raw = xcalloc(nl->n ? nl->n : 1, sizeof *raw);
         int *sc = xcalloc(nl->n ? nl->n : 1, sizeof *sc);

@@ -61,6 +61,14 @@ static void print_node(FILE *f, const json_t *n, const widths *w)
                                     str(p, "namespace"), str(p, "name"),
                                     strcmp(str(p, "state"), "assumed") == 0 ? "(assumed)" : "");
         }
+        json_array_foreach(json_object_get(g, "reservations"), k, p) {   /* preemption */
+            if (off >= sizeof podlist - 80)
+                break;
+            off += (size_t)snprintf(podlist + off, sizeof podlist - off,
+                                    "%sreserved:%s/%s(%lld MiB)", off ? " " : "",
+                                    str(p, "namespace"), str(p, "name"),
+                                    (long long)json_integer_value(json_object_get(p, "memMiB")));
+        }
         char memtxt[48], coretxt[32];
         snprintf(memtxt, sizeof memtxt, "%lld/%lld",
                  (long long)json_integer_value(json_object_get(mem, "used")),

@@ -916,7 +916,7 @@ static const gp_flag sim_flags[] = {
     GP_FLAG("--pods", FLAG_STR, O(pods_path), "PODS.csv", "the trace's pods (required)"),
     FN("--scheduler-config", f_sched, "FILE",
        "play kube-scheduler v1.26 as this KubeSchedulerConfiguration\n"
-       "says (default: manifests/scheduler-config.yaml, the shipped\n"
+       "says (default: manifests/base/scheduler-config.yaml, the shipped\n"
        "deployment); \"none\" = ideal mode: gpupack places every pod\n"
        "over every node (--weight, --ties, --cpu-pods imply it)"),
     GP_FLAG("--policies", FLAG_STR, O(policies_dir), "DIR",
@@ -935,7 +935,7 @@ static const gp_flag sim_flags[] = {
        "deployment mode (default: the policy's nodeDecision)"),
     FN("--weight", f_weight, "N",
        "extender weight in prioritize mode (default 25, as\n"
-       "manifests/scheduler-config.yaml ships it)"),
+       "manifests/base/scheduler-config.yaml ships it)"),
     FN("--ties", f_ties, "random|kube",
        "filter mode: break equal best scores by RNG (default)\n"
        "or by kube-scheduler's LeastAllocated score, as live"),
@@ -1366,8 +1366,13 @@ typedef struct sim_run {
  * --gpu-strategy applied) and the trace. */
 static int sim_load(cli *c, sim_job *r, gp_err *err)
 {
-    if (!c->sched_explicit && !c->ideal_knob && access(SIM_SCHEDULER_CONFIG, R_OK) == 0)
-        c->sched_path = SIM_SCHEDULER_CONFIG;
+    if (!c->sched_explicit && !c->ideal_knob) {
+        if (access(SIM_SCHEDULER_CONFIG, R_OK) == 0)
+            c->sched_path = SIM_SCHEDULER_CONFIG;
+        else
+            fprintf(stderr, "simulate: no %s here (run from the repository root, or give "
+                            "--scheduler-config FILE): ideal mode\n", SIM_SCHEDULER_CONFIG);
+    }
     if (c->sched_path) {
         if (schedcfg_load(c->sched_path, &r->kube, err))
             return -1;

@@ -1,0 +1,42 @@
+/* evictor.h -- preemption's API calls: evict a victim through the Eviction
+ * API (PodDisruptionBudgets honoured by the API server), and nominate the
+ * preemptor on its node (status.nominatedNodeName, as kube-scheduler does).
+ *
+ * Like binder.h: one request each, the answer classified; no retries here
+ * (the preemption worker retries with backoff). Thread-safe. */
+#ifndef GP_EVICTOR_H
+#define GP_EVICTOR_H
+
+#include "kube/kube.h"
+#include "lib/util.h"
+
+typedef enum {
+    GP_EVICT_DONE = 0,      /* accepted: the pod is being deleted (its grace period runs) */
+    GP_EVICT_GONE = 1,      /* no such pod (404), or another pod under that name (uid precondition) */
+    GP_EVICT_BLOCKED = 2,   /* 429: a PodDisruptionBudget allows no disruption now */
+    GP_EVICT_RETRY = 3,     /* transport error, timeout, 5xx: may work later */
+    GP_EVICT_REFUSED = 4    /* 401/403 (RBAC: pods/eviction create), 400, 422: will not work */
+} gp_evict_outcome;
+
+/* POST /api/v1/namespaces/NS/pods/NAME/eviction (policy/v1 Eviction, with a
+ * uid precondition when uid is non-empty). err says why for every outcome
+ * but DONE. */
+gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, const char *uid,
+                               double timeout_s, gp_err *err);
+
+/* PATCH .../pods/NAME/status {"status":{"nominatedNodeName":node}} (merge
+ * patch; the uid in the patch is a precondition). Returns 0 done, 1 when the
+ * pod is gone or another pod holds the name (404, 409, 422), 2 when refused
+ * (401/403: RBAC lacks pods/status patch), -1 to retry later (err says why). */
+int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
+                     const char *node, double timeout_s, gp_err *err);
+
+/* The preemptor's nudge: requeue.h's merge patch (the gpupack.io/requeue
+ * annotation, with the uid as a precondition) -- an update of the pod's own
+ * metadata, which makes kube-scheduler retry a parked pod. Returns 0 done,
+ * 1 gone or another pod (404, 409, 422), 2 not allowed (401/403: RBAC
+ * lacks pods patch, components/requeue-rbac), -1 to retry (err says why). */
+int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
+                  gp_err *err);
+
+#endif

@@ -1,0 +1,125 @@
+/* preempt.h -- priorities for shared GPUs: gpupack's own preemption.
+ *
+ * kube-scheduler cannot preempt for GPU share: NodeResourcesFit ignores
+ * gpupack's resources, so DefaultPreemption's dry run finds that every node
+ * fits without victims and produces no candidate, and an extender's
+ * ProcessPreemption is only ever called with candidates (docs/priorities.md
+ * has the source references). So gpupack decides itself:
+ *
+ *   filter finds no node for a pod that asks GPUs (gp_preempt_hooks.nofit)
+ *     -> choose victims among the request's nodes (pack/victims.h): strictly
+ *        lower priority, not protected by their policy, the best set under
+ *        kube-scheduler's ranking at GPU level, the node whose free share
+ *        fragments least among equals;
+ *     -> claim the share the pod will get (cluster_claim): pods of equal or
+ *        lower priority cannot take it while the victims terminate;
+ *     -> a worker thread sets the pod's status.nominatedNodeName (what a
+ *        restarted gpupack and kube-scheduler read) and evicts the victims
+ *        through the Eviction API (PodDisruptionBudgets honoured; a 429 makes
+ *        it try the next plan);
+ *   the victims keep their GPUs in the store until the watch shows them gone;
+ *   then the worker touches the pod's metadata where kube-scheduler needs it
+ *   (before 1.32 it retries a parked pod on such an update, not always on its
+ *   victims' deletion), the
+ *   pod fits its node and is bound like any other; the claim ends
+ *   when it is bound, deleted, or after the victims' grace period plus
+ *   `wait_s` (then it may plan again).
+ *
+ * After a restart nothing of the above is in memory: a pending pod with a
+ * nominatedNodeName gets a claim again on that node when terminating pods
+ * there (or free share) make room for it (preempt_pods_synced, before the
+ * verbs answer); evictions not yet made are made when filter plans anew.
+ *
+ * kube-scheduler's preemptVerb (gp_preempt_hooks.process): for a pod that
+ * asks GPUs, each node kube-scheduler proposes (it found host victims there)
+ * keeps its victims plus the GPU victims gpupack adds, or is dropped when
+ * GPUs cannot be freed there; other pods get their victims back unchanged.
+ *
+ * Thread-safety: every function may be called from any thread. */
+#ifndef GP_PREEMPT_H
+#define GP_PREEMPT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "kube/kube.h"
+#include "pack/cluster.h"
+#include "sched/evictor.h"
+#include "sched/extender.h"
+#include "lib/util.h"
+
+/* The API calls preemption makes; tests fake them. Called from the worker
+ * thread, without preemption's lock; event may also be called with it held
+ * (it must not block). */
+typedef struct gp_preempt_io {
+    void *ud;
+    gp_evict_outcome (*evict)(void *ud, const char *ns, const char *name, const char *uid,
+                              gp_err *err);
+    /* 0 done, 1 pod gone, 2 refused (go on without), -1 retry (evictor_nominate) */
+    int (*nominate)(void *ud, const char *ns, const char *name, const char *uid, const char *node,
+                    gp_err *err);
+    void (*event)(void *ud, const char *ns, const char *name, const char *uid, bool warning,
+                  const char *reason, const char *msg);
+    /* The victims are gone: make kube-scheduler retry the preemptor now (an
+     * update of its metadata; evictor_nudge) where it would not by itself.
+     * 0 done (or not needed), 1 gone, 2 not allowed, -1 retry. */
+    int (*nudge)(void *ud, const char *ns, const char *name, const char *uid, gp_err *err);
+} gp_preempt_io;
+
+typedef struct gp_preempt_config {
+    gp_preempt_io io;
+    double wait_s;        /* a claim outlives its victims' grace period by this much (default 60) */
+    double tick_s;        /* worker period (default 0.2) */
+    int search_budget;    /* feasibility checks per node (pack/victims.h; default 2048) */
+} gp_preempt_config;
+
+typedef struct gp_preempt gp_preempt;
+
+/* Borrows c. No thread yet. */
+gp_preempt *preempt_new(gp_cluster *c, const gp_preempt_config *cfg);
+/* Stops the worker and the PDB watch (no API call after this); the pod feed
+ * and the hooks keep working. Accepts NULL; idempotent. */
+void preempt_stop(gp_preempt *p);
+/* Stops (as preempt_stop) and frees; accepts NULL. */
+void preempt_free(gp_preempt *p);
+/* The hooks for gp_extender_config.preempt (ud = p). */
+gp_preempt_hooks preempt_hooks(gp_preempt *p);
+/* Borrows e (policies, pod requests) and k (PDB watch; NULL: no budgets
+ * known). Starts the worker thread unless `worker` is false (tests call
+ * preempt_tick). */
+int preempt_start(gp_preempt *p, gp_extender *e, gp_kube *k, bool worker, gp_err *err) GP_WUR;
+
+/* The pod watch (live.h's observer): every pod object, and the end of a
+ * full LIST. */
+void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod);
+void preempt_pods_synced(gp_preempt *p);
+/* The PodDisruptionBudget feed (its own reflector; tests call these). */
+void preempt_pdb_event(gp_preempt *p, bool deleted, const json_t *pdb);
+void preempt_pdbs_resync(gp_preempt *p, bool end);
+
+/* One round of the worker: nominations, evictions, expiry. */
+void preempt_tick(gp_preempt *p);
+
+/* For `gpupack explain`: what preemption does or would do for this pod
+ * (borrowed Pod JSON): {"state": "preempting"|"waiting"|"would-preempt"|
+ * "cannot"|"not-eligible"|"none", "message", "node", "victims":[...]}. A dry
+ * run: nothing is claimed or evicted. Returns owned JSON. */
+json_t *preempt_status(gp_preempt *p, const json_t *pod);
+/* For /inspect: {"preemptions":[{pod, priority, node, stage, frees, victims,
+ * ageSeconds, expiresInSeconds}]}. Owned. */
+json_t *preempt_inspect(gp_preempt *p);
+/* metrics_fn (pre: a gp_preempt *, may be NULL): gpupack_preemptions_total,
+ * gpupack_preemption_victims_total, ... */
+void preempt_metrics(void *pre, gp_buf *out);
+
+typedef struct gp_preempt_stats {
+    unsigned long started;        /* preemptions that evict at least one pod */
+    unsigned long waits;          /* claims on pods that were already terminating (no eviction) */
+    unsigned long victims;        /* pods evicted (or found gone) for a preemptor */
+    unsigned long bound, deleted, expired, replanned, failed;   /* how claims ended */
+    unsigned long evict_blocked, evict_retry, evict_refused;
+    unsigned long active;         /* claims held now */
+} gp_preempt_stats;
+void preempt_stats(gp_preempt *p, gp_preempt_stats *out);
+
+#endif

@@ -1,0 +1,126 @@
+/* evictor.c -- preemption's API calls: Eviction and the nominated node. */
+#include "sched/evictor.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/requeue.h"
+
+static char *pod_path(const char *ns, const char *name, const char *suffix)
+{
+    char *n = kube_escape(ns), *p = kube_escape(name);
+    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s%s", n, p, suffix);
+    free(n);
+    free(p);
+    return path;
+}
+
+static char *dump(json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!s)
+        abort();
+    return s;
+}
+
+gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, const char *uid,
+                               double timeout_s, gp_err *err)
+{
+    json_t *ev = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "policy/v1", "kind", "Eviction",
+                           "metadata", "name", name, "namespace", ns);
+    if (!ev)
+        abort();   /* names the store validated */
+    if (uid && *uid)
+        json_object_set_new(ev, "deleteOptions",
+                            json_pack("{s:{s:s}}", "preconditions", "uid", uid));
+    char *body = dump(ev);
+    char *path = pod_path(ns, name, "/eviction");
+    gp_kube_resp r;
+    gp_err e;
+    gp_evict_outcome out;
+    char msg[300];
+    if (kube_request(k, "POST", path, "application/json", body, timeout_s, NULL, &r, &e) < 0) {
+        gp_fail(err, "evict pod %s/%s: %s", ns, name, e.msg);
+        out = GP_EVICT_RETRY;
+        goto done;
+    }
+    if (r.status == 200 || r.status == 201) {
+        out = GP_EVICT_DONE;
+        goto done;
+    }
+    kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+    gp_fail(err, "evict pod %s/%s: HTTP %ld: %s", ns, name, r.status, msg);
+    if (r.status == 404 || r.status == 409)
+        out = GP_EVICT_GONE;        /* gone, or the uid precondition failed: another pod */
+    else if (r.status == 429)
+        out = GP_EVICT_BLOCKED;     /* a PodDisruptionBudget */
+    else if (r.status >= 500 || r.status == 408)
+        out = GP_EVICT_RETRY;
+    else
+        out = GP_EVICT_REFUSED;
+done:
+    kube_resp_free(&r);
+    free(path);
+    free(body);
+    return out;
+}
+
+/* One merge patch of a pod (suffix "" or "/status") with its uid as a
+ * precondition. Returns 0 done, 1 gone or another pod (404, 409, 422),
+ * 2 refused (401, 403), -1 to retry; err says why. */
+static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *uid,
+                     const char *suffix, json_t *patch, const char *what, double timeout_s,
+                     gp_err *err)
+{
+    if (uid && *uid) {
+        json_t *md = json_object_get(patch, "metadata");
+        if (!md)
+            json_object_set_new(patch, "metadata", md = json_object());
+        json_object_set_new(md, "uid", json_string(uid));
+    }
+    char *body = dump(patch);
+    char *path = pod_path(ns, name, suffix);
+    gp_kube_resp r;
+    gp_err e;
+    int rc;
+    char msg[300];
+    if (kube_request(k, "PATCH", path, "application/merge-patch+json", body, timeout_s, NULL, &r,
+                     &e) < 0) {
+        rc = gp_fail(err, "%s pod %s/%s: %s", what, ns, name, e.msg);
+    } else if (r.status == 200) {
+        rc = 0;
+    } else {
+        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+        gp_fail(err, "%s pod %s/%s: HTTP %ld: %s", what, ns, name, r.status, msg);
+        rc = r.status == 404 || r.status == 409 || r.status == 422 ? 1
+             : r.status == 401 || r.status == 403                  ? 2
+                                                                   : -1;
+    }
+    kube_resp_free(&r);
+    free(path);
+    free(body);
+    return rc;
+}
+
+int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
+                     const char *node, double timeout_s, gp_err *err)
+{
+    json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
+    if (!patch)
+        abort();
+    return patch_pod(k, ns, name, uid, "/status", patch, "nominate", timeout_s, err);
+}
+
+int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
+                  gp_err *err)
+{
+    char *text = requeue_patch_body(uid, gp_now_ns());   /* the requeue nudge's own patch */
+    json_t *patch = json_loads(text, 0, NULL);
+    free(text);
+    if (!patch)
+        abort();
+    return patch_pod(k, ns, name, NULL, "", patch, "touch", timeout_s, err);
+}

@@ -1,0 +1,635 @@
+/* test_preempt.c -- gpupack's preemption as filter drives it (sched/preempt): a
+ * store, the extender in embedded mode with preemption's hooks, and fake API
+ * calls -- no sockets. Each test reads as the story of one preemptor. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pack/cluster.h"
+#include "sched/extender.h"
+#include "sched/preempt.h"
+#include "testutil.h"
+
+#define G 16384
+
+/* ------------------------------------------------------------ fakes -- */
+
+typedef struct fake_io {
+    int nevict;
+    char evicted[32][64];              /* names, in call order */
+    char block[64];                    /* this victim's eviction gets 429 */
+    bool api_down;                     /* every call: retry later */
+    int nnominate;
+    char nominated[64];
+    int nevents;
+    char events[32][400];              /* "Reason pod: message" */
+    int nnudge;
+} fake_io;
+
+static int f_nudge(void *ud, const char *ns, const char *name, const char *uid, gp_err *err)
+{
+    fake_io *io = ud;
+    if (io->api_down)
+        return gp_fail(err, "connection refused");
+    io->nnudge++;
+    return 0;
+}
+
+static gp_evict_outcome f_evict(void *ud, const char *ns, const char *name, const char *uid,
+                                gp_err *err)
+{
+    fake_io *io = ud;
+    if (io->api_down)
+        return gp_fail(err, "connection refused"), GP_EVICT_RETRY;
+    if (strcmp(io->block, name) == 0)
+        return gp_fail(err, "Cannot evict pod as it would violate the pod's disruption budget."),
+               GP_EVICT_BLOCKED;
+    if (io->nevict < 32)
+        gp_strlcpy(io->evicted[io->nevict++], name, 64);
+    return GP_EVICT_DONE;
+}
+
+static int f_nominate(void *ud, const char *ns, const char *name, const char *uid,
+                      const char *node, gp_err *err)
+{
+    fake_io *io = ud;
+    if (io->api_down)
+        return gp_fail(err, "connection refused");
+    io->nnominate++;
+    gp_strlcpy(io->nominated, node, sizeof io->nominated);
+    return 0;
+}
+
+static void f_event(void *ud, const char *ns, const char *name, const char *uid, bool warning,
+                    const char *reason, const char *msg)
+{
+    fake_io *io = ud;
+    if (io->nevents < 32)
+        snprintf(io->events[io->nevents++], 400, "%s %s: %s", reason, name, msg);
+}
+
+/* ------------------------------------------------------------ world -- */
+
+typedef struct world {
+    gp_cluster *c;
+    gp_preempt *p;
+    gp_extender *e;
+    fake_io io;
+} world;
+
+static world *world_new(double wait_s)
+{
+    world *w = xcalloc(1, sizeof *w);
+    w->c = cluster_new();
+    gp_preempt_config pc = {.io = {&w->io, f_evict, f_nominate, f_event, f_nudge}, .wait_s = wait_s};
+    w->p = preempt_new(w->c, &pc);
+    gp_extender_config ec = {.preempt = preempt_hooks(w->p)};
+    w->e = extender_new(w->c, &ec);
+    gp_err err;
+    ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
+    return w;
+}
+
+static void world_free(world *w)
+{
+    preempt_free(w->p);
+    extender_free(w->e);
+    cluster_free(w->c);
+    free(w);
+}
+
+static void add_node(world *w, const char *name, int ngpus, const char *model)
+{
+    gp_inventory inv;
+    tu_inventory(&inv, ngpus, G, model);
+    cluster_upsert_node(w->c, name, &inv);
+}
+
+/* A pod as the watch shows it. gpus: device indices (-1 ends), each with mem. */
+static json_t *pod_json(const char *name, int prio, const char *node, int64_t mem, int count,
+                        const char *labels, const char *extra_spec)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"uid-%s\","
+             "\"creationTimestamp\":\"2025-01-01T00:00:00Z\",\"labels\":%s},"
+             "\"spec\":{\"priority\":%d,%s%s%s\"containers\":[{\"name\":\"main\",\"resources\":"
+             "{\"limits\":{\"gpupack.io/gpu-mem\":\"%lld\",\"gpupack.io/gpu-count\":\"%d\"}}}]},"
+             "\"status\":{}}",
+             name, name, labels ? labels : "{}", prio, node ? "\"nodeName\":\"" : "",
+             node ? node : "", node ? "\"," : "", (long long)mem, count);
+    json_t *j = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    if (extra_spec) {
+        json_t *x = json_loads(extra_spec, 0, NULL);
+        ck_assert_ptr_nonnull(x);
+        json_object_update(json_object_get(j, "spec"), x);
+        json_decref(x);
+    }
+    return j;
+}
+
+/* A bound pod holding `mem` on each of gpus[] (ended by -1), started at start_s. */
+static void add_pod(world *w, const char *name, int prio, const char *node, const int *gpus,
+                    int64_t mem, int start_s, const char *labels)
+{
+    gp_assignment a;
+    memset(&a, 0, sizeof a);
+    gp_strlcpy(a.node, node, sizeof a.node);
+    int n = 0;
+    while (gpus[n] >= 0)
+        n++;
+    a.nctrs = n ? 1 : 0;   /* no GPU: a host-only pod */
+    gp_strlcpy(a.ctrs[0].name, "main", sizeof a.ctrs[0].name);
+    a.ctrs[0].ngpus = n;
+    for (int i = 0; i < n; i++)
+        a.ctrs[0].gpus[i] = (gp_gpu_grant){gpus[i], mem, 0};
+    char uid[80];
+    snprintf(uid, sizeof uid, "uid-%s", name);
+    gp_pod_obs obs = {uid, "ml", name, node, false, &a, NULL, 0, "default", 0, 0};
+    cluster_pod_observed(w->c, &obs);
+    json_t *j = pod_json(name, prio, node, mem, n, labels, NULL);
+    char ts[40];
+    snprintf(ts, sizeof ts, "2025-01-01T00:%02d:%02dZ", start_s / 60, start_s % 60);
+    json_object_set_new(json_object_get(j, "status"), "startTime", json_string(ts));
+    preempt_pod_event(w->p, false, j);
+    json_decref(j);
+}
+
+/* The victim's kubelet has stopped it: the watch shows it deleted. */
+static void pod_gone(world *w, const char *name)
+{
+    char uid[80];
+    snprintf(uid, sizeof uid, "uid-%s", name);
+    gp_pod_obs obs = {uid, "ml", name, NULL, true, NULL, NULL, 0, NULL, 0, 0};
+    cluster_pod_observed(w->c, &obs);
+    json_t *j = pod_json(name, 0, NULL, 0, 1, NULL, NULL);
+    preempt_pod_event(w->p, true, j);
+    json_decref(j);
+}
+
+/* Filter for pod over nodes; returns the answer (owned). */
+static json_t *filter(world *w, const json_t *pod, const char *const *nodes)
+{
+    json_t *args = json_pack("{s:O,s:[]}", "Pod", pod, "NodeNames");
+    for (int i = 0; nodes[i]; i++)
+        json_array_append_new(json_object_get(args, "NodeNames"), json_string(nodes[i]));
+    char *body = json_dumps(args, JSON_COMPACT), *out = NULL;
+    json_decref(args);
+    ck_assert_int_eq(extender_filter(w->e, body, strlen(body), &out), 200);
+    json_t *ans = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(ans);
+    free(body);
+    free(out);
+    return ans;
+}
+
+static bool fits(const json_t *ans, const char *node)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(ans, "NodeNames"), i, v)
+        if (strcmp(json_string_value(v), node) == 0)
+            return true;
+    return false;
+}
+
+static const char *reason(const json_t *ans, const char *node)
+{
+    const char *r = json_string_value(json_object_get(json_object_get(ans, "FailedNodes"), node));
+    return r ? r : "";
+}
+
+static bool has_claim(world *w, const char *name)
+{
+    char uid[80];
+    snprintf(uid, sizeof uid, "uid-%s", name);
+    gp_claim *cl = xmalloc(sizeof *cl);
+    bool yes = cluster_claim_get(w->c, uid, cl) == 0;
+    free(cl);
+    return yes;
+}
+
+static int bind(world *w, const char *name, const char *node)
+{
+    char body[400], *out = NULL;
+    snprintf(body, sizeof body,
+             "{\"PodName\":\"%s\",\"PodNamespace\":\"ml\",\"PodUID\":\"uid-%s\",\"Node\":\"%s\"}",
+             name, name, node);
+    int st = extender_bind(w->e, body, strlen(body), &out);
+    json_t *ans = json_loads(out, 0, NULL);
+    int ok = st == 200 && ans && strcmp(json_string_value(json_object_get(ans, "Error")), "") == 0;
+    json_decref(ans);
+    free(out);
+    return ok;
+}
+
+static const int GPU0[] = {0, -1}, GPU1[] = {1, -1}, GPU01[] = {0, 1, -1};
+
+/* The issue's scene: one node, two 16 GiB GPUs, a whole-GPU pod on GPU 0 and
+ * two 8 GiB pods on GPU 1, all priority 0. */
+static world *issue_scene(double wait_s)
+{
+    world *w = world_new(wait_s);
+    add_node(w, "n1", 2, "A100");
+    add_pod(w, "whole", 0, "n1", GPU0, G, 1, NULL);
+    add_pod(w, "half-a", 0, "n1", GPU1, G / 2, 2, NULL);
+    add_pod(w, "half-b", 0, "n1", GPU1, G / 2, 3, NULL);
+    return w;
+}
+
+static const char *const N1[] = {"n1", NULL};
+
+/* ------------------------------------------------------------ stories -- */
+
+START_TEST(one_victim_not_two)
+{
+    world *w = issue_scene(60);
+    json_t *pre = pod_json("urgent", 1000, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, pre, N1);
+    ck_assert(!fits(ans, "n1"));
+    ck_assert_msg(strstr(reason(ans, "n1"), "preempting 1 lower-priority pod to free GPU 0"),
+                  "%s", reason(ans, "n1"));
+    json_decref(ans);
+    ck_assert(has_claim(w, "urgent"));
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnominate, 1);
+    ck_assert_str_eq(w->io.nominated, "n1");
+    ck_assert_int_eq(w->io.nevict, 1);
+    ck_assert_str_eq(w->io.evicted[0], "whole");
+    /* Events: on the preemptor when it starts, on the victim when it is evicted */
+    ck_assert_int_eq(w->io.nevents, 2);
+    ck_assert_msg(strstr(w->io.events[0], "Preempting urgent: preempting 1 lower-priority pod on n1 "
+                                          "to free GPU 0 (16384 MiB): ml/whole"), "%s", w->io.events[0]);
+    ck_assert_msg(strstr(w->io.events[1], "Preempted whole: preempted by ml/urgent to free GPU 0 "
+                                          "(16384 MiB) on n1"), "%s", w->io.events[1]);
+    /* while the victim terminates it holds its GPU: the preemptor waits */
+    ans = filter(w, pre, N1);
+    ck_assert(!fits(ans, "n1"));
+    ck_assert_msg(strstr(reason(ans, "n1"), "waiting for 1 pod to terminate"), "%s", reason(ans, "n1"));
+    json_decref(ans);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 1);   /* no second eviction */
+    ck_assert_int_eq(w->io.nnudge, 0);   /* the victim is still there */
+    pod_gone(w, "whole");
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 1);   /* kube-scheduler is told to retry the pod, once */
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 1);
+    /* a lower-priority pod does not get the freed GPU */
+    json_t *low = pod_json("late", 0, NULL, G / 2, 1, NULL, NULL);
+    ans = filter(w, low, N1);
+    ck_assert(!fits(ans, "n1"));
+    json_decref(ans);
+    /* the preemptor does, and binding it ends the reservation */
+    ans = filter(w, pre, N1);
+    ck_assert(fits(ans, "n1"));
+    json_decref(ans);
+    ck_assert(bind(w, "urgent", "n1"));
+    ck_assert(!has_claim(w, "urgent"));
+    preempt_tick(w->p);
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    ck_assert_int_eq(st.started, 1);
+    ck_assert_int_eq(st.victims, 1);
+    ck_assert_int_eq(st.bound, 1);
+    ck_assert_int_eq(st.active, 0);
+    json_decref(low);
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
+/* Who may not preempt, and who may not be a victim: nothing is claimed or evicted. */
+typedef struct noway_case {
+    const char *what;
+    int prio;
+    const char *extra_spec;        /* merged into the preemptor's spec */
+    const char *policy;            /* a policy file for the set, or NULL */
+} noway_case;
+
+static const noway_case noways[] = {
+    {"equal priority never preempts", 0, NULL, NULL},
+    {"lower priority never preempts", -5, NULL, NULL},
+    {"preemptionPolicy: Never", 1000, "{\"preemptionPolicy\":\"Never\"}", NULL},
+    {"a policy with mayPreempt: false", 1000, NULL,
+     "apiVersion: gpupack.io/v1alpha1\nkind: PackingPolicy\nmetadata: {name: default}\n"
+     "spec: {preemption: {mayPreempt: false}}\n"},
+    {"a priority below the policy's minPriority", 1000, NULL,
+     "apiVersion: gpupack.io/v1alpha1\nkind: PackingPolicy\nmetadata: {name: default}\n"
+     "spec: {preemption: {minPriority: 2000}}\n"},
+    {"victims placed under a protected policy", 1000, NULL,
+     "apiVersion: gpupack.io/v1alpha1\nkind: PackingPolicy\nmetadata: {name: default}\n"
+     "spec: {preemption: {protected: true}}\n"},
+};
+
+static gp_policy_set *test_set;
+static gp_policy_set *set_source(void *ud)
+{
+    policy_set_ref(test_set);
+    return test_set;
+}
+
+START_TEST(no_preemption)
+{
+    const noway_case *k = &noways[_i];
+    world *w = issue_scene(60);
+    if (k->policy) {
+        /* the same world with a policy set of its own */
+        extender_free(w->e);
+        char path[] = "/tmp/gpupack-preempt-XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(k->policy, f);
+        fclose(f);
+        gp_err err;
+        ck_assert_msg(policy_set_load_file(path, &test_set, &err) == 0, "%s", err.msg);
+        unlink(path);
+        gp_extender_config ec = {.preempt = preempt_hooks(w->p), .policies = set_source};
+        w->e = extender_new(w->c, &ec);
+        ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
+    }
+    json_t *pre = pod_json("urgent", k->prio, NULL, G, 1, NULL, k->extra_spec);
+    json_t *ans = filter(w, pre, N1);
+    ck_assert_msg(!fits(ans, "n1") && !strstr(reason(ans, "n1"), "preempt"), "%s: %s", k->what,
+                  reason(ans, "n1"));
+    json_decref(ans);
+    preempt_tick(w->p);
+    ck_assert_msg(w->io.nevict == 0 && !has_claim(w, "urgent"), "%s", k->what);
+    /* explain says why */
+    json_t *st = extender_preempt_status(w->e, pre);
+    ck_assert_ptr_nonnull(st);
+    const char *state = json_string_value(json_object_get(st, "state"));
+    ck_assert_msg(strcmp(state, "not-eligible") == 0 || strcmp(state, "cannot") == 0, "%s: %s",
+                  k->what, state);
+    json_decref(st);
+    json_decref(pre);
+    if (k->policy) {
+        extender_free(w->e);
+        w->e = extender_new(w->c, NULL);   /* world_free frees one */
+        policy_set_unref(test_set);
+        test_set = NULL;
+    }
+    world_free(w);
+}
+END_TEST
+
+/* A 2-GPU preemptor on two nodes: the node needing one (2-GPU) victim wins
+ * over the one needing two. */
+START_TEST(better_node_wins)
+{
+    world *w = world_new(60);
+    add_node(w, "a", 2, "A100");
+    add_node(w, "b", 2, "A100");
+    add_pod(w, "a0", 0, "a", GPU0, G, 1, NULL);
+    add_pod(w, "a1", 0, "a", GPU1, G, 2, NULL);
+    add_pod(w, "wide", 0, "b", GPU01, G, 3, NULL);
+    json_t *pre = pod_json("big", 1000, NULL, G, 2, NULL, NULL);
+    static const char *const AB[] = {"a", "b", NULL};
+    json_t *ans = filter(w, pre, AB);
+    ck_assert_msg(strstr(reason(ans, "b"), "preempting 1 lower-priority pod to free GPUs 0 (16384 "
+                                           "MiB), 1 (16384 MiB)"), "%s", reason(ans, "b"));
+    ck_assert_msg(strstr(reason(ans, "a"), "GPUs have 16384 MiB free, container main needs 2") &&
+                  !strstr(reason(ans, "a"), "preempt"), "%s", reason(ans, "a"));
+    json_decref(ans);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 1);
+    ck_assert_str_eq(w->io.evicted[0], "wide");
+    pod_gone(w, "wide");
+    ans = filter(w, pre, AB);
+    ck_assert(fits(ans, "b") && !fits(ans, "a"));
+    json_decref(ans);
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
+/* A PodDisruptionBudget: the guarded pod is ranked last; when the API server
+ * refuses its eviction anyway (429), the next plan is tried. */
+START_TEST(pdb_and_429)
+{
+    world *w = world_new(60);
+    add_node(w, "a", 1, "A100");
+    add_node(w, "b", 1, "A100");
+    add_pod(w, "guarded", 0, "a", GPU0, G, 9, "{\"app\":\"db\"}");
+    add_pod(w, "plain", 0, "b", GPU0, G, 1, "{\"app\":\"batch\"}");
+    json_t *pdb = json_loads("{\"metadata\":{\"name\":\"db\",\"namespace\":\"ml\"},\"spec\":"
+                             "{\"selector\":{\"matchLabels\":{\"app\":\"db\"}}},"
+                             "\"status\":{\"disruptionsAllowed\":0}}", 0, NULL);
+    preempt_pdb_event(w->p, false, pdb);
+    json_decref(pdb);
+    json_t *pre = pod_json("urgent", 1000, NULL, G, 1, NULL, NULL);
+    static const char *const AB[] = {"a", "b", NULL};
+    json_t *ans = filter(w, pre, AB);
+    ck_assert_msg(strstr(reason(ans, "b"), "preempting 1"), "%s", reason(ans, "b"));
+    json_decref(ans);
+    /* now the unguarded one's eviction is refused: the plan moves to the other node */
+    gp_strlcpy(w->io.block, "plain", sizeof w->io.block);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 0);
+    preempt_tick(w->p);   /* the new plan: nominate and evict */
+    ck_assert_int_eq(w->io.nevict, 1);
+    ck_assert_str_eq(w->io.evicted[0], "guarded");
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    ck_assert_int_eq(st.evict_blocked, 1);
+    ck_assert_int_eq(st.replanned, 1);
+    ck_assert_int_eq(st.active, 1);
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
+/* Nothing stays reserved: the preemptor deleted, or victims that never go. */
+START_TEST(reservation_ends)
+{
+    world *w = issue_scene(60);
+    json_t *pre = pod_json("urgent", 1000, NULL, G, 1, NULL, NULL);
+    json_decref(filter(w, pre, N1));
+    preempt_tick(w->p);
+    ck_assert(has_claim(w, "urgent"));
+    pod_gone(w, "urgent");   /* the preemptor is deleted */
+    ck_assert(!has_claim(w, "urgent"));
+    preempt_tick(w->p);
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    ck_assert_int_eq(st.active, 0);
+    ck_assert_int_eq(st.deleted, 1);
+    json_decref(pre);
+    world_free(w);
+
+    /* victims that never terminate: the claim lapses after their grace period + wait */
+    w = issue_scene(0.05);
+    json_t *g0 = pod_json("whole", 0, "n1", G, 1, NULL, "{\"terminationGracePeriodSeconds\":0}");
+    preempt_pod_event(w->p, false, g0);
+    json_decref(g0);
+    pre = pod_json("urgent2", 1000, NULL, G, 1, NULL, NULL);
+    json_decref(filter(w, pre, N1));
+    preempt_tick(w->p);
+    ck_assert(has_claim(w, "urgent2"));
+    struct timespec ts = {0, 150 * 1000000};
+    nanosleep(&ts, NULL);
+    preempt_tick(w->p);
+    ck_assert(!has_claim(w, "urgent2"));
+    preempt_stats(w->p, &st);
+    ck_assert_int_eq(st.expired, 1);
+    ck_assert_msg(strstr(w->io.events[w->io.nevents - 1], "PreemptionTimedOut urgent2"), "%s",
+                  w->io.events[w->io.nevents - 1]);
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
+/* An API server outage: nothing is evicted until it answers; the claim holds. */
+START_TEST(api_outage_retries)
+{
+    world *w = issue_scene(60);
+    w->io.api_down = true;
+    json_t *pre = pod_json("urgent", 1000, NULL, G, 1, NULL, NULL);
+    json_decref(filter(w, pre, N1));
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 0);
+    ck_assert(has_claim(w, "urgent"));
+    w->io.api_down = false;
+    struct timespec ts = {0, 600 * 1000000};   /* past the first backoff (0.5 s) */
+    nanosleep(&ts, NULL);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 1);
+    ck_assert_str_eq(w->io.evicted[0], "whole");
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
+/* A restarted gpupack: the preemptor carries nominatedNodeName, its victim is
+ * terminating; the first LIST ends with the reservation rebuilt. */
+START_TEST(restart_rebuilds_reservation)
+{
+    world *w = issue_scene(60);
+    json_t *t = pod_json("whole", 0, "n1", G, 1, NULL, NULL);
+    json_object_set_new(json_object_get(t, "metadata"), "deletionTimestamp",
+                        json_string("2099-01-01T00:00:00Z"));
+    preempt_pod_event(w->p, false, t);
+    json_decref(t);
+    json_t *pre = pod_json("urgent", 1000, NULL, G, 1, NULL, NULL);
+    json_object_set_new(json_object_get(pre, "status"), "nominatedNodeName", json_string("n1"));
+    preempt_pod_event(w->p, false, pre);
+    ck_assert(!has_claim(w, "urgent"));
+    preempt_pods_synced(w->p);
+    ck_assert(has_claim(w, "urgent"));
+    /* a lower-priority pod cannot take GPU 0 once the victim is gone */
+    pod_gone(w, "whole");
+    json_t *low = pod_json("late", 0, NULL, G / 2, 1, NULL, NULL);
+    json_t *ans = filter(w, low, N1);
+    ck_assert(!fits(ans, "n1"));
+    json_decref(ans);
+    ans = filter(w, pre, N1);
+    ck_assert(fits(ans, "n1"));
+    json_decref(ans);
+    ck_assert_int_eq(w->io.nevict, 0);   /* a rebuild never evicts */
+    json_decref(low);
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
+/* Pods terminating for reasons of their own: a pending pod that only waits
+ * for them holds nothing, unless it was nominated there (its preemption was
+ * done by kube-scheduler, or by gpupack before a restart). */
+START_TEST(waiting_needs_nomination)
+{
+    world *w = world_new(60);
+    add_node(w, "n1", 1, "A100");
+    add_pod(w, "going", 0, "n1", GPU0, G, 1, NULL);
+    json_t *t = pod_json("going", 0, "n1", G, 1, NULL, NULL);
+    json_object_set_new(json_object_get(t, "metadata"), "deletionTimestamp",
+                        json_string("2099-01-01T00:00:00Z"));
+    preempt_pod_event(w->p, false, t);
+    json_decref(t);
+    json_t *hi = pod_json("hi", 1000, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, hi, N1);
+    ck_assert(!fits(ans, "n1") && !strstr(reason(ans, "n1"), "held for this pod"));
+    json_decref(ans);
+    ck_assert(!has_claim(w, "hi"));
+    ck_assert_int_eq(w->io.nevict, 0);   /* a terminating pod is no victim */
+    json_object_set_new(json_object_get(hi, "status"), "nominatedNodeName", json_string("n1"));
+    ans = filter(w, hi, N1);
+    ck_assert_msg(strstr(reason(ans, "n1"), "waiting for 1 pod to terminate, GPU 0 (16384 MiB) held "
+                                            "for this pod: ml/going"), "%s", reason(ans, "n1"));
+    json_decref(ans);
+    ck_assert(has_claim(w, "hi"));
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 0);
+    json_decref(hi);
+    world_free(w);
+}
+END_TEST
+
+/* kube-scheduler's preemptVerb: pods without GPUs get their victims back
+ * unchanged; a GPU pod gets the GPU victims added, or the node dropped. */
+START_TEST(preempt_verb)
+{
+    world *w = issue_scene(60);
+    add_node(w, "n2", 1, "T4");
+    add_pod(w, "cpu-hog", 0, "n1", (const int[]){-1}, 0, 5, NULL);
+    char *out = NULL;
+    const char *cpu =
+        "{\"Pod\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\",\"uid\":\"uid-c\"},\"spec\":"
+        "{\"priority\":1000,\"containers\":[{\"name\":\"m\"}]}},\"NodeNameToMetaVictims\":"
+        "{\"n1\":{\"Pods\":[{\"UID\":\"uid-cpu-hog\"}],\"NumPDBViolations\":0}}}";
+    ck_assert_int_eq(extender_preempt(w->e, cpu, strlen(cpu), &out), 200);
+    ck_assert_str_eq(out, "{\"NodeNameToMetaVictims\":{\"n1\":{\"Pods\":[{\"UID\":\"uid-cpu-hog\"}],"
+                          "\"NumPDBViolations\":0}}}");
+    free(out);
+    const char *gpu =
+        "{\"Pod\":{\"metadata\":{\"name\":\"g\",\"namespace\":\"ml\",\"uid\":\"uid-g\"},\"spec\":"
+        "{\"priority\":1000,\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+        "{\"gpupack.io/gpu-mem\":\"16384\"}}}]}},\"NodeNameToMetaVictims\":"
+        "{\"n1\":{\"Pods\":[{\"UID\":\"uid-cpu-hog\"}],\"NumPDBViolations\":0},"
+        "\"n2\":{\"Pods\":[{\"UID\":\"uid-other\"}],\"NumPDBViolations\":0}}}";
+    ck_assert_int_eq(extender_preempt(w->e, gpu, strlen(gpu), &out), 200);
+    json_t *res = json_loads(out, 0, NULL);
+    free(out);
+    const json_t *map = json_object_get(res, "NodeNameToMetaVictims");
+    ck_assert_int_eq(json_object_size(map), 2);
+    const json_t *pods = json_object_get(json_object_get(map, "n1"), "Pods");
+    ck_assert_int_eq(json_array_size(pods), 2);   /* kube-scheduler's victim + the GPU's */
+    bool whole = false, hog = false;
+    for (size_t i = 0; i < 2; i++) {
+        const char *u = json_string_value(json_object_get(json_array_get(pods, i), "UID"));
+        whole |= strcmp(u, "uid-whole") == 0;
+        hog |= strcmp(u, "uid-cpu-hog") == 0;
+    }
+    ck_assert(whole && hog);
+    /* n2 (an empty T4 without our pods) fits once kube-scheduler's victim goes: kept as proposed */
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(map, "n2"), "Pods")), 1);
+    json_decref(res);
+    const char *bad = "{\"Pod\":[]}";
+    ck_assert_int_eq(extender_preempt(w->e, bad, strlen(bad), &out), 400);
+    free(out);
+    world_free(w);
+}
+END_TEST
+
+Suite *suite_preempt(void);
+Suite *suite_preempt(void)
+{
+    Suite *s = suite_create("preempt");
+    TCase *t = tcase_create("preempt");
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, one_victim_not_two);
+    tcase_add_loop_test(t, no_preemption, 0, (int)GP_ARRAY_LEN(noways));
+    tcase_add_test(t, better_node_wins);
+    tcase_add_test(t, pdb_and_429);
+    tcase_add_test(t, reservation_ends);
+    tcase_add_test(t, api_outage_retries);
+    tcase_add_test(t, restart_rebuilds_reservation);
+    tcase_add_test(t, waiting_needs_nomination);
+    tcase_add_test(t, preempt_verb);
+    suite_add_tcase(s, t);
+    return s;
+}
