@@ -608,6 +608,48 @@ START_TEST(over_capacity_is_followed_reported_and_fenced)
 }
 END_TEST
 
+/* A bind whose Binding's answer was lost (UNKNOWN) is retried by
+ * kube-scheduler on the same node: the retry reuses the held GPUs and posts
+ * again. A settling GET that started before the retry's Binding landed sees
+ * the pod unbound; that answer is about the lost attempt and must not release
+ * the GPUs the retry's Binding is landing on (seen in e2e_chaos: the GPU then
+ * went to other pods and held 32768 of 24576 MiB). */
+START_TEST(a_settle_about_an_older_attempt_releases_nothing)
+{
+    gp_cluster *c = cluster_with(1, 1, 16384);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_pod_req x;
+    tu_req(&x, "x", 1, 8192, 0);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_bind_claim(c, "x", &a), 0);
+    cluster_bind_outcome(c, "x", GP_BIND_UNKNOWN);
+    gp_unsettled u[4];
+    ck_assert_uint_eq(cluster_unsettled(c, 0, u, 4), 1);   /* the GET starts ... */
+    /* ... kube-scheduler's retry reuses the GPUs and posts again ... */
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_bind_claim(c, "x", &a), 0);
+    /* ... the GET saw the pod unbound: about the lost attempt only */
+    cluster_settle(c, &u[0], GP_BIND_REFUSED);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 8192);
+    cluster_bind_outcome(c, "x", GP_BIND_BOUND);   /* the retry landed */
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "x", &a, &st), 0);
+    ck_assert_uint_eq(cluster_unsettled(c, 0, u, 4), 0);
+    /* a settle about the current attempt still decides */
+    tu_req(&x, "y", 1, 4096, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_bind_claim(c, "y", &a), 0);
+    cluster_bind_outcome(c, "y", GP_BIND_UNKNOWN);
+    ck_assert_uint_eq(cluster_unsettled(c, 0, u, 4), 1);
+    cluster_settle(c, &u[0], GP_BIND_REFUSED);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 8192);
+    cluster_free(c);
+}
+END_TEST
+
 START_TEST(concurrent_binds_never_overcommit)
 {
     gp_cluster *c = cluster_with(4, 4, 16384);
@@ -667,6 +709,7 @@ Suite *suite_cluster(void)
     tcase_add_test(t, listed_truth_releases_a_conflicting_reservation);
     tcase_add_test(t, watched_truth_revokes_an_unsent_assumption);
     tcase_add_test(t, over_capacity_is_followed_reported_and_fenced);
+    tcase_add_test(t, a_settle_about_an_older_attempt_releases_nothing);
     suite_add_tcase(s, t);
     return s;
 }

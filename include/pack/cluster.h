@@ -111,13 +111,20 @@ void cluster_forget(gp_cluster *c, const char *uid);
 
 /* ASSUMED pods in phase UNKNOWN for at least min_age_s: copies of up to max
  * of them into out (caller's array); returns how many. The caller settles
- * each with a GET and reports through cluster_bind_outcome (BOUND ->
- * ACCEPTED, REFUSED -> released, UNKNOWN -> asked again later). */
+ * each with a GET and reports through cluster_settle (BOUND -> ACCEPTED,
+ * REFUSED -> released, UNKNOWN -> asked again later). */
 typedef struct gp_unsettled {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX];
+    unsigned attempt;              /* which of its Bindings is unsettled (cluster_settle) */
     gp_assignment a;
 } gp_unsettled;
 size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max);
+/* What the GET for u found (BOUND, REFUSED; UNKNOWN keeps it unsettled), as
+ * cluster_bind_outcome does -- unless the pod has posted a Binding again since
+ * u was taken (kube-scheduler retried its bind on the same node): that
+ * Binding's own answer decides then, and a GET that saw the pod unbound
+ * before it landed releases nothing. */
+void cluster_settle(gp_cluster *c, const gp_unsettled *u, gp_bind_outcome outcome);
 
 /* Applies an observation: terminal -> release; bound with an assignment whose
  * node matches -> record/confirm as BOUND (the annotations are the truth, even
@@ -176,8 +183,9 @@ size_t cluster_take_over_notices(gp_cluster *c, gp_over_notice *out, size_t max)
 /* Called by a bind thread right before it posts the Binding for pod uid with
  * assignment a (NULL: a plain Binding, no GPUs): 0 when the pod still holds
  * exactly a in the store (from then on reconciliation never releases it:
- * the Binding may land), -1 when reconciliation released it meanwhile (do
- * not post; nothing to roll back). */
+ * the Binding may land; a pod whose earlier Binding's answer was lost is in
+ * flight again, and a settle about that earlier one no longer applies), -1
+ * when it was released meanwhile (do not post; nothing to roll back). */
 int cluster_bind_claim(gp_cluster *c, const char *uid, const gp_assignment *a) GP_WUR;
 
 /* Drops pod uid's assumption if no Binding was posted for it (a bind that

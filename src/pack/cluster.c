@@ -24,6 +24,7 @@ typedef struct pod_rec {
                                  * may land: reconciliation never releases it */
     bool conflict_seen;         /* ASSUMED and sent, on a GPU the API server's pods over-fill:
                                  * counted once */
+    unsigned attempt;           /* Bindings posted for it so far (cluster_bind_claim) */
     unsigned gen;               /* last resync generation it was observed in */
     int nrefs;                  /* GPUs named with their UUIDs (holds follow the UUID) */
     gp_gpu_ref *refs;
@@ -247,6 +248,12 @@ static void pod_remove(gp_cluster *c, pod_rec *r)
     rec_free(r);
 }
 
+static void set_phase(pod_rec *r, gp_bind_phase phase)
+{
+    r->phase = phase;
+    r->phase_at = gp_mono_s();
+}
+
 static void set_refs(pod_rec *r, const gp_gpu_ref *refs, int nrefs)
 {
     free(r->refs);
@@ -446,6 +453,11 @@ int cluster_bind_claim(gp_cluster *c, const char *uid, const gp_assignment *a)
     pod_rec *r = strmap_get(c->pods, uid);
     if (r && (!a || gp_assignment_equal(r->a, a))) {
         r->sent = true;
+        r->attempt++;
+        /* a Binding is out again (a retry of one whose answer was lost): its own
+         * answer settles the pod, not a GET that saw it before it landed */
+        if (r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_UNKNOWN)
+            set_phase(r, GP_PHASE_IN_FLIGHT);
         rc = 0;
     }
     cluster_unlock(c);
@@ -848,18 +860,9 @@ void cluster_unreserve(gp_cluster *c, const char *uid)
     cluster_unlock(c);
 }
 
-static void set_phase(pod_rec *r, gp_bind_phase phase)
+/* An ASSUMED pod's Binding outcome (the store's lock held). */
+static void apply_outcome(gp_cluster *c, pod_rec *r, gp_bind_outcome outcome)
 {
-    r->phase = phase;
-    r->phase_at = gp_mono_s();
-}
-
-void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome)
-{
-    wrlock(c);
-    pod_rec *r = strmap_get(c->pods, uid);
-    if (!r || r->state != GP_POD_ASSUMED)
-        goto out;
     switch (outcome) {
     case GP_BIND_BOUND:
         set_phase(r, GP_PHASE_ACCEPTED);
@@ -875,7 +878,25 @@ void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcom
             pod_remove(c, r);
         break;
     }
-out:
+}
+
+void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && r->state == GP_POD_ASSUMED)
+        apply_outcome(c, r, outcome);
+    cluster_unlock(c);
+}
+
+void cluster_settle(gp_cluster *c, const gp_unsettled *u, gp_bind_outcome outcome)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, u->uid);
+    /* only about the Binding whose answer was lost: a retry that posted again
+     * since (attempt moved on) decides by its own answer */
+    if (r && r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_UNKNOWN && r->attempt == u->attempt)
+        apply_outcome(c, r, outcome);
     cluster_unlock(c);
 }
 
@@ -894,6 +915,7 @@ size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, siz
         if (r->state != GP_POD_ASSUMED || r->phase != GP_PHASE_UNKNOWN || r->phase_at > cutoff)
             continue;
         gp_unsettled *u = &out[n++];
+        u->attempt = r->attempt;
         gp_strlcpy(u->uid, r->uid, sizeof u->uid);
         gp_strlcpy(u->ns, r->ns, sizeof u->ns);
         gp_strlcpy(u->name, r->name, sizeof u->name);

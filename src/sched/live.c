@@ -403,7 +403,7 @@ static void settle_unknown(gp_live *l)
             LOG_WARN("bind %s/%s -> %s: still unsettled: %s", u[i].ns, u[i].name, u[i].a.node,
                      err.msg);
         }
-        cluster_bind_outcome(l->c, u[i].uid, o);
+        cluster_settle(l->c, &u[i], o);
     }
     free(u);
 }
