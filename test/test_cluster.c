@@ -453,6 +453,203 @@ static void *binder_thread(void *arg)
     return NULL;
 }
 
+/* --------------------------------------------------- truth wins (issue 21) -- */
+
+/* A pod bound on GPU index `gpu` of n0 with `mem` MiB, as the watch or a LIST shows it. */
+static void observe_bound(gp_cluster *c, const char *uid, int gpu, int64_t mem)
+{
+    gp_assignment a;
+    memset(&a, 0, sizeof a);
+    gp_strlcpy(a.node, "n0", sizeof a.node);
+    a.nctrs = 1;
+    gp_strlcpy(a.ctrs[0].name, "main", sizeof a.ctrs[0].name);
+    a.ctrs[0].ngpus = 1;
+    a.ctrs[0].gpus[0].index = gpu;
+    a.ctrs[0].gpus[0].mem_mib = mem;
+    gp_pod_obs obs = {.uid = uid, .ns = "default", .name = uid, .node_name = "n0", .assign = &a};
+    cluster_pod_observed(c, &obs);
+}
+
+/* A filter-time reservation made while gpupack's map lacked the pods a
+ * previous process had bound (GPU 0 looked free) must not be taken over by
+ * the bind once the LIST shows GPU 0 full: it is released and the bind
+ * places the pod afresh. (Before: the bind took the reservation over without
+ * a check and GPU 0 held 32768 of 16384 MiB.) */
+START_TEST(listed_truth_releases_a_conflicting_reservation)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_pod_req x;
+    tu_req(&x, "x", 1, 16384, 0);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_reserve(c, "n0", &x, &o, 0, "p", 1e6, &a, &err), 0);
+    ck_assert_int_eq(a.ctrs[0].gpus[0].index, 0);
+    cluster_pods_resync_begin(c);
+    observe_bound(c, "y", 0, 16384);   /* bound by the previous process */
+    cluster_pods_resync_end(c);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 16384);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(a.ctrs[0].gpus[0].index, 1);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 16384);
+    ck_assert_int_eq(gpu_used(c, "n0", 1), 16384);
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.truth.released_reservations, 1);
+    ck_assert_int_eq(st.gpus_over, 0);
+    cluster_free(c);
+}
+END_TEST
+
+/* A bind's assumption whose Binding is not out yet, on a GPU the watch then
+ * shows full: released, and the bind thread's claim fails (nothing posted). */
+START_TEST(watched_truth_revokes_an_unsent_assumption)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_pod_req x;
+    tu_req(&x, "x", 1, 16384, 0);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(a.ctrs[0].gpus[0].index, 0);
+    observe_bound(c, "y", 0, 16384);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 16384);
+    ck_assert_int_eq(cluster_bind_claim(c, "x", &a), -1);
+    gp_pod_state ps;
+    gp_assignment got;
+    ck_assert_int_eq(cluster_pod_get(c, "x", &got, &ps), -1);
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.truth.released_assumptions, 1);
+    ck_assert_int_eq(st.truth.over_capacity, 0);
+    /* a claimed (posted) one is never released: its Binding may land */
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(a.ctrs[0].gpus[0].index, 1);
+    ck_assert_int_eq(cluster_bind_claim(c, "x", &a), 0);
+    observe_bound(c, "z", 1, 8192);
+    ck_assert_int_eq(gpu_used(c, "n0", 1), 16384 + 8192);
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.truth.kept_in_flight, 1);
+    ck_assert_int_eq(st.gpus_over, 1);
+    cluster_free(c);
+}
+END_TEST
+
+/* The residual window: a Binding that landed after gpupack had released its
+ * GPUs (the settling GET saw the pod unbound) and another pod got them. The
+ * annotations are followed over capacity; that is counted once, queued as a
+ * notice naming the pod, shown in /inspect, and nothing more is placed on
+ * that GPU -- whatever the request's shape -- until it is within capacity. */
+START_TEST(over_capacity_is_followed_reported_and_fenced)
+{
+    gp_cluster *c = cluster_with(1, 2, 16384);
+    observe_bound(c, "z", 0, 12288);      /* got the GPU meanwhile */
+    observe_bound(c, "late", 0, 8192);    /* the late Binding */
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 20480);
+    gp_cluster_stats st;
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.gpus_over, 1);
+    ck_assert_int_eq(st.truth.over_capacity, 1);
+    gp_over_notice n[4];
+    ck_assert_int_eq(cluster_take_over_notices(c, n, 4), 1);
+    ck_assert_str_eq(n[0].node, "n0");
+    ck_assert_int_eq(n[0].index, 0);
+    ck_assert_int_eq(n[0].mem_used, 20480);
+    ck_assert_str_eq(n[0].name, "late");
+    ck_assert_int_eq(cluster_take_over_notices(c, n, 4), 0);
+    observe_bound(c, "late", 0, 8192);    /* seen again: no new transition */
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.truth.over_capacity, 1);
+    json_t *ins = cluster_inspect(c, "n0");
+    json_t *g0 = json_array_get(json_object_get(json_object_get(ins, "node"), "gpus"), 0);
+    json_t *g1 = json_array_get(json_object_get(json_object_get(ins, "node"), "gpus"), 1);
+    ck_assert(json_is_true(json_object_get(g0, "overCapacity")));
+    ck_assert_ptr_null(json_object_get(g1, "overCapacity"));
+    json_decref(ins);
+    /* nothing lands on GPU 0: memory only, compute only, whole GPU */
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_pod_req shapes[3];
+    tu_req(&shapes[0], "m", 1, 1, 0);
+    tu_req(&shapes[1], "k", 1, 0, 100);
+    tu_req(&shapes[2], "w", 1, 0, 0);
+    shapes[2].ctrs[0].mem_ppm = GP_PPM_FULL;
+    shapes[2].ctrs[0].ask = GP_ASK_WHOLE;
+    shapes[2].ctrs[0].core = GP_CORE_FULL;
+    for (int i = 0; i < 3; i++) {
+        gp_assignment a;
+        gp_err err;
+        ck_assert_int_eq(cluster_place_and_assume(c, "n0", &shapes[i], &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+        ck_assert_msg(a.ctrs[0].gpus[0].index == 1, "shape %d placed on GPU %d", i, a.ctrs[0].gpus[0].index);
+        cluster_forget(c, shapes[i].uid);
+    }
+    /* back within capacity once a pod leaves: offered again */
+    gp_pod_obs gone = {.uid = "z", .ns = "default", .name = "z", .terminal = true};
+    cluster_pod_observed(c, &gone);
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.gpus_over, 0);
+    gp_assignment a;
+    gp_err err;
+    tu_req(&shapes[0], "m2", 1, 8192, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &shapes[0], &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(a.ctrs[0].gpus[0].index, 0);
+    /* going over again is a new transition: counted and reported again (the
+     * unposted assumption m2 is released first, the late pod stays) */
+    observe_bound(c, "late2", 0, 12288);
+    cluster_stats(c, &st);
+    ck_assert_int_eq(st.truth.released_assumptions, 1);
+    ck_assert_int_eq(st.truth.over_capacity, 2);
+    ck_assert_int_eq(cluster_take_over_notices(c, n, 4), 1);
+    ck_assert_str_eq(n[0].name, "late2");
+    cluster_free(c);
+}
+END_TEST
+
+/* A bind whose Binding's answer was lost (UNKNOWN) is retried by
+ * kube-scheduler on the same node: the retry reuses the held GPUs and posts
+ * again. A settling GET that started before the retry's Binding landed sees
+ * the pod unbound; that answer is about the lost attempt and must not release
+ * the GPUs the retry's Binding is landing on (seen in e2e_chaos: the GPU then
+ * went to other pods and held 32768 of 24576 MiB). */
+START_TEST(a_settle_about_an_older_attempt_releases_nothing)
+{
+    gp_cluster *c = cluster_with(1, 1, 16384);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_pod_req x;
+    tu_req(&x, "x", 1, 8192, 0);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_bind_claim(c, "x", &a), 0);
+    cluster_bind_outcome(c, "x", GP_BIND_UNKNOWN);
+    gp_unsettled u[4];
+    ck_assert_uint_eq(cluster_unsettled(c, 0, u, 4), 1);   /* the GET starts ... */
+    /* ... kube-scheduler's retry reuses the GPUs and posts again ... */
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_bind_claim(c, "x", &a), 0);
+    /* ... the GET saw the pod unbound: about the lost attempt only */
+    cluster_settle(c, &u[0], GP_BIND_REFUSED);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 8192);
+    cluster_bind_outcome(c, "x", GP_BIND_BOUND);   /* the retry landed */
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "x", &a, &st), 0);
+    ck_assert_uint_eq(cluster_unsettled(c, 0, u, 4), 0);
+    /* a settle about the current attempt still decides */
+    tu_req(&x, "y", 1, 4096, 0);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &x, &o, 0, "p", GP_POD_ASSUMED, &a, &err), 0);
+    ck_assert_int_eq(cluster_bind_claim(c, "y", &a), 0);
+    cluster_bind_outcome(c, "y", GP_BIND_UNKNOWN);
+    ck_assert_uint_eq(cluster_unsettled(c, 0, u, 4), 1);
+    cluster_settle(c, &u[0], GP_BIND_REFUSED);
+    ck_assert_int_eq(gpu_used(c, "n0", 0), 8192);
+    cluster_free(c);
+}
+END_TEST
+
 START_TEST(concurrent_binds_never_overcommit)
 {
     gp_cluster *c = cluster_with(4, 4, 16384);
@@ -509,6 +706,10 @@ Suite *suite_cluster(void)
     tcase_add_test(t, resync_removes_unseen);
     tcase_add_test(t, ns_gpus_and_inspect);
     tcase_add_test(t, concurrent_binds_never_overcommit);
+    tcase_add_test(t, listed_truth_releases_a_conflicting_reservation);
+    tcase_add_test(t, watched_truth_revokes_an_unsent_assumption);
+    tcase_add_test(t, over_capacity_is_followed_reported_and_fenced);
+    tcase_add_test(t, a_settle_about_an_older_attempt_releases_nothing);
     suite_add_tcase(s, t);
     return s;
 }

@@ -5,72 +5,15 @@
 
 #include "lib/extargs.h"
 #include "model/formats.h"
+#include "model/k8s_obs.h"
 #include "model/podreq.h"
 #include "testutil.h"
 
-/* The reduction extargs promises, done with jansson: the reference. */
+/* The reduction extargs promises, done with jansson: the reference (the
+ * trimmer that reads the same table). */
 static json_t *reduce_ref(const json_t *pod)
 {
-    json_t *out = json_object();
-    const json_t *md = json_object_get(pod, "metadata");
-    if (md) {
-        json_t *m = json_object();
-        static const char *const keys[] = {"name",   "namespace",         "uid",
-                                           "resourceVersion", "labels", "creationTimestamp",
-                                           "deletionTimestamp"};
-        for (size_t i = 0; i < GP_ARRAY_LEN(keys); i++)
-            if (json_object_get(md, keys[i]))
-                json_object_set(m, keys[i], json_object_get(md, keys[i]));
-        const json_t *ann = json_object_get(md, "annotations");
-        if (json_is_object(ann)) {
-            json_t *a = json_object();
-            const char *k;
-            json_t *v;
-            json_object_foreach((json_t *)ann, k, v) {
-                if (formats_annotation_kept(k, strlen(k)))
-                    json_object_set(a, k, v);
-            }
-            json_object_set_new(m, "annotations", a);
-        }
-        json_object_set_new(out, "metadata", m);
-    }
-    const json_t *spec = json_object_get(pod, "spec");
-    if (spec) {
-        json_t *sp = json_object();
-        static const char *const lists[] = {"containers", "initContainers"};
-        for (size_t l = 0; l < 2; l++) {
-            const json_t *arr = json_object_get(spec, lists[l]);
-            if (!arr)
-                continue;
-            json_t *na = json_array();
-            size_t i;
-            json_t *c;
-            json_array_foreach(arr, i, c) {
-                json_t *nc = json_object();
-                if (json_object_get(c, "name"))
-                    json_object_set(nc, "name", json_object_get(c, "name"));
-                if (json_object_get(c, "resources"))
-                    json_object_set(nc, "resources", json_object_get(c, "resources"));
-                json_array_append_new(na, nc);
-            }
-            json_object_set_new(sp, lists[l], na);
-        }
-        static const char *const skeys[] = {"priority", "preemptionPolicy"};
-        for (size_t i = 0; i < GP_ARRAY_LEN(skeys); i++)
-            if (json_object_get(spec, skeys[i]))
-                json_object_set(sp, skeys[i], json_object_get(spec, skeys[i]));
-        json_object_set_new(out, "spec", sp);
-    }
-    const json_t *st = json_object_get(pod, "status");
-    if (st) {
-        json_t *o = json_object();
-        static const char *const keys[] = {"nominatedNodeName", "startTime"};
-        for (size_t i = 0; i < GP_ARRAY_LEN(keys); i++)
-            if (json_object_get(st, keys[i]))
-                json_object_set(o, keys[i], json_object_get(st, keys[i]));
-        json_object_set_new(out, "status", o);
-    }
-    return out;
+    return jsonkeep_trim(pod, k8s_obs_pod_keep);
 }
 
 static char *sample_body(const char *rel)
@@ -97,7 +40,7 @@ START_TEST(agrees_with_jansson_on_samples)
     json_t *full = json_loads(body, 0, NULL);
     ck_assert_ptr_nonnull(full);
     gp_extargs a;
-    ck_assert_int_eq(extargs_scan(body, strlen(body), 100000, &a), 0);
+    ck_assert_int_eq(extargs_scan(body, strlen(body), 100000, k8s_obs_pod_keep, &a), 0);
     json_t *ref = reduce_ref(json_object_get(full, "Pod"));
     ck_assert_msg(json_equal(a.pod, ref), "reduced pod differs: %s", json_dumps(a.pod, 0));
     json_decref(ref);
@@ -178,7 +121,7 @@ START_TEST(formats_survive_the_scanner)
     json_t *full = json_loads(body, 0, &je);
     ck_assert_msg(full != NULL, "%s: %s", body, je.text);
     gp_extargs a;
-    ck_assert_int_eq(extargs_scan(body, strlen(body), 100, &a), 0);
+    ck_assert_int_eq(extargs_scan(body, strlen(body), 100, k8s_obs_pod_keep, &a), 0);
     json_t *ref = reduce_ref(json_object_get(full, "Pod"));
     ck_assert_msg(json_equal(a.pod, ref), "reduced pod differs");
     json_decref(ref);
@@ -236,7 +179,7 @@ START_TEST(declines_the_rest)
 {
     const char *b = declined[_i];
     gp_extargs a;
-    ck_assert_msg(extargs_scan(b, strlen(b), 100000, &a) == -1, "accepted: %s", b);
+    ck_assert_msg(extargs_scan(b, strlen(b), 100000, k8s_obs_pod_keep, &a) == -1, "accepted: %s", b);
     ck_assert_ptr_null(a.pod);
     ck_assert_ptr_null(a.names);
 }
@@ -247,8 +190,8 @@ START_TEST(bounds)
     /* too many names: declined, so jansson's path reports the limit */
     const char *b = "{\"Pod\":{},\"NodeNames\":[\"a\",\"b\",\"c\"]}";
     gp_extargs a;
-    ck_assert_int_eq(extargs_scan(b, strlen(b), 2, &a), -1);
-    ck_assert_int_eq(extargs_scan(b, strlen(b), 3, &a), 0);
+    ck_assert_int_eq(extargs_scan(b, strlen(b), 2, k8s_obs_pod_keep, &a), -1);
+    ck_assert_int_eq(extargs_scan(b, strlen(b), 3, k8s_obs_pod_keep, &a), 0);
     ck_assert_uint_eq(a.nnames, 3);
     extargs_free(&a);
     /* nesting far past any Pod: declined, never a stack overflow */
@@ -260,11 +203,11 @@ START_TEST(bounds)
     memset(deep + n, ']', depth);
     n += depth;
     deep[n++] = '}';
-    ck_assert_int_eq(extargs_scan(deep, n, 10, &a), -1);
+    ck_assert_int_eq(extargs_scan(deep, n, 10, k8s_obs_pod_keep, &a), -1);
     free(deep);
     /* empty and null forms */
     const char *e = "{\"Pod\":{\"x\":1},\"NodeNames\":[],\"Nodes\":null}";
-    ck_assert_int_eq(extargs_scan(e, strlen(e), 10, &a), 0);
+    ck_assert_int_eq(extargs_scan(e, strlen(e), 10, k8s_obs_pod_keep, &a), 0);
     ck_assert(a.has_names);
     ck_assert_uint_eq(a.nnames, 0);
     ck_assert_ptr_null(a.nodes);
@@ -282,12 +225,12 @@ START_TEST(every_truncation)
         char *part = xmalloc(cut ? cut : 1);
         memcpy(part, body, cut);
         gp_extargs a;
-        int rc = extargs_scan(part, cut, 100000, &a);
+        int rc = extargs_scan(part, cut, 100000, k8s_obs_pod_keep, &a);
         ck_assert_msg(rc == -1, "prefix of %zu bytes accepted", cut);
         free(part);
     }
     gp_extargs a;
-    ck_assert_int_eq(extargs_scan(body, len, 100000, &a), 0);
+    ck_assert_int_eq(extargs_scan(body, len, 100000, k8s_obs_pod_keep, &a), 0);
     extargs_free(&a);
     free(body);
 }

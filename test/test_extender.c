@@ -428,6 +428,91 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
 }
 END_TEST
 
+/* A native sidecar (an init container with restartPolicy: Always) runs for the
+ * pod's life: a 10000 MiB main container plus a 10000 MiB sidecar need 20000
+ * MiB, on two GPUs of 15360 MiB here, never on one. Through every way the
+ * extender learns a pod: filter's fast scanner, the pod remembered for bind,
+ * a pod known only from the watch (note_pod), and /inspect after bind. */
+static const char *sidecar_pod =
+    "{\"metadata\":{\"name\":\"sc\",\"namespace\":\"ns\",\"uid\":\"u-sc\"},\"spec\":{"
+    "\"initContainers\":[{\"name\":\"proxy\",\"image\":\"x\",\"restartPolicy\":\"Always\","
+    "\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"10000\"}}}],"
+    "\"containers\":[{\"name\":\"main\",\"image\":\"x\","
+    "\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"10000\"}}}]}}";
+
+static gp_extender *sidecar_world(gp_cluster **cp)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 1, 15360, "A10");
+    cluster_upsert_node(c, "one", &inv);
+    tu_inventory(&inv, 2, 15360, "A10");
+    cluster_upsert_node(c, "two", &inv);
+    *cp = c;
+    return extender_new(c, NULL);
+}
+
+START_TEST(sidecar_counts_through_filter_bind_inspect)
+{
+    gp_cluster *c;
+    gp_extender *e = sidecar_world(&c);
+    char *filter = xasprintf("{\"Pod\":%s,\"NodeNames\":[\"one\",\"two\"]}", sidecar_pod);
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, filter, &out), 200);
+    json_t *names = json_object_get(out, "NodeNames");
+    ck_assert_msg(json_array_size(names) == 1 && strcmp(json_string_value(json_array_get(names, 0)), "two") == 0,
+                  "filter passed %s", json_dumps(names, JSON_COMPACT));
+    /* it could never fit there, even with the GPU free */
+    const char *why = json_string_value(
+        json_object_get(json_object_get(out, "FailedAndUnresolvableNodes"), "one"));
+    ck_assert_msg(why && strstr(why, "10000"), "%s", why ? why : "(no reason for node one)");
+    json_decref(out);
+    /* bind where filter did not send it: refused, nothing held */
+    static const char *bind_one = "{\"PodName\":\"sc\",\"PodNamespace\":\"ns\",\"PodUID\":\"u-sc\",\"Node\":\"one\"}";
+    ck_assert_int_eq(call(extender_bind, e, bind_one, &out), 200);
+    ck_assert_str_ne(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 0);
+    static const char *bind_two = "{\"PodName\":\"sc\",\"PodNamespace\":\"ns\",\"PodUID\":\"u-sc\",\"Node\":\"two\"}";
+    ck_assert_int_eq(call(extender_bind, e, bind_two, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 20000);
+    json_t *ins = cluster_inspect(c, "two");
+    json_t *gpus = json_object_get(json_object_get(ins, "node"), "gpus");
+    for (size_t g = 0; g < 2; g++) {
+        json_t *gpu = json_array_get(gpus, g);
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(gpu, "memoryMiB"), "used")), 10000);
+        ck_assert_int_eq(json_array_size(json_object_get(gpu, "pods")), 1);
+    }
+    json_decref(ins);
+    free(filter);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* The same pod known only from the watch (no filter call): bind decodes the
+ * copy the extender kept of it. */
+START_TEST(sidecar_counts_when_known_from_the_watch)
+{
+    gp_cluster *c;
+    gp_extender *e = sidecar_world(&c);
+    json_t *pod = json_loads(sidecar_pod, 0, NULL);
+    extender_note_pod(e, pod);
+    json_decref(pod);
+    static const char *bind_one = "{\"PodName\":\"sc\",\"PodNamespace\":\"ns\",\"PodUID\":\"u-sc\",\"Node\":\"one\"}";
+    json_t *out;
+    ck_assert_int_eq(call(extender_bind, e, bind_one, &out), 200);
+    const char *err = json_string_value(json_object_get(out, "Error"));
+    ck_assert_msg(err && strstr(err, "no longer fits"), "bind on one 15360 MiB GPU: \"%s\"", err ? err : "");
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 0);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 /* With the webhook on, bind refuses a GPU pod whose containers lack the
  * injected env (created while the webhook was down), and for a mutated pod
  * hands the binder the per-container annotations the env points at. The pod
@@ -788,6 +873,8 @@ Suite *suite_extender(void)
     tcase_add_test(t, binder_failure_rolls_back);
     tcase_add_test(t, cpu_only_pod_is_placed_and_bound);
     tcase_add_test(t, webhook_env_required_and_filled);
+    tcase_add_test(t, sidecar_counts_through_filter_bind_inspect);
+    tcase_add_test(t, sidecar_counts_when_known_from_the_watch);
     tcase_add_test(t, answers_escape_names_and_reasons);
     tcase_add_test(t, large_lists_split_across_threads);
     tcase_add_test(t, shared_verdicts_equal_per_node_evaluation);

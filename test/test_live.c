@@ -102,7 +102,8 @@ static bool wait_ready(live_env *x, double timeout_s)
     return false;
 }
 
-static void gp_start(live_env *x)
+/* Starts gpupack and reads its port; does not wait for /readyz. */
+static void gp_spawn(live_env *x)
 {
     const char *bin = getenv("GPUPACK_BIN");
     ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set");
@@ -131,6 +132,11 @@ static void gp_start(live_env *x)
     gp_err err;
     x->gp = kube_new(&a, &err);
     ck_assert_ptr_nonnull(x->gp);
+}
+
+static void gp_start(live_env *x)
+{
+    gp_spawn(x);
     ck_assert_msg(x->no_wait || wait_ready(x, 10), "gpupack never became ready");
 }
 
@@ -812,7 +818,10 @@ START_TEST(wrong_uid_writes_nothing)
     ck_assert_msg(json_object_get(ann, "gpupack.io/assignment") == NULL,
                   "the new pod got another pod's GPU assignment");
     const char *e = json_string_value(json_object_get(out, "Error"));
-    ck_assert_msg(e && strstr(e, "refused") && strstr(e, "409"), "%s", e ? e : "(null)");
+    /* refused by the API server (409), or not even posted when the watch's
+     * DELETED reached gpupack first (the old uid's hold was released) */
+    ck_assert_msg(e && strstr(e, "refused") && (strstr(e, "409") || strstr(e, "not posted")), "%s",
+                  e ? e : "(null)");
     json_decref(out);
     json_decref(old);
     ck_assert_int_eq(fakeapi_count(x.f, "PATCH", NULL), 0);
@@ -953,6 +962,135 @@ START_TEST(slow_binds_leave_verbs_free)
 }
 END_TEST
 
+/* ------------------------------------------------ the verbs wait (21) --- */
+
+/* A pod bound by a previous gpupack to GPU `gpu` of node_name, `mem` MiB. */
+static json_t *bound_pod(const char *name, const char *node_name, int gpu, int mem)
+{
+    json_t *p = gpu_pod(name, mem);
+    char *a = xasprintf("{\"node\":\"%s\",\"containers\":[{\"name\":\"main\",\"gpus\":"
+                        "[{\"index\":%d,\"uuid\":\"GPU-%s-%d\",\"memMiB\":%d,\"core\":0}]}]}",
+                        node_name, gpu, node_name, gpu, mem);
+    json_object_set_new(json_object_get(p, "metadata"), "annotations",
+                        json_pack("{s:s}", "gpupack.io/assignment", a));
+    free(a);
+    json_object_set_new(json_object_get(p, "spec"), "nodeName", json_string(node_name));
+    json_object_set_new(json_object_get(p, "status"), "phase", json_string("Running"));
+    return p;
+}
+
+/* filter's Error for pod `name` over node-a and node-b (""), and its NodeNames count. */
+static char *filter_error(live_env *x, const char *name, size_t *passed)
+{
+    json_t *pod = sched_pod(x, name);
+    json_t *args = json_pack("{s:O,s:n,s:[s,s]}", "Pod", pod, "Nodes", "NodeNames", "node-a", "node-b");
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_t *out = NULL;
+    long st = 0;
+    ck_assert(http(x, "POST", "/filter", body, &out, &st) == 0);
+    ck_assert_int_eq(st, 200);
+    const char *e = json_string_value(json_object_get(out, "Error"));
+    *passed = json_array_size(json_object_get(out, "NodeNames"));
+    char *r = xstrdup(e ? e : "");
+    json_decref(out);
+    free(body);
+    json_decref(args);
+    json_decref(pod);
+    return r;
+}
+
+/* Until the pods are listed, the verbs decide nothing. Before: the restarted
+ * gpupack had its nodes and no pods, filter passed node-a and bind put the
+ * new pod on GPU 0, which the listed pod `old` holds (over-committed). */
+START_TEST(verbs_wait_for_the_first_pod_list)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, bound_pod("old", "node-a", 0, 16384));
+    fakeapi_put_pod(x.f, gpu_pod("new", 16384));
+    fakeapi_delay(x.f, "GET", "/api/v1/pods?limit", 4000, 1);
+    gp_spawn(&x);
+    /* the pods LIST is held: the nodes are applied (pods wait for them) */
+    double end = gp_mono_s() + 10;
+    while (fakeapi_delaying(x.f) < 1 && gp_mono_s() < end)
+        usleep(10000);
+    ck_assert_int_eq(fakeapi_delaying(x.f), 1);
+    long st = 0;
+    size_t passed;
+    char *e = filter_error(&x, "new", &passed);
+    ck_assert_msg(strstr(e, "not the API server's yet"), "filter before the pod LIST: \"%s\", %zu nodes passed", e,
+                  passed);
+    ck_assert_uint_eq(passed, 0);
+    free(e);
+    ck_assert(http(&x, "POST", "/prioritize", "{\"Pod\":null,\"NodeNames\":[\"node-a\"]}", NULL, &st) == 0);
+    ck_assert_int_eq(st, 503);
+    e = bind_error(&x, "new", "node-a");
+    ck_assert_msg(strstr(e, "not the API server's yet"), "bind before the pod LIST: \"%s\"", e);
+    free(e);
+    ck_assert_int_eq(fakeapi_count(x.f, "POST", "/binding"), 0);
+    char *text = http_text(&x, "/readyz", &st);
+    ck_assert_int_eq(st, 503);
+    ck_assert_msg(strstr(text, "pods: first LIST not applied yet"), "%s", text);
+    free(text);
+    /* once listed, the truth decides: GPU 0 is old's */
+    ck_assert(wait_ready(&x, 10));
+    e = filter_error(&x, "new", &passed);
+    ck_assert_str_eq(e, "");
+    free(e);
+    e = bind_error(&x, "new", "node-a");
+    ck_assert_str_eq(e, "");
+    free(e);
+    ck_assert_int_eq(gpu_mem_used(&x, "node-a", 0), 16384);
+    ck_assert_int_eq(gpu_mem_used(&x, "node-a", 1), 16384);
+    text = http_text(&x, "/metrics", &st);
+    ck_assert_msg(strstr(text, "gpupack_verbs_unready_total{verb=\"filter\"} 1\n") &&
+                  strstr(text, "gpupack_verbs_unready_total{verb=\"bind\"} 1\n"), "%s", text);
+    free(text);
+    env_teardown(&x);
+}
+END_TEST
+
+/* A relist (the watch met 410 Gone: events were lost) closes the verbs until
+ * its LIST is applied; the pods it brings then decide. Meanwhile another
+ * binder filled node-b, which gpupack learns only from that LIST. */
+START_TEST(verbs_wait_for_a_relist)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("new", 16384));
+    gp_start(&x);
+    fakeapi_cut_watches(x.f, false);
+    fakeapi_fail(x.f, "GET", "watch=1", 503, 2);    /* the events below are lost, not resent */
+    fakeapi_put_pod(x.f, bound_pod("other", "node-b", 0, 16384));
+    fakeapi_delay(x.f, "GET", "/api/v1/pods?limit", 4000, 1);
+    fakeapi_expire(x.f);
+    double end = gp_mono_s() + 10;
+    while (fakeapi_delaying(x.f) < 1 && gp_mono_s() < end)
+        usleep(10000);
+    ck_assert_int_eq(fakeapi_delaying(x.f), 1);
+    size_t passed;
+    char *e = filter_error(&x, "new", &passed);
+    ck_assert_msg(strstr(e, "not the API server's yet"), "filter during the relist: \"%s\", %zu nodes passed",
+                  e, passed);
+    free(e);
+    e = bind_error(&x, "new", "node-b");
+    ck_assert_msg(strstr(e, "not the API server's yet"), "bind during the relist: \"%s\"", e);
+    free(e);
+    ck_assert_int_eq(fakeapi_count(x.f, "POST", "/binding"), 0);
+    long st = 0;
+    char *text = http_text(&x, "/readyz", &st);
+    ck_assert_int_eq(st, 503);
+    ck_assert_msg(strstr(text, "pods: listing again"), "%s", text);
+    free(text);
+    ck_assert(wait_ready(&x, 10));
+    e = bind_error(&x, "new", "node-b");
+    ck_assert_msg(strstr(e, "no longer fits"), "bind after the relist: \"%s\"", e);
+    free(e);
+    ck_assert_int_eq(gpu_mem_used(&x, "node-b", 0), 16384);
+    env_teardown(&x);
+}
+END_TEST
+
 Suite *suite_live(void);
 Suite *suite_live(void)
 {
@@ -966,6 +1104,11 @@ Suite *suite_live(void)
     tcase_add_test(tc, binds_race_deletions);
     tcase_add_test(tc, bypassed_pod_accounted);
     suite_add_tcase(s, tc);
+    TCase *tw = tcase_create("truth-gate");
+    tcase_set_timeout(tw, 60);
+    tcase_add_test(tw, verbs_wait_for_the_first_pod_list);
+    tcase_add_test(tw, verbs_wait_for_a_relist);
+    suite_add_tcase(s, tw);
     TCase *tb = tcase_create("bind-faults");
     tcase_set_timeout(tb, 60);
     tcase_add_test(tb, unknown_outcome_keeps_gpus);

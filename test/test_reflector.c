@@ -259,12 +259,23 @@ START_TEST(expired_rv_relists)
     ck_assert(wait_watches(x.f, 1, 5));
     /* an apiserver restart: connections drop, the cache window moves on,
      * and the cluster changes meanwhile */
+    ck_assert(reflector_current(x.refl, NULL, 0));
     fakeapi_fail(x.f, "GET", "watch=1", 503, 2);
+    fakeapi_delay(x.f, "GET", "/api/v1/pods?limit=100", 300, 1);   /* the relist's LIST */
     fakeapi_cut_watches(x.f, false);
     fakeapi_delete_pod(x.f, "default", "a");
     fakeapi_put_pod(x.f, pod("c"));
     fakeapi_expire(x.f);
+    /* from the 410 until the relist is applied the view is not current */
+    double end = gp_mono_s() + 5;
+    while (fakeapi_delaying(x.f) < 1 && gp_mono_s() < end)
+        usleep(2000);
+    ck_assert_int_eq(fakeapi_delaying(x.f), 1);
+    char why[200] = "";
+    ck_assert(!reflector_current(x.refl, why, sizeof why));
+    ck_assert_str_eq(why, "pods: listing again (the watch lost events), not applied yet");
     ck_assert(converged(&x, 5));
+    ck_assert(reflector_current(x.refl, NULL, 0));
     ck_assert_int_ge(x.r.begins, 2);               /* relisted */
     ck_assert_int_eq(x.r.begins, x.r.ends);
     gp_reflector_stats st;
@@ -333,6 +344,7 @@ START_TEST(server_errors_mark_stale_then_recover)
         usleep(2000);
     ck_assert(!reflector_synced(x.refl));
     ck_assert(wait_synced(x.refl, 5));
+    double synced_at = gp_mono_s();
     ck_assert(converged(&x, 5));
     ck_assert_int_eq(fakeapi_count(x.f, "GET", "limit=100"), 3);
     ck_assert(wait_watches(x.f, 1, 5));
@@ -351,6 +363,10 @@ START_TEST(server_errors_mark_stale_then_recover)
         usleep(2000);
     ck_assert(reflector_healthy(x.refl, NULL, 0));
     ck_assert_int_eq(x.r.begins, 1);     /* watch errors alone never relist */
+    ck_assert(reflector_current(x.refl, NULL, 0));   /* ... and the view stays current */
+    /* the healthy streak began after the failure, not at the LIST */
+    double up = reflector_healthy_for(x.refl);
+    ck_assert_msg(up >= 0 && up < gp_mono_s() - synced_at, "healthy for %.3f s", up);
     teardown(&x);
 }
 END_TEST

@@ -69,9 +69,20 @@ void reflector_free(gp_reflector *r);
 
 /* True once a first complete LIST was applied. Thread-safe. */
 bool reflector_synced(gp_reflector *r);
+/* True while the view is the API server's as of the last event applied: a
+ * first LIST was applied and no relist is due (a relist is due from the
+ * moment the watch cannot resume -- 410 Gone, an ERROR event, a malformed
+ * line met twice -- until its LIST is applied: events were lost meanwhile).
+ * A watch that merely fails and resumes from its resourceVersion keeps the
+ * view current (it may lag). Otherwise why says which. Thread-safe. */
+bool reflector_current(gp_reflector *r, char *why, size_t whylen);
 /* True while the last LIST/WATCH attempt succeeded; otherwise why says what
  * failed and for how long. Thread-safe. */
 bool reflector_healthy(gp_reflector *r, char *why, size_t whylen);
+
+/* Seconds the view has been healthy without a break (since the LIST or the
+ * watch that ended the last failure), or -1 while it is not. Thread-safe. */
+double reflector_healthy_for(gp_reflector *r);
 
 typedef struct gp_reflector_stats {
     unsigned long lists, list_pages, list_failures;

@@ -3,9 +3,9 @@
  * A 5,000-node filter request is mostly "NodeNames": 5,000 short strings.
  * Building a jansson value for each costs more than fitting the pod on the
  * nodes, so the top level is scanned here: NodeNames are copied into one
- * arena and only "Pod" (reduced to the members gpupack reads: a pod as sent
- * is mostly managedFields, status and defaulted fields) and "Nodes" go
- * through jansson. The scanner accepts
+ * arena and only "Pod" (reduced to the members a gp_keep table names: a pod
+ * as sent is mostly managedFields, status and defaulted fields) and "Nodes"
+ * go through jansson. The scanner accepts
  * only the plain case -- ASCII names without escapes, known keys once each,
  * well-formed JSON -- and declines everything else, so callers then parse the
  * whole body with jansson and get its exact behaviour and error messages. */
@@ -16,14 +16,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/jsonkeep.h"
+
 typedef struct gp_extargs {
-    json_t *pod;            /* owned; NULL when absent or null. Reduced to what the
-                             * extender reads: metadata name, namespace, uid, labels,
-                             * creation and deletion timestamps and the annotations
-                             * extargs_annotation_prefixes name; spec.containers and
-                             * spec.initContainers with their name and resources,
-                             * spec.priority and preemptionPolicy;
-                             * status.nominatedNodeName and startTime. */
+    json_t *pod;            /* owned; NULL when absent or null. Reduced to the members
+                             * the pod_keep table of extargs_scan keeps (the same as
+                             * jsonkeep_trim with that table). */
     json_t *nodes;          /* owned; NULL when absent or null */
     bool has_names;         /* NodeNames present and not null */
     size_t nnames;
@@ -31,15 +29,18 @@ typedef struct gp_extargs {
     char *arena;
 } gp_extargs;
 
-/* The pod annotations the scanner keeps, by key prefix (NULL-terminated): what
- * podreq_decode reads (gpupack's, and the other systems' request formats of
- * model/formats.h) and what restores assignments. formats_annotation_kept()
- * applies the same list to every other trimmed copy of a pod. */
+/* The pod annotations every reduced copy of a pod keeps, by key prefix
+ * (NULL-terminated): what podreq_decode reads (gpupack's, and the other
+ * systems' request formats of model/formats.h) and what restores assignments.
+ * k8s_obs_pod_keep names it for metadata.annotations; formats_annotation_kept()
+ * tests a key against it. */
 extern const char *const extargs_annotation_prefixes[];
 
 /* Returns 0 and fills *out, or -1 when the body is not in the plain form
- * (nothing to free then). */
-int extargs_scan(const char *body, size_t len, size_t max_names, gp_extargs *out);
+ * (nothing to free then). The Pod keeps what pod_keep (borrowed) names;
+ * a member it reduces that is not of the shape it expects declines. */
+int extargs_scan(const char *body, size_t len, size_t max_names, const gp_keep *pod_keep,
+                 gp_extargs *out);
 void extargs_free(gp_extargs *a);   /* accepts a zeroed struct */
 
 #endif

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "lib/jsonkeep.h"
 #include "model/gpu.h"
 #include "model/inventory.h"
 #include "lib/util.h"
@@ -45,13 +46,23 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
 int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_MAX],
                  gp_inventory *inv, gp_err *err) GP_WUR;
 
-/* Copies (owned) holding only what gpupack reads: pods keep metadata name,
- * namespace, uid, resourceVersion, labels, creationTimestamp,
- * deletionTimestamp, deletionGracePeriodSeconds, the gpupack.io/ and
- * ALIYUN_COM_GPU_MEM_ annotations, spec.nodeName, priority, preemptionPolicy,
- * terminationGracePeriodSeconds, the name and resources of (init)containers,
- * status.phase, startTime, nominatedNodeName, and for unbound pods the type,
- * status and reason of the PodScheduled condition; nodes keep metadata name, uid,
+/* Every member of a Pod that gpupack reads anywhere (metadata name,
+ * namespace, uid, resourceVersion, labels, creation and deletion timestamps,
+ * deletionGracePeriodSeconds, the annotations extargs_annotation_prefixes
+ * names; spec.nodeName, priority, preemptionPolicy,
+ * terminationGracePeriodSeconds; of each (init)container its name, resources,
+ * restartPolicy and env names/valueFrom; status.phase, startTime,
+ * nominatedNodeName and the conditions' type, status and reason).
+ * The one table behind every reduced copy of a pod -- the ExtenderArgs
+ * scanner (extargs_scan), the LIST buffer and the pods the extender keeps
+ * between filter and bind (k8s_obs_trim_pod) -- so that a reduced pod decodes
+ * exactly like the whole one (test_podmeaning checks it). A decoder that
+ * reads a new member of a Pod adds it here. */
+extern const gp_keep k8s_obs_pod_keep[];
+
+/* Copies (owned) holding only what gpupack reads: pods keep what
+ * k8s_obs_pod_keep names (jsonkeep_trim), of the conditions only an unbound
+ * pod's PodScheduled (the only one read); nodes keep metadata name, uid,
  * resourceVersion, labels, annotations, status.capacity/allocatable. */
 json_t *k8s_obs_trim_pod(const json_t *pod);
 json_t *k8s_obs_trim_node(const json_t *node);

@@ -111,13 +111,20 @@ void cluster_forget(gp_cluster *c, const char *uid);
 
 /* ASSUMED pods in phase UNKNOWN for at least min_age_s: copies of up to max
  * of them into out (caller's array); returns how many. The caller settles
- * each with a GET and reports through cluster_bind_outcome (BOUND ->
- * ACCEPTED, REFUSED -> released, UNKNOWN -> asked again later). */
+ * each with a GET and reports through cluster_settle (BOUND -> ACCEPTED,
+ * REFUSED -> released, UNKNOWN -> asked again later). */
 typedef struct gp_unsettled {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX];
+    unsigned attempt;              /* which of its Bindings is unsettled (cluster_settle) */
     gp_assignment a;
 } gp_unsettled;
 size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max);
+/* What the GET for u found (BOUND, REFUSED; UNKNOWN keeps it unsettled), as
+ * cluster_bind_outcome does -- unless the pod has posted a Binding again since
+ * u was taken (kube-scheduler retried its bind on the same node): that
+ * Binding's own answer decides then, and a GET that saw the pod unbound
+ * before it landed releases nothing. */
+void cluster_settle(gp_cluster *c, const gp_unsettled *u, gp_bind_outcome outcome);
 
 /* Applies an observation: terminal -> release; bound with an assignment whose
  * node matches -> record/confirm as BOUND (the annotations are the truth, even
@@ -131,9 +138,59 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs);
 
 /* Relist of pods: BOUND pods not observed between begin and end are
  * released; ACCEPTED ones not observed become UNKNOWN (a GET settles them);
- * other ASSUMED ones are left to their bind. */
+ * other ASSUMED ones are left to their bind, unless reconciliation (below)
+ * releases them. */
 void cluster_pods_resync_begin(gp_cluster *c);
 void cluster_pods_resync_end(gp_cluster *c);
+
+/* --- reconciliation with the API server's truth -------------------------
+ *
+ * A pod the API server shows bound with an assignment always holds what its
+ * annotations say. Whenever that leaves a GPU holding more memory or compute
+ * than it has -- after each such observation outside a LIST, after a whole
+ * LIST (cluster_pods_resync_end), after a node's inventory changes -- the
+ * assumptions on that GPU whose Binding was not posted yet (filter-time
+ * reservations; binds not yet claimed, see cluster_bind_claim) are released,
+ * newest first, until it fits. A GPU still over capacity then is the API
+ * server's doing (a Binding that landed after gpupack had given its GPUs up,
+ * annotations written by hand, a GPU gone from the inventory): gpupack
+ * follows it, placement offers nothing there until pods leave, and each
+ * transition to over capacity is counted and queued as a notice. */
+
+/* Counters since start (cluster_stats copies them). */
+typedef struct gp_cluster_truth {
+    unsigned long released_reservations;   /* filter-time reservations released */
+    unsigned long released_assumptions;    /* binds' assumptions released before posting */
+    unsigned long kept_in_flight;          /* assumptions with a Binding out, on a GPU over
+                                            * capacity: kept until their outcome is known */
+    unsigned long over_capacity;           /* GPUs that went over capacity */
+    unsigned long notices_dropped;         /* over-capacity notices the queue had no room for */
+} gp_cluster_truth;
+
+/* A GPU that went over capacity, and the pod most recently recorded on it. */
+#define GP_OVER_NOTICES_MAX 64
+typedef struct gp_over_notice {
+    char node[GP_NAME_MAX];
+    int index;                                  /* device index */
+    int64_t mem_used, mem_total;                /* MiB */
+    int core_used, core_total;                  /* per-mille */
+    char ns[GP_NAME_MAX], name[GP_NAME_MAX], uid[GP_UID_MAX];   /* "" when none */
+} gp_over_notice;
+
+/* Takes up to max queued notices (oldest first) into out; returns how many. */
+size_t cluster_take_over_notices(gp_cluster *c, gp_over_notice *out, size_t max);
+
+/* Called by a bind thread right before it posts the Binding for pod uid with
+ * assignment a (NULL: a plain Binding, no GPUs): 0 when the pod still holds
+ * exactly a in the store (from then on reconciliation never releases it:
+ * the Binding may land; a pod whose earlier Binding's answer was lost is in
+ * flight again, and a settle about that earlier one no longer applies), -1
+ * when it was released meanwhile (do not post; nothing to roll back). */
+int cluster_bind_claim(gp_cluster *c, const char *uid, const gp_assignment *a) GP_WUR;
+
+/* Drops pod uid's assumption if no Binding was posted for it (a bind that
+ * gives up before posting). */
+void cluster_bind_abandon(gp_cluster *c, const char *uid);
 
 /* Releases ASSUMED pods still IN_FLIGHT after ttl_s seconds (monotonic
  * clock): a safety net for a bind that never reported. Never touches
@@ -214,13 +271,16 @@ int cluster_pod_get(gp_cluster *c, const char *uid, gp_assignment *out, gp_pod_s
 typedef struct gp_cluster_stats {
     size_t nodes, gpus, pods_bound, pods_assumed;
     size_t pods_gpu_missing;        /* pods naming a GPU their node no longer has */
+    size_t gpus_over;               /* GPUs holding more than they have (annotations) */
+    gp_cluster_truth truth;
     int64_t mem_total, mem_used;    /* MiB over healthy GPUs */
     int64_t core_total, core_used;  /* per-mille */
 } gp_cluster_stats;
 void cluster_stats(gp_cluster *c, gp_cluster_stats *out);
 
 /* JSON view for /inspect: {"nodes":[{name,source,gpus:[{index,uuid,model,healthy,
- * memory:{used,total},core:{used,total},pods:[{namespace,name,uid,state,policy,memMiB,core}]}]}]}
+ * memory:{used,total},core:{used,total},overCapacity (only when true),
+ * pods:[{namespace,name,uid,state,policy,memMiB,core}]}]}]}
  * node == NULL: all nodes (sorted by name); else that one ({"node":...} or NULL
  * when unknown). Returns owned json. */
 json_t *cluster_inspect(gp_cluster *c, const char *node);

@@ -31,6 +31,7 @@
 #define EVENTS_MSG_MAX 1024            /* the API server's limit on Event messages */
 #define EVENTS_REASON_OK "GPUsAssigned"
 #define EVENTS_REASON_FAILED "GPUBindFailed"
+#define EVENTS_REASON_OVER "GPUOverCapacity"   /* the pods' annotations over-fill a GPU */
 
 /* "assigned GPU 1 (A100-SXM4-80GB, 8192 MiB, 25 %) on node-a100, policy
  * inference"; several GPUs are listed one after the other. `node` (may be

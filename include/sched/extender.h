@@ -65,6 +65,13 @@ typedef struct gp_extender_config {
     /* Non-NULL: the admission webhook runs with these resource names, and
      * bind refuses pods asking them that it did not mutate (borrowed). */
     const gp_resource_names *webhook_names;
+    /* Live mode: whether gpupack's map is the API server's truth right now
+     * (live_serving: nodes and pods listed and applied, no relist due); NULL:
+     * always (embedded mode). Until it is, the verbs decide nothing: filter
+     * and bind answer an Error, prioritize HTTP 503, and kube-scheduler
+     * retries the pod later. Called from request and bind threads. */
+    bool (*serving)(void *ud, char *why, size_t whylen);
+    void *serving_ud;
     gp_preempt_hooks preempt;     /* live mode: priorities and preemption */
 } gp_extender_config;
 
@@ -116,6 +123,9 @@ int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, 
 /* Counters for /metrics. */
 typedef struct gp_extender_stats {
     unsigned long filter, prioritize, bind, bind_errors, bad_requests;
+    /* verbs refused because the map was not the API server's truth yet
+     * (config.serving), per verb: filter, prioritize, bind, preempt */
+    unsigned long unready[4];
 } gp_extender_stats;
 void extender_stats(gp_extender *e, gp_extender_stats *out);
 /* metrics_fn (extender: a gp_extender *): gpupack_bind_errors_total and

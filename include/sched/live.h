@@ -37,6 +37,17 @@ typedef struct gp_live_gate {
 /* Every bind asks gate first; a refused bind fails without API calls (the
  * store rolls back). Set before the server starts; borrows gate.ud. */
 void live_set_bind_gate(gp_live *l, gp_live_gate gate);
+/* Raises a Warning Event `reason` with `msg` on pod ns/name (uid may be "";
+ * ns/name are "" when no pod is concerned). Called from the reflector
+ * threads: must not block. */
+typedef struct gp_live_warn {
+    void (*fn)(void *ud, const char *ns, const char *name, const char *uid, const char *reason,
+               const char *msg);
+    void *ud;
+} gp_live_warn;
+/* Where GPUs found over capacity are reported (cluster.h, reconciliation).
+ * Set before live_start; borrows warn.ud. */
+void live_set_warn(gp_live *l, gp_live_warn warn);
 /* Who else hears of pods (preemption): every pod object the watch applies,
  * after the store did, and the end of every full pod LIST (called before
  * live_ready turns true after the first). From the pod reflector's thread.
@@ -58,6 +69,19 @@ gp_kube *live_kube(gp_live *l);
 int live_start(gp_live *l, gp_extender *e, gp_err *err) GP_WUR;
 /* True once the first full LIST of nodes and of pods has been applied. */
 bool live_ready(gp_live *l);
+/* True while the map may answer the verbs: the nodes and the pods have been
+ * listed and applied, and no relist that will replace either view is due
+ * (reflector_current). Until then gpupack's map is not the API server's
+ * truth, and a decision from it may hand out GPUs that listed pods hold.
+ * why (may be NULL) says what is awaited. Thread-safe. */
+bool live_serving(gp_live *l, char *why, size_t whylen);
+/* live_serving, and the pod watch has streamed without a break for at least
+ * min_s: the events of every write committed until shortly before now have
+ * arrived. What a replica that may have just taken over from another binder
+ * needs before it binds: that binder's last Bindings must be in its map
+ * (a watch in its retry backoff after an API server outage can lag for
+ * tens of seconds). Thread-safe. */
+bool live_fresh(gp_live *l, double min_s, char *why, size_t whylen);
 /* True while the data may be stale (watch down); why gets a reason. */
 bool live_stale(gp_live *l, char *why, size_t whylen);
 /* Stops threads and frees; accepts NULL. Call before freeing the extender

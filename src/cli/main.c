@@ -183,11 +183,34 @@ static void label_hook(void *ud, bool leading)
     leader_label_sync(ud, leading);
 }
 
-/* Only a leader with a complete map binds (live.c asks before every bind). */
+/* How long a leader's pod watch must have streamed before it binds: the
+ * takeover quiet period's reasoning (the old leader's last Bindings reach the
+ * watch within it) holds only for a watch that is connected. */
+#define BIND_WATCH_FRESH_S 1.0
+
+/* Only a leader with a complete, current map binds (live.c asks before every
+ * bind). Seen in e2e_chaos: a replica that took the lease back right after an
+ * API server outage bound from a map its watch, still in its retry backoff,
+ * had not updated with the other replica's binds (3 GPUs over-committed). */
 static bool bind_gate(void *ud, double *budget_s)
 {
     app *a = ud;
-    return live_ready(a->live) && leader_may_bind(a->leader, budget_s);
+    return live_fresh(a->live, BIND_WATCH_FRESH_S, NULL, 0) && leader_may_bind(a->leader, budget_s);
+}
+
+/* The extender decides only from a map that is the API server's truth. */
+static bool serving_hook(void *ud, char *why, size_t len)
+{
+    app *a = ud;
+    return live_serving(a->live, why, len);
+}
+
+/* GPUs over capacity become Warning Events on the pod concerned. */
+static void warn_hook(void *ud, const char *ns, const char *name, const char *uid,
+                      const char *reason, const char *msg)
+{
+    app *a = ud;
+    events_pod(a->events, ns, name, uid, true, reason, msg);
 }
 
 static bool ready_hook(void *ud, char *detail, size_t len)
@@ -197,8 +220,10 @@ static bool ready_hook(void *ud, char *detail, size_t len)
         snprintf(detail, len, "embedded cluster");
         return true;
     }
-    if (!live_ready(a->live)) {
-        snprintf(detail, len, "waiting for the first full list of nodes and pods");
+    char wait[400];
+    if (!live_serving(a->live, wait, sizeof wait)) {
+        /* the verbs refuse meanwhile: a Service routes elsewhere */
+        snprintf(detail, len, "waiting for the API server's state: %s", wait);
         return false;
     }
     if (a->leader && !a->label) {
@@ -393,6 +418,9 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
     }
     ecfg->binder = bind_with_events;
     ecfg->binder_ud = a;
+    ecfg->serving = serving_hook;
+    ecfg->serving_ud = a;
+    live_set_warn(a->live, (gp_live_warn){warn_hook, a});
     ecfg->bind_threads = (int)o->bind_threads;
     gp_preempt_config pc = {.io = {a, preempt_evict, preempt_nominate, preempt_event, preempt_nudge}};
     a->preempt = preempt_new(c, &pc);

@@ -23,6 +23,9 @@ struct gp_reflector {
 
     pthread_mutex_t mu;            /* guards what other threads read: */
     bool synced, healthy;
+    bool relisting;                /* after the first LIST: a LIST that will replace the view
+                                    * is due or under way (events were lost) */
+    double healthy_since;          /* monotonic start of the current healthy streak */
     char why[256];
     double down_since;
     gp_reflector_stats stats;
@@ -46,6 +49,8 @@ static void set_healthy(gp_reflector *r)
     if (!r->healthy && r->down_since > 0)
         LOG_INFO("%s: API server reachable again after %.1f s", r->resource,
                  gp_mono_s() - r->down_since);
+    if (!r->healthy)
+        r->healthy_since = gp_mono_s();
     r->healthy = true;
     r->down_since = 0;
     r->why[0] = '\0';
@@ -70,6 +75,18 @@ bool reflector_synced(gp_reflector *r)
     return s;
 }
 
+bool reflector_current(gp_reflector *r, char *why, size_t whylen)
+{
+    pthread_mutex_lock(&r->mu);
+    bool ok = r->synced && !r->relisting;
+    if (!ok && why && whylen)
+        snprintf(why, whylen, "%s: %s", r->resource,
+                 r->synced ? "listing again (the watch lost events), not applied yet"
+                           : "first LIST not applied yet");
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
 bool reflector_healthy(gp_reflector *r, char *why, size_t whylen)
 {
     pthread_mutex_lock(&r->mu);
@@ -83,6 +100,14 @@ bool reflector_healthy(gp_reflector *r, char *why, size_t whylen)
     }
     pthread_mutex_unlock(&r->mu);
     return ok;
+}
+
+double reflector_healthy_for(gp_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    double t = r->healthy ? gp_mono_s() - r->healthy_since : -1;
+    pthread_mutex_unlock(&r->mu);
+    return t;
 }
 
 void reflector_stats(gp_reflector *r, gp_reflector_stats *out)
@@ -272,6 +297,7 @@ static step do_list(gp_reflector *r)
         LOG_INFO("%s: first LIST applied (%zu objects, resourceVersion %s)", r->resource, nitems,
                  list_rv);
     r->synced = true;
+    r->relisting = false;
     r->stats.lists++;
     pthread_mutex_unlock(&r->mu);
     set_healthy(r);
@@ -469,6 +495,9 @@ static void *run(void *arg)
                 backoff = r->cfg.backoff_min_s;   /* a watch that held for a while */
             if (s == STEP_RELIST) {
                 r->need_list = true;
+                pthread_mutex_lock(&r->mu);
+                r->relisting = true;   /* the view misses events until the LIST is applied */
+                pthread_mutex_unlock(&r->mu);
                 /* expired again right after a LIST: do not spin on the server */
                 if (just_listed)
                     s = STEP_RETRY;

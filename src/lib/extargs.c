@@ -198,16 +198,6 @@ static int skip_value(scan *s, int depth)
 
 /* ------------------------------------------------------- pod reduction -- */
 
-/* Which members of the Pod the extender reads; everything else (managedFields,
- * status, tolerations, images, env values, the last-applied annotation ...) is
- * skipped without being parsed. */
-typedef struct keep {
-    const char *key;
-    const struct keep *sub;     /* keep only these members of the value (objects) */
-    bool each;                  /* the value is an array: apply sub to every element */
-    const char *const *prefixes;   /* object whose members are kept by key prefix */
-} keep;
-
 const char *const extargs_annotation_prefixes[] = {
     "gpupack.io/",              /* gpu-model, policy, assignment ... */
     "ALIYUN_COM_GPU_MEM_",      /* aliyun assignments */
@@ -218,34 +208,10 @@ const char *const extargs_annotation_prefixes[] = {
     NULL,
 };
 
-/* env: bind checks that the admission webhook injected NVIDIA_VISIBLE_DEVICES */
-static const keep env_keep[] = {{"name", NULL, false, NULL}, {"valueFrom", NULL, false, NULL}, {0}};
-static const keep ctr_keep[] = {{"name", NULL, false, NULL},
-                                {"resources", NULL, false, NULL},
-                                {"env", env_keep, true, NULL},
-                                {0}};
-static const keep spec_keep[] = {{"containers", ctr_keep, true, NULL},
-                                 {"initContainers", ctr_keep, true, NULL},
-                                 {"priority", NULL, false, NULL},            /* preemption */
-                                 {"preemptionPolicy", NULL, false, NULL}, {0}};
-static const keep status_keep[] = {{"nominatedNodeName", NULL, false, NULL},
-                                   {"startTime", NULL, false, NULL}, {0}};
-static const keep meta_keep[] = {{"name", NULL, false, NULL},
-                                 {"namespace", NULL, false, NULL},
-                                 {"uid", NULL, false, NULL},
-                                 {"resourceVersion", NULL, false, NULL},   /* bind's precondition */
-                                 {"labels", NULL, false, NULL},
-                                 {"annotations", NULL, false, extargs_annotation_prefixes},
-                                 {"creationTimestamp", NULL, false, NULL},
-                                 {"deletionTimestamp", NULL, false, NULL},
-                                 {0}};
-static const keep pod_keep[] = {{"metadata", meta_keep, false, NULL}, {"spec", spec_keep, false, NULL},
-                                {"status", status_keep, false, NULL}, {0}};
-
-static int copy_value(scan *s, gp_buf *out, const keep *k, int depth);
+static int copy_value(scan *s, gp_buf *out, const gp_keep *k, int depth);
 
 /* Copies the members of an object that `rules` (or `prefixes`) keep. */
-static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *const *prefixes,
+static int copy_object(scan *s, gp_buf *out, const gp_keep *rules, const char *const *prefixes,
                        int depth)
 {
     ws(s);
@@ -270,21 +236,8 @@ static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *cons
         if (s->p >= s->end || *s->p != ':')
             return -1;
         s->p++;
-        const keep *k = NULL;
-        bool take = false;
-        if (prefixes) {
-            for (const char *const *p = prefixes; *p && !take; p++) {
-                size_t pl = strlen(*p);
-                take = klen >= pl && memcmp(key, *p, pl) == 0;
-            }
-        } else {
-            for (const keep *r = rules; r->key; r++)
-                if (strlen(r->key) == klen && memcmp(r->key, key, klen) == 0) {
-                    k = r;
-                    take = true;
-                    break;
-                }
-        }
+        const gp_keep *k = prefixes ? NULL : jsonkeep_find(rules, key, klen);
+        bool take = prefixes ? jsonkeep_prefixed(prefixes, key, klen) : k != NULL;
         if (take) {
             if ((!first && gp_buf_append(out, ",", 1)) || gp_buf_append(out, "\"", 1) ||
                 gp_buf_append(out, key, klen) || gp_buf_append(out, "\":", 2) ||
@@ -308,7 +261,7 @@ static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *cons
 }
 
 /* Copies a value: whole, or reduced as k says. */
-static int copy_value(scan *s, gp_buf *out, const keep *k, int depth)
+static int copy_value(scan *s, gp_buf *out, const gp_keep *k, int depth)
 {
     ws(s);
     bool reduced = k && (k->sub || k->prefixes);
@@ -350,8 +303,8 @@ static int copy_value(scan *s, gp_buf *out, const keep *k, int depth)
     return gp_buf_append(out, b, (size_t)(s->p - b));
 }
 
-/* The Pod's value [b, e) reduced to what the extender reads, then parsed. */
-static int load_pod(const char *b, const char *e, json_t **out)
+/* The Pod's value [b, e) reduced to what `keep` keeps, then parsed. */
+static int load_pod(const char *b, const char *e, const gp_keep *keep, json_t **out)
 {
     *out = NULL;
     if (e - b == 4 && memcmp(b, "null", 4) == 0)
@@ -360,7 +313,7 @@ static int load_pod(const char *b, const char *e, json_t **out)
     gp_buf text;
     gp_buf_init(&text, (size_t)(e - b) + 16);
     json_t *v = NULL;
-    if (copy_object(&s, &text, pod_keep, NULL, 0) == 0) {
+    if (copy_object(&s, &text, keep, NULL, 0) == 0) {
         ws(&s);
         if (s.p == s.end)
             v = json_loadb(text.data, text.len, 0, NULL);
@@ -443,7 +396,8 @@ static int scan_names(scan *s, size_t max, gp_extargs *a)
     return 0;
 }
 
-int extargs_scan(const char *body, size_t len, size_t max_names, gp_extargs *out)
+int extargs_scan(const char *body, size_t len, size_t max_names, const gp_keep *pod_keep,
+                 gp_extargs *out)
 {
     memset(out, 0, sizeof *out);
     scan s = {body, body + len};
@@ -477,7 +431,7 @@ int extargs_scan(const char *body, size_t len, size_t max_names, gp_extargs *out
             bool pod = klen == 3;
             const char *b = s.p;
             if (skip_value(&s, 0) ||
-                (pod ? load_pod(b, s.p, &out->pod) : load_part(b, s.p, &out->nodes)))
+                (pod ? load_pod(b, s.p, pod_keep, &out->pod) : load_part(b, s.p, &out->nodes)))
                 goto decline;
             if (pod)
                 seen_pod = true;

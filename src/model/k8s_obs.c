@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "lib/extargs.h"
 #include "model/annotations.h"
 #include "model/formats.h"
 #include "model/podreq.h"
@@ -131,6 +132,64 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
 
 /* ---------------------------------------------------------------------- */
 
+/* Every member of a Pod that gpupack's decoders read: podreq (requests,
+ * sidecars, the annotations of gpupack and the other formats), policy
+ * selection (namespace, labels), k8s_obs_pod (node, phase, deletion,
+ * assignment annotations, kube-scheduler's PodScheduled verdict), the webhook
+ * check at bind (env), bind's precondition (resourceVersion), preemption
+ * (priority, preemptionPolicy, grace periods, start and creation times, the
+ * nominated node). */
+static const gp_keep env_keep[] = {{.key = "name"}, {.key = "valueFrom"}, {0}};
+static const gp_keep ctr_keep[] = {{.key = "name"},
+                                   {.key = "resources"},
+                                   {.key = "restartPolicy"},   /* native sidecars */
+                                   {.key = "env", .sub = env_keep, .each = true},
+                                   {0}};
+static const gp_keep meta_keep[] = {{.key = "name"},
+                                    {.key = "namespace"},
+                                    {.key = "uid"},
+                                    {.key = "resourceVersion"},
+                                    {.key = "labels"},
+                                    {.key = "creationTimestamp"},
+                                    {.key = "deletionTimestamp"},
+                                    {.key = "deletionGracePeriodSeconds"},
+                                    {.key = "annotations", .prefixes = extargs_annotation_prefixes},
+                                    {0}};
+static const gp_keep spec_keep[] = {{.key = "nodeName"},
+                                    {.key = "priority"},
+                                    {.key = "preemptionPolicy"},
+                                    {.key = "terminationGracePeriodSeconds"},
+                                    {.key = "containers", .sub = ctr_keep, .each = true},
+                                    {.key = "initContainers", .sub = ctr_keep, .each = true},
+                                    {0}};
+static const gp_keep cond_keep[] = {{.key = "type"}, {.key = "status"}, {.key = "reason"}, {0}};
+static const gp_keep status_keep[] = {{.key = "phase"},
+                                      {.key = "startTime"},
+                                      {.key = "nominatedNodeName"},
+                                      {.key = "conditions", .sub = cond_keep, .each = true},
+                                      {0}};
+const gp_keep k8s_obs_pod_keep[] = {{.key = "metadata", .sub = meta_keep},
+                                    {.key = "spec", .sub = spec_keep},
+                                    {.key = "status", .sub = status_keep},
+                                    {0}};
+
+json_t *k8s_obs_trim_pod(const json_t *pod)
+{
+    json_t *t = jsonkeep_trim(pod, k8s_obs_pod_keep);
+    /* of the conditions, k8s_obs_pod reads only an unbound pod's PodScheduled
+     * (kube-scheduler's verdict, for the requeue): the LIST buffer holds no more */
+    json_t *st = json_object_get(t, "status");
+    if (json_is_object(st) && json_object_get(st, "conditions")) {
+        const char *node = str_at(pod, "spec", "nodeName");
+        const json_t *cond = node && *node ? NULL : pod_scheduled_cond(pod);
+        if (cond)
+            json_object_set_new(st, "conditions", json_pack("[o]", jsonkeep_trim(cond, cond_keep)));
+        else
+            json_object_del(st, "conditions");
+    }
+    return t;
+}
+
 static void copy_keys(json_t *dst, const json_t *src, const char *const *keys, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -138,69 +197,6 @@ static void copy_keys(json_t *dst, const json_t *src, const char *const *keys, s
         if (v)
             json_object_set_new(dst, keys[i], json_deep_copy(v));
     }
-}
-
-static json_t *trim_ctrs(const json_t *arr)
-{
-    json_t *out = json_array();
-    size_t i;
-    const json_t *c;
-    json_array_foreach(arr, i, c) {
-        json_t *t = json_object();
-        static const char *const keys[] = {"name", "resources"};
-        copy_keys(t, c, keys, GP_ARRAY_LEN(keys));
-        json_array_append_new(out, t);
-    }
-    return out;
-}
-
-json_t *k8s_obs_trim_pod(const json_t *pod)
-{
-    json_t *out = json_object();
-    const json_t *md = json_object_get(pod, "metadata");
-    json_t *tmd = json_object();
-    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels",
-                                        "deletionTimestamp", "deletionGracePeriodSeconds",
-                                        "creationTimestamp"};
-    copy_keys(tmd, md, mkeys, GP_ARRAY_LEN(mkeys));
-    const json_t *ann = json_object_get(md, "annotations");
-    if (json_is_object(ann)) {
-        json_t *tann = json_object();
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)ann, k, v) {
-            if (formats_annotation_kept(k, strlen(k)))   /* decoding and restoring read these */
-                json_object_set_new(tann, k, json_deep_copy(v));
-        }
-        json_object_set_new(tmd, "annotations", tann);
-    }
-    json_object_set_new(out, "metadata", tmd);
-    const json_t *spec = json_object_get(pod, "spec");
-    json_t *tspec = json_object();
-    const char *node = str_at(spec, "nodeName", NULL);
-    if (node)
-        json_object_set_new(tspec, "nodeName", json_string(node));
-    /* preemption (podprio.h): who may evict whom, and for how long they take to go */
-    static const char *const skeys[] = {"priority", "preemptionPolicy", "terminationGracePeriodSeconds"};
-    copy_keys(tspec, spec, skeys, GP_ARRAY_LEN(skeys));
-    if (json_is_array(json_object_get(spec, "containers")))
-        json_object_set_new(tspec, "containers", trim_ctrs(json_object_get(spec, "containers")));
-    if (json_is_array(json_object_get(spec, "initContainers")))
-        json_object_set_new(tspec, "initContainers", trim_ctrs(json_object_get(spec, "initContainers")));
-    json_object_set_new(out, "spec", tspec);
-    json_t *tst = json_object();
-    static const char *const stkeys[] = {"phase", "startTime", "nominatedNodeName"};
-    copy_keys(tst, json_object_get(pod, "status"), stkeys, GP_ARRAY_LEN(stkeys));
-    const json_t *cond = node ? NULL : pod_scheduled_cond(pod);
-    if (cond) {
-        /* kube-scheduler's verdict on an unbound pod: the requeue after an outage reads it */
-        json_t *tc = json_object();
-        static const char *const ckeys[] = {"type", "status", "reason"};
-        copy_keys(tc, cond, ckeys, GP_ARRAY_LEN(ckeys));
-        json_object_set_new(tst, "conditions", json_pack("[o]", tc));
-    }
-    json_object_set_new(out, "status", tst);
-    return out;
 }
 
 json_t *k8s_obs_trim_node(const json_t *node)

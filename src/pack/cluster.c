@@ -20,6 +20,11 @@ typedef struct pod_rec {
     double assumed_at;          /* monotonic seconds */
     double phase_at;            /* when phase last changed */
     double reserved_until;      /* > 0: a filter-time reservation lapsing then */
+    bool sent;                  /* ASSUMED: a bind thread posts (or posted) its Binding, which
+                                 * may land: reconciliation never releases it */
+    bool conflict_seen;         /* ASSUMED and sent, on a GPU the API server's pods over-fill:
+                                 * counted once */
+    unsigned attempt;           /* Bindings posted for it so far (cluster_bind_claim) */
     unsigned gen;               /* last resync generation it was observed in */
     int nrefs;                  /* GPUs named with their UUIDs (holds follow the UUID) */
     gp_gpu_ref *refs;
@@ -30,6 +35,7 @@ typedef struct pod_rec {
 
 typedef struct node_ent {
     unsigned gen;
+    uint64_t over;              /* GPU positions over capacity at the last reconcile */
     pod_rec **pods;             /* pods whose assignment names this node */
     size_t npods, cappods;
     gp_node node;               /* allocated to node.ngpus GPUs: keep last */
@@ -41,6 +47,10 @@ struct gp_cluster {
     strmap *pods;               /* uid -> pod_rec */
     size_t orphans;             /* pods whose node is not (yet) in the store */
     unsigned node_gen, pod_gen;
+    bool pods_resyncing;        /* between cluster_pods_resync_begin and _end */
+    gp_cluster_truth truth;     /* reconciliation counters */
+    gp_over_notice notices[GP_OVER_NOTICES_MAX];   /* GPUs gone over capacity, not yet taken */
+    size_t nnotices;
     gp_claim **claims;          /* preemption claims (few: a plain array) */
     size_t nclaims;
 };
@@ -199,6 +209,21 @@ static void attach(gp_cluster *c, pod_rec *r)
     apply_holds(e, r, 1);
 }
 
+/* A GPU marked over capacity that a pod's departure brought back within it:
+ * unmarked, so that going over again is counted and reported again. */
+static void recheck_over(node_ent *e)
+{
+    for (int pos = 0; pos < e->node.ngpus && e->over; pos++) {
+        const gp_gpu *g = &e->node.gpus[pos];
+        uint64_t bit = (uint64_t)1 << pos;
+        if (!(e->over & bit) || g->mem_used > g->info.mem_total || g->core_used > g->info.core_total)
+            continue;
+        e->over &= ~bit;
+        LOG_INFO("node %s GPU %d is within capacity again (%lld of %lld MiB)", e->node.name,
+                 g->info.index, (long long)g->mem_used, (long long)g->info.mem_total);
+    }
+}
+
 static void detach(gp_cluster *c, pod_rec *r)
 {
     node_ent *e = strmap_get(c->nodes, r->a->node);
@@ -210,6 +235,7 @@ static void detach(gp_cluster *c, pod_rec *r)
         if (e->pods[i] == r) {
             e->pods[i] = e->pods[--e->npods];
             apply_holds(e, r, -1);
+            recheck_over(e);
             return;
         }
     }
@@ -220,6 +246,12 @@ static void pod_remove(gp_cluster *c, pod_rec *r)
     detach(c, r);
     strmap_del(c->pods, r->uid);
     rec_free(r);
+}
+
+static void set_phase(pod_rec *r, gp_bind_phase phase)
+{
+    r->phase = phase;
+    r->phase_at = gp_mono_s();
 }
 
 static void set_refs(pod_rec *r, const gp_gpu_ref *refs, int nrefs)
@@ -254,6 +286,182 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
     strmap_put(c->pods, r->uid, r);
     attach(c, r);
     return r;
+}
+
+/* ----------------------------------------------------- reconciliation -- */
+/* The API server is the truth: a pod listed or watched bound with an
+ * assignment holds its GPUs whatever gpupack assumed. When that leaves a GPU
+ * holding more than it has, the assumptions on it that no Binding was posted
+ * for (filter-time reservations, binds still waiting for a thread) are
+ * released, newest first, until it fits; their binds are then refused before
+ * posting (cluster_bind_claim). What stays over capacity is the API server's
+ * doing (a Binding that landed after gpupack gave its GPUs up, hand-written
+ * annotations, a GPU that left the inventory): it is followed, counted and
+ * reported, and placement offers nothing on that GPU until pods leave. */
+
+static bool gpu_over(const gp_gpu *g)
+{
+    return g->mem_used > g->info.mem_total || g->core_used > g->info.core_total;
+}
+
+static bool holds_pos(const node_ent *e, const pod_rec *r, int pos)
+{
+    gp_hold holds[GP_MAX_GPUS_PER_NODE];
+    int nh = gp_assignment_holds(r->a, holds);
+    for (int h = 0; h < nh; h++)
+        if (hold_pos(&e->node, r, holds[h].index) == pos)
+            return true;
+    return false;
+}
+
+static bool releasable(const pod_rec *r)
+{
+    return r->state == GP_POD_ASSUMED && !r->sent && r->phase == GP_PHASE_IN_FLIGHT;
+}
+
+/* Releases unsent assumptions on over-capacity GPU `pos` of e, newest first,
+ * until it fits or none is left. */
+static void release_conflicts(gp_cluster *c, node_ent *e, int pos)
+{
+    while (gpu_over(&e->node.gpus[pos])) {
+        pod_rec *newest = NULL;
+        for (size_t i = 0; i < e->npods; i++) {
+            pod_rec *r = e->pods[i];
+            if (releasable(r) && holds_pos(e, r, pos) && (!newest || r->assumed_at > newest->assumed_at))
+                newest = r;
+        }
+        if (!newest)
+            return;
+        const gp_gpu *g = &e->node.gpus[pos];
+        bool reserved = newest->reserved_until > 0;
+        LOG_WARN("pod %s/%s: released its %s on node %s: GPU %d holds %lld of %lld MiB and %d.%d%% "
+                 "of %d.%d%% compute with the pods the API server shows bound (their annotations "
+                 "win); %s", newest->ns, newest->name,
+                 reserved ? "filter-time reservation" : "assumed GPUs", e->node.name, g->info.index,
+                 (long long)g->mem_used, (long long)g->info.mem_total, g->core_used / 10,
+                 g->core_used % 10, g->info.core_total / 10, g->info.core_total % 10,
+                 reserved ? "its bind will place it afresh"
+                          : "its Binding will not be posted, kube-scheduler retries the pod");
+        if (reserved)
+            c->truth.released_reservations++;
+        else
+            c->truth.released_assumptions++;
+        pod_remove(c, newest);
+    }
+}
+
+/* The pod most recently recorded on GPU pos (the likely cause of its going over). */
+static const pod_rec *newest_on(const node_ent *e, int pos)
+{
+    const pod_rec *best = NULL;
+    for (size_t i = 0; i < e->npods; i++)
+        if (holds_pos(e, e->pods[i], pos) && (!best || e->pods[i]->assumed_at >= best->assumed_at))
+            best = e->pods[i];
+    return best;
+}
+
+static void reconcile_node(gp_cluster *c, node_ent *e)
+{
+    uint64_t over = 0;
+    for (int pos = 0; pos < e->node.ngpus; pos++) {
+        if (!gpu_over(&e->node.gpus[pos]))
+            continue;
+        release_conflicts(c, e, pos);
+        if (!gpu_over(&e->node.gpus[pos]))
+            continue;
+        over |= (uint64_t)1 << pos;
+        for (size_t i = 0; i < e->npods; i++) {
+            pod_rec *r = e->pods[i];
+            if (r->state == GP_POD_ASSUMED && !r->conflict_seen && holds_pos(e, r, pos)) {
+                r->conflict_seen = true;   /* its Binding is out: it may land */
+                c->truth.kept_in_flight++;
+                LOG_WARN("pod %s/%s: its Binding to node %s is out (outcome not known yet) while "
+                         "GPU %d is over capacity with the pods the API server shows bound; its "
+                         "GPUs stay held until the outcome is known", r->ns, r->name, e->node.name,
+                         e->node.gpus[pos].info.index);
+            }
+        }
+    }
+    recheck_over(e);   /* those back within capacity (an inventory that grew) */
+    uint64_t went = over & ~e->over;
+    for (int pos = 0; pos < e->node.ngpus && went; pos++) {
+        const gp_gpu *g = &e->node.gpus[pos];
+        uint64_t bit = (uint64_t)1 << pos;
+        if (!(went & bit))
+            continue;
+        c->truth.over_capacity++;
+        const pod_rec *why = newest_on(e, pos);
+        LOG_WARN("node %s GPU %d is OVER CAPACITY: the pods' annotations hold %lld of %lld MiB and "
+                 "%d.%d%% of %d.%d%% compute (last recorded: pod %s/%s); gpupack follows them and "
+                 "offers nothing on this GPU until pods leave", e->node.name, g->info.index,
+                 (long long)g->mem_used, (long long)g->info.mem_total, g->core_used / 10,
+                 g->core_used % 10, g->info.core_total / 10, g->info.core_total % 10,
+                 why ? why->ns : "-", why ? why->name : "-");
+        if (c->nnotices == GP_OVER_NOTICES_MAX) {
+            c->truth.notices_dropped++;
+            continue;
+        }
+        gp_over_notice *n = &c->notices[c->nnotices++];
+        memset(n, 0, sizeof *n);
+        gp_strlcpy(n->node, e->node.name, sizeof n->node);
+        n->index = g->info.index;
+        n->mem_used = g->mem_used;
+        n->mem_total = g->info.mem_total;
+        n->core_used = g->core_used;
+        n->core_total = g->info.core_total;
+        if (why) {
+            gp_strlcpy(n->ns, why->ns, sizeof n->ns);
+            gp_strlcpy(n->name, why->name, sizeof n->name);
+            gp_strlcpy(n->uid, why->uid, sizeof n->uid);
+        }
+    }
+    e->over = over;
+}
+
+/* Reconciles the node a pod record names, unless a LIST is being applied
+ * (its end reconciles every node, once the pods it lacks are gone). */
+static void reconcile_for(gp_cluster *c, const char *node)
+{
+    node_ent *e = c->pods_resyncing ? NULL : strmap_get(c->nodes, node);
+    if (e)
+        reconcile_node(c, e);
+}
+
+static void reconcile_all(gp_cluster *c)
+{
+    size_t it = 0;
+    node_ent *e;
+    while ((e = strmap_next(c->nodes, &it, NULL)))
+        reconcile_node(c, e);
+}
+
+size_t cluster_take_over_notices(gp_cluster *c, gp_over_notice *out, size_t max)
+{
+    wrlock(c);
+    size_t n = c->nnotices < max ? c->nnotices : max;
+    memcpy(out, c->notices, n * sizeof *out);
+    memmove(c->notices, c->notices + n, (c->nnotices - n) * sizeof *out);
+    c->nnotices -= n;
+    cluster_unlock(c);
+    return n;
+}
+
+int cluster_bind_claim(gp_cluster *c, const char *uid, const gp_assignment *a)
+{
+    int rc = a ? -1 : 0;
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && (!a || gp_assignment_equal(r->a, a))) {
+        r->sent = true;
+        r->attempt++;
+        /* a Binding is out again (a retry of one whose answer was lost): its own
+         * answer settles the pod, not a GET that saw it before it landed */
+        if (r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_UNKNOWN)
+            set_phase(r, GP_PHASE_IN_FLIGHT);
+        rc = 0;
+    }
+    cluster_unlock(c);
+    return rc;
 }
 
 /* ------------------------------------------------------------- claims -- */
@@ -367,6 +575,15 @@ out:
     return rc;
 }
 
+void cluster_bind_abandon(gp_cluster *c, const char *uid)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && releasable(r))
+        pod_remove(c, r);
+    cluster_unlock(c);
+}
+
 void cluster_unclaim(gp_cluster *c, const char *uid)
 {
     wrlock(c);
@@ -456,6 +673,7 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
         /* same pods, recounted against the new inventory */
         for (size_t i = 0; i < old->npods; i++)
             attach(c, old->pods[i]);
+        e->over = inv->n < 64 ? old->over & (((uint64_t)1 << inv->n) - 1) : old->over;
         ent_free(old);
     } else if (c->orphans > 0) {
         /* pods seen before their node: adopt them (a scan, but only then) */
@@ -467,6 +685,7 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
                 attach(c, r);
             }
     }
+    reconcile_for(c, name);   /* an inventory that shrank may leave GPUs over capacity */
     cluster_unlock(c);
 }
 
@@ -641,18 +860,9 @@ void cluster_unreserve(gp_cluster *c, const char *uid)
     cluster_unlock(c);
 }
 
-static void set_phase(pod_rec *r, gp_bind_phase phase)
+/* An ASSUMED pod's Binding outcome (the store's lock held). */
+static void apply_outcome(gp_cluster *c, pod_rec *r, gp_bind_outcome outcome)
 {
-    r->phase = phase;
-    r->phase_at = gp_mono_s();
-}
-
-void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome)
-{
-    wrlock(c);
-    pod_rec *r = strmap_get(c->pods, uid);
-    if (!r || r->state != GP_POD_ASSUMED)
-        goto out;
     switch (outcome) {
     case GP_BIND_BOUND:
         set_phase(r, GP_PHASE_ACCEPTED);
@@ -668,7 +878,25 @@ void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcom
             pod_remove(c, r);
         break;
     }
-out:
+}
+
+void cluster_bind_outcome(gp_cluster *c, const char *uid, gp_bind_outcome outcome)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, uid);
+    if (r && r->state == GP_POD_ASSUMED)
+        apply_outcome(c, r, outcome);
+    cluster_unlock(c);
+}
+
+void cluster_settle(gp_cluster *c, const gp_unsettled *u, gp_bind_outcome outcome)
+{
+    wrlock(c);
+    pod_rec *r = strmap_get(c->pods, u->uid);
+    /* only about the Binding whose answer was lost: a retry that posted again
+     * since (attempt moved on) decides by its own answer */
+    if (r && r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_UNKNOWN && r->attempt == u->attempt)
+        apply_outcome(c, r, outcome);
     cluster_unlock(c);
 }
 
@@ -687,6 +915,7 @@ size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, siz
         if (r->state != GP_POD_ASSUMED || r->phase != GP_PHASE_UNKNOWN || r->phase_at > cutoff)
             continue;
         gp_unsettled *u = &out[n++];
+        u->attempt = r->attempt;
         gp_strlcpy(u->uid, r->uid, sizeof u->uid);
         gp_strlcpy(u->ns, r->ns, sizeof u->ns);
         gp_strlcpy(u->name, r->name, sizeof u->name);
@@ -728,6 +957,7 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
         }
         pod_add(c, obs->uid, obs->ns, obs->name, obs->policy, obs->assign, GP_POD_BOUND, obs->refs,
                 obs->nrefs, obs->cpu_milli, obs->mem_mib);
+        reconcile_for(c, obs->assign->node);
         goto out;
     }
     bool host_only = obs->node_name && *obs->node_name && !obs->assign;
@@ -771,6 +1001,7 @@ void cluster_pods_resync_begin(gp_cluster *c)
 {
     wrlock(c);
     c->pod_gen++;
+    c->pods_resyncing = true;
     cluster_unlock(c);
 }
 
@@ -825,6 +1056,8 @@ void cluster_pods_resync_end(gp_cluster *c)
     while ((r = strmap_next(c->pods, &it, NULL)))
         if (r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_ACCEPTED && r->gen != c->pod_gen)
             set_phase(r, GP_PHASE_UNKNOWN);
+    c->pods_resyncing = false;
+    reconcile_all(c);   /* the listed pods against what was assumed before the LIST */
     cluster_unlock(c);
 }
 
@@ -907,6 +1140,8 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
         for (int i = 0; i < e->node.ngpus; i++) {
             const gp_gpu *g = &e->node.gpus[i];
             s->gpus++;
+            if (gpu_over(g))
+                s->gpus_over++;
             if (!g->info.healthy)
                 continue;
             s->mem_total += g->info.mem_total;
@@ -915,6 +1150,7 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
             s->core_used += g->core_used;
         }
     }
+    s->truth = c->truth;
     it = 0;
     pod_rec *r;
     while ((r = strmap_next(c->pods, &it, NULL))) {
@@ -1006,6 +1242,8 @@ static json_t *inspect_node(const gp_cluster *c, const node_ent *e)
         json_object_set_new(go, "corePercent",
                             json_pack("{s:o,s:o}", "used", percent(g->core_used), "total",
                                       percent(g->info.core_total)));
+        if (gpu_over(g))   /* the annotations over-fill it: nothing is offered here */
+            json_object_set_new(go, "overCapacity", json_true());
         json_object_set_new(go, "pods", pods);
         json_t *claims = c->nclaims ? inspect_claims(c, n, g->info.index) : NULL;
         if (claims)   /* share held for a preemptor while its victims terminate */

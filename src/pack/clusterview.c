@@ -176,6 +176,23 @@ void clusterview_store_metrics(void *cluster, gp_buf *out)
                    "Pods whose assignment names a GPU their node no longer reports (see /inspect "
                    "missingGPUs).");
     metrics_u(out, "gpupack_pods_gpu_missing", NULL, cs.pods_gpu_missing);
+    metrics_header(out, "gpupack_gpus_over_capacity", "gauge",
+                   "GPUs whose pods' annotations hold more memory or compute than they have "
+                   "(nothing is offered there; see /inspect overCapacity).");
+    metrics_u(out, "gpupack_gpus_over_capacity", NULL, cs.gpus_over);
+    metrics_header(out, "gpupack_gpu_over_capacity_total", "counter",
+                   "Times a GPU went over capacity by the pods' annotations (each raises a "
+                   "GPUOverCapacity Event).");
+    metrics_u(out, "gpupack_gpu_over_capacity_total", NULL, cs.truth.over_capacity);
+    metrics_header(out, "gpupack_truth_conflicts_total", "counter",
+                   "Assumptions that conflicted with pods the API server shows bound: a "
+                   "filter-time reservation or a bind's assumption released before its Binding "
+                   "was posted, or one kept because its Binding was already out.");
+    metrics_u(out, "gpupack_truth_conflicts_total", "kind=\"reservation_released\"",
+              cs.truth.released_reservations);
+    metrics_u(out, "gpupack_truth_conflicts_total", "kind=\"assumption_released\"",
+              cs.truth.released_assumptions);
+    metrics_u(out, "gpupack_truth_conflicts_total", "kind=\"binding_out\"", cs.truth.kept_in_flight);
     metrics_header(out, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
     metrics_i(out, "gpupack_gpu_memory_mib", "kind=\"total\"", cs.mem_total);
     metrics_i(out, "gpupack_gpu_memory_mib", "kind=\"used\"", cs.mem_used);

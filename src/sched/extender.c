@@ -11,6 +11,7 @@
 
 #include "model/annotations.h"
 #include "model/formats.h"
+#include "model/k8s_obs.h"
 #include "model/podenv.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
@@ -38,6 +39,8 @@ struct gp_extender {
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
+    atomic_ulong n_unready[4];  /* see gp_extender_stats */
+    atomic_bool refusing;       /* the last serving() said no (logged once per spell) */
     int eval_threads;           /* threads evaluating one large node list */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
 };
@@ -98,6 +101,8 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bind = atomic_load(&e->n_bind);
     out->bind_errors = atomic_load(&e->n_bind_errors);
     out->bad_requests = atomic_load(&e->n_bad);
+    for (int v = 0; v < 4; v++)
+        out->unready[v] = atomic_load(&e->n_unready[v]);
 }
 
 void extender_metrics(void *extender, gp_buf *out)
@@ -108,6 +113,13 @@ void extender_metrics(void *extender, gp_buf *out)
     metrics_u(out, "gpupack_bind_errors_total", NULL, es.bind_errors);
     metrics_header(out, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
     metrics_u(out, "gpupack_bad_requests_total", NULL, es.bad_requests);
+    metrics_header(out, "gpupack_verbs_unready_total", "counter",
+                   "Verb calls answered with an error because gpupack's map was not the API "
+                   "server's yet (nodes or pods not listed, or a relist not applied).");
+    static const char *const verbs[] = {"verb=\"filter\"", "verb=\"prioritize\"", "verb=\"bind\"",
+                                        "verb=\"preempt\""};
+    for (int v = 0; v < 4; v++)
+        metrics_u(out, "gpupack_verbs_unready_total", verbs[v], es.unready[v]);
 }
 
 static gp_policy_set *policies_get(gp_extender *e)
@@ -144,63 +156,28 @@ static int bad_request(gp_extender *e, char **out, const char *fmt, ...)
     return 400;
 }
 
-/* ------------------------------------------------------ pending pods -- */
+/* The verbs whose refusals while not serving are counted. */
+enum { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND, VERB_PREEMPT };
 
-/* Keeps what bind needs of a pod: metadata and container resources. */
-static json_t *trim_pod(const json_t *pod)
+/* Whether the map may decide now; if not, *msg says why (for the Error). */
+static bool serving(gp_extender *e, int verb, char *msg, size_t len)
 {
-    const json_t *md = json_object_get(pod, "metadata");
-    json_t *tmd = json_object();
-    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion", "labels"};
-    for (size_t i = 0; i < GP_ARRAY_LEN(mkeys); i++) {
-        json_t *v = json_object_get(md, mkeys[i]);
-        if (v)
-            json_object_set(tmd, mkeys[i], v);
+    char why[400] = "";
+    if (!e->cfg.serving || e->cfg.serving(e->cfg.serving_ud, why, sizeof why)) {
+        if (atomic_exchange(&e->refusing, false))
+            LOG_INFO("the verbs decide again: gpupack's map is the API server's");
+        return true;
     }
-    json_t *ann = json_object_get(md, "annotations");
-    if (json_is_object(ann)) {
-        json_t *tann = json_object();
-        const char *k;
-        json_t *v;
-        json_object_foreach(ann, k, v) {
-            if (formats_annotation_kept(k, strlen(k)))   /* what podreq_decode reads */
-                json_object_set(tann, k, v);
-        }
-        json_object_set_new(tmd, "annotations", tann);
-    }
-    json_t *spec = json_object_get(pod, "spec");
-    json_t *tspec = json_object();
-    static const char *const skeys[] = {"priority", "preemptionPolicy"};   /* claims, preemption */
-    for (size_t i = 0; i < GP_ARRAY_LEN(skeys); i++) {
-        json_t *v = json_object_get(spec, skeys[i]);
-        if (v)
-            json_object_set(tspec, skeys[i], v);
-    }
-    static const char *const lists[] = {"containers", "initContainers"};
-    for (size_t l = 0; l < GP_ARRAY_LEN(lists); l++) {
-        json_t *arr = json_object_get(spec, lists[l]);
-        if (!json_is_array(arr))
-            continue;
-        json_t *tarr = json_array();
-        size_t i;
-        json_t *c;
-        json_array_foreach(arr, i, c) {
-            json_t *tc = json_object();
-            json_t *name = json_object_get(c, "name");
-            json_t *res = json_object_get(c, "resources");
-            if (name)
-                json_object_set(tc, "name", name);
-            if (res)
-                json_object_set(tc, "resources", res);
-            json_t *env = json_object_get(c, "env");   /* the webhook check at bind */
-            if (env)
-                json_object_set(tc, "env", env);
-            json_array_append_new(tarr, tc);
-        }
-        json_object_set_new(tspec, lists[l], tarr);
-    }
-    return json_pack("{s:o,s:o}", "metadata", tmd, "spec", tspec);
+    if (!atomic_exchange(&e->refusing, true))
+        LOG_WARN("the verbs decide nothing until gpupack's map is the API server's (%s): filter "
+                 "and bind answer an Error, prioritize 503; kube-scheduler retries", why);
+    atomic_fetch_add(&e->n_unready[verb], 1);
+    snprintf(msg, len, "gpupack is not ready: its map is not the API server's yet (%s); nothing "
+                       "was decided, kube-scheduler retries the pod", why);
+    return false;
 }
+
+/* ------------------------------------------------------ pending pods -- */
 
 static void pending_evict_locked(gp_extender *e, double now)
 {
@@ -242,7 +219,7 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
     if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
         return;
     pending *p = xcalloc(1, sizeof *p);
-    p->pod = trim_pod(pod);
+    p->pod = k8s_obs_trim_pod(pod);   /* what bind reads, as the scanner keeps it */
     p->at = gp_mono_s();
     pthread_mutex_lock(&e->mu);
     if (strmap_count(e->pending) >= e->cfg.pending_max)
@@ -382,7 +359,7 @@ static int verb_args_decode(gp_extender *e, const char *body, size_t len, verb_a
 {
     memset(va, 0, sizeof *va);
     const json_t *names = NULL, *nodes = NULL;
-    if (extargs_scan(body, len, MAX_NODES_PER_REQUEST, &va->fast) == 0) {
+    if (extargs_scan(body, len, MAX_NODES_PER_REQUEST, k8s_obs_pod_keep, &va->fast) == 0) {
         va->pod = va->fast.pod;
         nodes = va->fast.nodes;
     } else {
@@ -757,6 +734,13 @@ static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl
 static int filter_run(gp_extender *e, const char *body, size_t len, bool may_preempt, char **out)
 {
     atomic_fetch_add(&e->n_filter, 1);
+    char msg[600];
+    if (!serving(e, VERB_FILTER, msg, sizeof msg)) {
+        /* the extender protocol's error: kube-scheduler fails this attempt
+         * and shows the message in the pod's FailedScheduling event */
+        *out = error_body(msg);
+        return 200;
+    }
     verb_args va;
     int status = verb_args_decode(e, body, len, &va, out);
     if (status)
@@ -846,6 +830,13 @@ json_t *extender_preempt_status(gp_extender *e, const json_t *pod)
 
 int extender_preempt(gp_extender *e, const char *body, size_t len, char **out)
 {
+    char msg[600];
+    if (!serving(e, VERB_PREEMPT, msg, sizeof msg)) {
+        /* victims chosen from a map that is not the API server's could be the
+         * wrong pods: kube-scheduler's preemption fails this time and retries */
+        *out = error_body(msg);
+        return 503;
+    }
     json_t *args;
     int status = parse_args(e, body, len, &args, out);
     if (status)
@@ -869,6 +860,11 @@ int extender_preempt(gp_extender *e, const char *body, size_t len, char **out)
 int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out)
 {
     atomic_fetch_add(&e->n_prioritize, 1);
+    char msg[600];
+    if (!serving(e, VERB_PRIORITIZE, msg, sizeof msg)) {
+        *out = error_body(msg);   /* a HostPriorityList has no Error: the status says it */
+        return 503;
+    }
     verb_args va;
     int status = verb_args_decode(e, body, len, &va, out);
     if (status)
@@ -969,8 +965,23 @@ static void bind_run(void *arg)
     gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->rv[0] ? j->rv : NULL, j->ann,
                          j->host_only ? NULL : &j->a, j->policy};
     gp_err err;
-    gp_bind_outcome o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
-    cluster_bind_outcome(e->c, j->uid, o);
+    gp_bind_outcome o = GP_BIND_REFUSED;
+    char why[700];
+    if (!serving(e, VERB_BIND, why, sizeof why)) {
+        /* a relist began while this bind waited for a thread: its GPUs may be
+         * held by pods the LIST will show; decide again once it is applied */
+        cluster_bind_abandon(e->c, j->uid);
+        gp_fail(&err, "%s", why);
+    } else if (cluster_bind_claim(e->c, j->uid, j->host_only ? NULL : &j->a)) {
+        /* released meanwhile (reconciliation, or the pod's deletion): nothing
+         * of it is left in the store to roll back, and nothing is posted */
+        gp_fail(&err, "not posted: gpupack released the GPUs this bind had chosen meanwhile (the "
+                      "pod is gone, or pods the API server shows bound hold them); kube-scheduler "
+                      "retries the pod");
+    } else {
+        o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
+        cluster_bind_outcome(e->c, j->uid, o);
+    }
     char *out;
     if (o == GP_BIND_BOUND) {
         log_bound(j->ns, j->name, j->node, &j->a, j->policy);
@@ -1011,6 +1022,10 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     status = 200;
     char msg[1200];
     msg[0] = '\0';
+    if (!serving(e, VERB_BIND, msg, sizeof msg)) {
+        *out = bind_failed(e, ns, name, node, msg);   /* nothing assumed, nothing posted */
+        goto done;
+    }
     json_t *pod = recall(e, uid);
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;

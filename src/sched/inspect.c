@@ -80,7 +80,10 @@ static void print_node(FILE *f, const json_t *n, const widths *w)
                 i ? "" : (name ? name : "?"),
                 (long long)json_integer_value(json_object_get(g, "index")), w->model, GP_NAME_MAX,
                 str(g, "model"), memtxt, coretxt,
-                json_is_true(json_object_get(g, "healthy")) ? "ok" : "BAD", podlist);
+                !json_is_true(json_object_get(g, "healthy"))      ? "BAD"
+                : json_is_true(json_object_get(g, "overCapacity")) ? "OVER"
+                                                                    : "ok",
+                podlist);
     }
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/binder.h"
+#include "sched/events.h"
 #include "sched/requeue.h"
 #include "kube/apiversion.h"
 #include "model/k8s_obs.h"
@@ -44,7 +45,30 @@ struct gp_live {
     double ver_tried;               /* monotonic time of the last GET /version */
     gp_requeue *rq;                 /* nudges parked pods after regaining service */
     gp_live_pod_observer observer;  /* preemption; NULL fns: none */
+    gp_live_warn warn;              /* NULL fn: over-capacity GPUs are only logged */
 };
+
+/* Turns the store's over-capacity notices into Warning Events on the pod
+ * recorded last on each GPU (the store logged and counted them already). */
+static void report_over(gp_live *l)
+{
+    gp_over_notice n[8];
+    size_t k;
+    while ((k = cluster_take_over_notices(l->c, n, GP_ARRAY_LEN(n))) > 0) {
+        for (size_t i = 0; i < k && l->warn.fn; i++) {
+            char msg[768];
+            snprintf(msg, sizeof msg,
+                     "GPU %d of node %.200s is over capacity: the pods' gpupack.io/assignment "
+                     "annotations hold %lld of %lld MiB and %d.%d%% of %d.%d%% compute (a Binding "
+                     "that landed after gpupack had given its GPUs up, or annotations written "
+                     "elsewhere); gpupack offers nothing on this GPU until pods leave",
+                     n[i].index, n[i].node, (long long)n[i].mem_used, (long long)n[i].mem_total,
+                     n[i].core_used / 10, n[i].core_used % 10, n[i].core_total / 10,
+                     n[i].core_total % 10);
+            l->warn.fn(l->warn.ud, n[i].ns, n[i].name, n[i].uid, EVENTS_REASON_OVER, msg);
+        }
+    }
+}
 
 /* ----------------------------------------------------------- version --- */
 
@@ -100,6 +124,7 @@ static void nodes_end(void *ud)
 {
     gp_live *l = ud;
     cluster_nodes_resync_end(l->c);
+    report_over(l);
 }
 
 static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
@@ -136,6 +161,7 @@ static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t 
             LOG_DEBUG("node %s: GPU inventory unusable: %s", name, err.msg);
     }
     cluster_upsert_node(l->c, name, &inv);
+    report_over(l);
 }
 
 /* -------------------------------------------------------------- pods --- */
@@ -150,6 +176,7 @@ static void pods_end(void *ud)
 {
     gp_live *l = ud;
     cluster_pods_resync_end(l->c);
+    report_over(l);
     if (l->observer.synced)
         l->observer.synced(l->observer.ud);
 }
@@ -264,6 +291,8 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     if (!v->obs.terminal && v->node[0] && !v->obs.assign && !v->assign_err[0] && v->wants_gpu)
         account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
+    if (!listed)
+        report_over(l);   /* a LIST's reconciliation comes at its end */
     requeue_observe(l->rq, v->uid, v->ns, v->name, requeue_seen(v, obj), v->wants_gpu);
     if (l->observer.apply)
         l->observer.apply(l->observer.ud, type == GP_WATCH_DELETED, obj);
@@ -282,12 +311,13 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
 {
     gp_live *l = ud;
     double timeout = GP_BINDER_TIMEOUT_S, budget = 0;
-    if (!live_ready(l)) {
-        /* placed on a map without every pod yet (a restart's first LISTs): its GPUs
-         * may be another pod's; kube-scheduler asks again once the map is complete */
+    char why[400];
+    if (!live_serving(l, why, sizeof why)) {
+        /* placed on a map that is not the API server's (a restart's first LISTs, a
+         * relist): its GPUs may be another pod's; kube-scheduler asks again once
+         * the map is complete (the extender refuses such binds before this too) */
         atomic_fetch_add(&l->binds_refused, 1);
-        gp_fail(err, "gpupack is not ready: the first full list of nodes and pods is not "
-                     "applied yet; kube-scheduler retries the pod");
+        gp_fail(err, "gpupack is not ready: %s; kube-scheduler retries the pod", why);
         return GP_BIND_REFUSED;   /* nothing was sent */
     }
     if (l->gate.fn) {
@@ -295,8 +325,8 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
          * (a bind makes up to three API calls) */
         if (!l->gate.fn(l->gate.ud, &budget)) {
             atomic_fetch_add(&l->binds_refused, 1);
-            gp_fail(err, "this gpupack replica does not lead (standby or fenced); "
-                         "kube-scheduler retries the pod");
+            gp_fail(err, "this gpupack replica does not lead (standby or fenced), or its pod "
+                         "watch is not current; kube-scheduler retries the pod");
             return GP_BIND_REFUSED;   /* nothing was sent */
         }
         if (budget / 3 < timeout)
@@ -339,6 +369,11 @@ void live_set_bind_gate(gp_live *l, gp_live_gate gate)
     l->gate = gate;
 }
 
+void live_set_warn(gp_live *l, gp_live_warn warn)
+{
+    l->warn = warn;
+}
+
 gp_kube *live_kube(gp_live *l)
 {
     return l->kube;
@@ -368,7 +403,7 @@ static void settle_unknown(gp_live *l)
             LOG_WARN("bind %s/%s -> %s: still unsettled: %s", u[i].ns, u[i].name, u[i].a.node,
                      err.msg);
         }
-        cluster_bind_outcome(l->c, u[i].uid, o);
+        cluster_settle(l->c, &u[i], o);
     }
     free(u);
 }
@@ -399,12 +434,15 @@ static void *housekeeping(void *arg)
 
 /* ----------------------------------------------------------- requeue --- */
 
-/* This replica serves the verbs: its map is complete, and it may bind. */
-static bool live_serving(void *ud)
+/* This replica serves the verbs: its map is the API server's (listed, no
+ * relist due: live_serving), and it may bind. Regaining it -- a restart's
+ * first LISTs, the end of a relist, a takeover -- is when the requeue nudges
+ * the pods the verbs refused meanwhile. */
+static bool requeue_serving(void *ud)
 {
     gp_live *l = ud;
     double budget;
-    return live_ready(l) && (!l->gate.fn || l->gate.fn(l->gate.ud, &budget));
+    return live_serving(l, NULL, 0) && (!l->gate.fn || l->gate.fn(l->gate.ud, &budget));
 }
 
 static int live_requeue_needed(void *ud)
@@ -445,7 +483,7 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
     l->c = c;
     l->kube = k;
     pthread_mutex_init(&l->ver_mu, NULL);
-    gp_requeue_config rcfg = {.serving = live_serving, .needed = live_requeue_needed, .ud = l};
+    gp_requeue_config rcfg = {.serving = requeue_serving, .needed = live_requeue_needed, .ud = l};
     l->rq = requeue_new(k, &rcfg);
     atomic_init(&l->ext, NULL);
     l->stop = kube_cancel_new();
@@ -482,6 +520,38 @@ int live_start(gp_live *l, gp_extender *e, gp_err *err)
 bool live_ready(gp_live *l)
 {
     return l && reflector_synced(l->nodes) && reflector_synced(l->pods);
+}
+
+bool live_serving(gp_live *l, char *why, size_t whylen)
+{
+    if (!l)
+        return false;
+    char a[200] = "", b[200] = "";
+    bool nok = reflector_current(l->nodes, a, sizeof a);
+    bool pok = reflector_current(l->pods, b, sizeof b);
+    if (nok && pok)
+        return true;
+    if (why && whylen)
+        snprintf(why, whylen, "%s%s%s", a, (!nok && !pok) ? "; " : "", b);
+    return false;
+}
+
+bool live_fresh(gp_live *l, double min_s, char *why, size_t whylen)
+{
+    if (!live_serving(l, why, whylen))
+        return false;
+    double up = reflector_healthy_for(l->pods);
+    if (up >= min_s)
+        return true;
+    if (why && whylen) {
+        char down[256] = "";
+        reflector_healthy(l->pods, down, sizeof down);
+        if (up < 0)
+            snprintf(why, whylen, "the pod watch is down (%s)", down);
+        else
+            snprintf(why, whylen, "the pod watch resumed %.1f s ago", up);
+    }
+    return false;
 }
 
 bool live_stale(gp_live *l, char *why, size_t whylen)

@@ -186,6 +186,24 @@ typedef struct e2e_world {
 e2e_world *e2e_world_up(const e2e_world_opts *o);   /* o may be NULL */
 void e2e_world_down(e2e_world *w);                   /* accepts NULL */
 
+/* --- replicas behind a Service (front.c) ------------------------------- */
+
+/* The shipped Service, modelled by a TCP forwarder on 127.0.0.1: every
+ * connection goes to the replica whose Pod carries gpupack.io/leader=true at
+ * the last poll (once a second; while the API server is down the last
+ * answer stands). ready_gate: and only while that replica's /readyz says 200
+ * (Ready endpoints); without it, verbs reach a replica whatever its state. */
+typedef struct e2e_front e2e_front;
+e2e_front *e2e_front_start(e2e_cp *cp, bool ready_gate);
+int e2e_front_port(const e2e_front *f);
+/* Slot 0 or 1: replica Pod `pod` listens on `port`. */
+void e2e_front_backend(e2e_front *f, int slot, const char *pod, int port);
+void e2e_front_stop(e2e_front *f);   /* accepts NULL */
+/* A replica: Pod gpupack-system/POD (an API object bound to `node`, created
+ * unless it exists), then gpupack with --leader-elect for that Pod under
+ * `identity`, serving as the shipped stanza expects; waits for /readyz. */
+e2e_gp *e2e_replica_start(e2e_cp *cp, const char *pod, const char *identity, const char *node);
+
 /* --- API server -------------------------------------------------------- */
 
 /* One request; body (borrowed) may be NULL. Returns the parsed answer
@@ -242,6 +260,8 @@ char *e2e_wait_pod_event(e2e_cp *cp, const char *ns, const char *name, const cha
 typedef struct e2e_verdict {
     int bypassed;                           /* pods bound bypassing gpupack (E2E_ALLOW_BYPASS) */
     int nodes, gpu_pods_bound, gpus_used;   /* what the API server says */
+    int gpus_over;                          /* GPUs whose annotations exceed memory or compute */
+    int inspect_gpus_differ;                /* GPUs /inspect shows otherwise than the rebuild */
     int problems;                           /* 0 = all well */
     char report[8192];                      /* one line per problem (first ones) */
 } e2e_verdict;
@@ -264,6 +284,12 @@ void e2e_verify_with(e2e_cp *cp, e2e_gp *gp, int flags, e2e_verdict *v);
 void e2e_assert_consistent(e2e_cp *cp, e2e_gp *gp, double timeout_s, e2e_verdict *v);
 void e2e_assert_consistent_with(e2e_cp *cp, e2e_gp *gp, double timeout_s, int flags,
                                 e2e_verdict *v);
+
+/* Pods of namespace ns that are neither bound nor terminal and would fit
+ * some node in the state the annotations describe (the rebuild above, with
+ * the default placement options): pods left undecided. Their names go to
+ * report (one per line, the first ones). */
+int e2e_pending_that_fit(e2e_cp *cp, const char *ns, char *report, size_t len);
 
 /* Sleeps (seconds, fractional). */
 void e2e_sleep(double s);

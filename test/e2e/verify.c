@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "model/k8s_obs.h"
 #include "model/podreq.h"
+#include "pack/placement.h"
 #include "lib/strmap.h"
 #include "lib/util.h"
 
@@ -207,6 +208,8 @@ static strmap *rebuild(e2e_cp *cp, int flags, e2e_verdict *v, strmap *bypassed)
             const vgpu *u = &n->use[g];
             if (u->pods)
                 v->gpus_used++;
+            if (u->mem > gi->mem_total || u->core > gi->core_total)
+                v->gpus_over++;
             if (u->mem > gi->mem_total)
                 problem(v, "OVER-COMMIT: %s GPU %d holds %lld MiB of %lld", n->name, gi->index,
                         (long long)u->mem, (long long)gi->mem_total);
@@ -260,6 +263,7 @@ static void compare_inspect(e2e_gp *gp, strmap *nodes, const strmap *bypassed, e
             int npods = 0, nbyp = 0;
             int64_t byp_mem = 0;
             int byp_core = 0;
+            int before = v->problems;
             json_array_foreach(json_object_get(go, "pods"), p, po) {
                 const char *uid = json_string_value(json_object_get(po, "uid"));
                 const char *pname = json_string_value(json_object_get(po, "name"));
@@ -292,6 +296,8 @@ static void compare_inspect(e2e_gp *gp, strmap *nodes, const strmap *bypassed, e
                         (u->core + byp_core) / 10.0, nbyp ? " (with pods bound bypassing gpupack)" : "");
             if (npods != u->pods)
                 problem(v, "/inspect: %s GPU %d lists %d pods, the API server %d", name, index, npods, u->pods);
+            if (v->problems > before)
+                v->inspect_gpus_differ++;
         }
     }
     /* nodes with GPUs gpupack does not show */
@@ -305,14 +311,8 @@ static void compare_inspect(e2e_gp *gp, strmap *nodes, const strmap *bypassed, e
     json_decref(j);
 }
 
-void e2e_verify_with(e2e_cp *cp, e2e_gp *gp, int flags, e2e_verdict *v)
+static void free_nodes(strmap *nodes)
 {
-    memset(v, 0, sizeof *v);
-    strmap *bypassed = strmap_new();
-    strmap *nodes = rebuild(cp, flags, v, bypassed);
-    if (gp)
-        compare_inspect(gp, nodes, bypassed, v);
-    strmap_free(bypassed);
     size_t it = 0;
     vnode *n;
     while ((n = strmap_next(nodes, &it, NULL))) {
@@ -321,6 +321,73 @@ void e2e_verify_with(e2e_cp *cp, e2e_gp *gp, int flags, e2e_verdict *v)
         free(n);
     }
     strmap_free(nodes);
+}
+
+void e2e_verify_with(e2e_cp *cp, e2e_gp *gp, int flags, e2e_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    strmap *bypassed = strmap_new();
+    strmap *nodes = rebuild(cp, flags, v, bypassed);
+    if (gp)
+        compare_inspect(gp, nodes, bypassed, v);
+    strmap_free(bypassed);
+    free_nodes(nodes);
+}
+
+int e2e_pending_that_fit(e2e_cp *cp, const char *ns, char *report, size_t len)
+{
+    e2e_verdict *v = xcalloc(1, sizeof *v);
+    strmap *bypassed = strmap_new();
+    strmap *nodes = rebuild(cp, E2E_ALLOW_BYPASS, v, bypassed);
+    strmap_free(bypassed);
+    free(v);
+    gp_resource_names names;
+    podreq_default_names(&names);
+    gp_place_opts opts;
+    placement_default_opts(&opts);
+    gp_node *node = xmalloc(sizeof *node);
+    gp_pod_view *pv = xmalloc(sizeof *pv);
+    json_t *pods = e2e_pods(cp, ns);
+    size_t i, off = 0;
+    json_t *o;
+    int fit = 0;
+    if (len)
+        report[0] = '\0';
+    json_array_foreach(pods, i, o) {
+        gp_err err;
+        gp_pod_req req;
+        if (k8s_obs_pod(o, false, ALIYUN_UNIT_MIB, pv, &err) < 0 || pv->obs.terminal || pv->node[0] ||
+            podreq_decode(o, &names, &req, &err) < 0 || req.nctrs == 0)
+            continue;
+        size_t it = 0;
+        vnode *n;
+        const char *where = NULL;
+        while (!where && (n = strmap_next(nodes, &it, NULL))) {
+            memset(node, 0, sizeof *node);
+            gp_strlcpy(node->name, n->name, sizeof node->name);
+            node->ngpus = n->inv.n;
+            for (int g = 0; g < n->inv.n; g++) {
+                node->gpus[g].info = n->inv.gpus[g];
+                node->gpus[g].mem_used = n->use[g].mem;
+                node->gpus[g].core_used = n->use[g].core;
+                node->gpus[g].pods = n->use[g].pods;
+            }
+            gp_assignment a;
+            if (placement_fit(node, &req, &opts, &a, NULL) == 0)
+                where = n->name;
+        }
+        if (!where)
+            continue;
+        fit++;
+        if (off + 200 < len)
+            off += (size_t)snprintf(report + off, len - off, "pod %s/%s is pending but fits %s\n",
+                                    pv->ns, pv->name, where);
+    }
+    json_decref(pods);
+    free(pv);
+    free(node);
+    free_nodes(nodes);
+    return fit;
 }
 
 void e2e_verify(e2e_cp *cp, e2e_gp *gp, e2e_verdict *v)

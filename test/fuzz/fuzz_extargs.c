@@ -2,12 +2,12 @@
  * against jansson: whenever the scanner accepts a body, jansson must accept
  * it too and agree on Pod, NodeNames and Nodes.
  *
- * The scanner hands back a reduced Pod (extargs.h), so only the members it
- * keeps are compared; the reduction itself is checked against a jansson
- * reference in test/test_extargs.c.
+ * The scanner hands back a reduced Pod (extargs.h): it must equal what the
+ * jansson trimmer keeps by the same table (k8s_obs_pod_keep); that the
+ * reduced pod decodes like the whole one is test/test_podmeaning.c.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude \
- *     test/fuzz/fuzz_extargs.c src/lib/extargs.c src/lib/util.c -ljansson -o /tmp/fuzz_extargs
+ *     test/fuzz/fuzz_extargs.c src/lib/extargs.c src/lib/jsonkeep.c src/model/k8s_obs.c ... -ljansson
  *   /tmp/fuzz_extargs -max_total_time=180 -max_len=4096 /tmp/extargs-corpus
  */
 #include <jansson.h>
@@ -16,13 +16,14 @@
 #include <string.h>
 
 #include "lib/extargs.h"
+#include "model/k8s_obs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     gp_extargs a;
-    if (extargs_scan((const char *)data, size, 1000, &a) != 0)
+    if (extargs_scan((const char *)data, size, 1000, k8s_obs_pod_keep, &a) != 0)
         return 0;
     json_t *full = json_loadb((const char *)data, size, 0, NULL);
     if (!full || !json_is_object(full))
@@ -33,23 +34,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((pod == NULL) != (a.pod == NULL))
         abort();
     if (pod) {
-        /* every member the scanner kept equals jansson's */
-        const char *k;
-        json_t *v;
-        json_object_foreach(a.pod, k, v) {
-            const json_t *full_v = json_object_get(pod, k);
-            if (!full_v)
-                abort();
-            if (json_is_object(v) && json_is_object(full_v)) {
-                const char *k2;
-                json_t *v2;
-                json_object_foreach(v, k2, v2) {
-                    const json_t *f2 = json_object_get(full_v, k2);
-                    if (!f2 || (!json_is_object(v2) && !json_is_array(v2) && !json_equal(v2, f2)))
-                        abort();
-                }
-            }
-        }
+        /* the scanner keeps exactly what the jansson trimmer keeps by the same table */
+        json_t *ref = jsonkeep_trim(pod, k8s_obs_pod_keep);
+        bool same = json_equal(ref, a.pod);
+        json_decref(ref);
+        if (!same)
+            abort();
     }
     const json_t *nodes = json_object_get(full, "Nodes");
     if (json_is_null(nodes))
