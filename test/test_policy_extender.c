@@ -147,9 +147,18 @@ START_TEST(node_decision_filter_follows_strategy)
     ck_assert_str_eq(passed(out), "a,b,t");
     json_decref(out);
     do_bind(&f, "web", "p1", "a");
-    /* binpack in filter mode: only the fullest node */
+    /* binpack in filter mode: only the fullest node; the others' reasons are
+     * left out once one passes (kube-scheduler reads them only when none does) */
     out = filter(&f, "nb", "p2", "gpupack.io/gpu-mem", "1024", NULL);
     ck_assert_str_eq(passed(out), "a");
+    ck_assert_uint_eq(json_object_size(json_object_get(out, "FailedNodes")), 0);
+    json_decref(out);
+    /* nothing fits: every node's reason is there */
+    out = filter(&f, "nb", "p9", "gpupack.io/gpu-mem", "20000", NULL);
+    ck_assert_str_eq(passed(out), "");
+    ck_assert_uint_eq(json_object_size(json_object_get(out, "FailedNodes")) +
+                          json_object_size(json_object_get(out, "FailedAndUnresolvableNodes")),
+                      3);
     json_decref(out);
     /* spread in filter mode: the emptiest nodes (b and t tie): the first in
      * kube-scheduler's order, with the GPUs reserved there at once... */

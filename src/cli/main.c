@@ -13,6 +13,7 @@
 #include "cli/explain_cli.h"
 #include "sched/extender.h"
 #include "cli/inspect_cli.h"
+#include "kube/kube.h"
 #include "kube/kubeconfig.h"
 #include "ha/leader.h"
 #include "ha/leader_label.h"
@@ -36,6 +37,7 @@ typedef struct serve_opts {
     double assume_ttl, watch_stall;
     unsigned bind_threads;
     int64_t aliyun_unit_mib;
+    gp_events_level bind_events;
     bool leader_elect;
     const char *lease_ns, *lease_name, *identity, *leader_pod;
     double lease_duration, renew_deadline, retry_period, takeover_quiet;
@@ -79,6 +81,8 @@ static void usage(FILE *f)
             "  --watch-stall SEC    live mode: restart a watch silent this long (default 90)\n"
             "  --bind-threads N     live mode: Bindings posted at once, off the HTTP threads (default 16)\n"
             "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
+            "  --bind-events all|gpu|failures  live mode: which binds leave an Event on the pod\n"
+            "                       (default all; gpu: not those of pods without GPUs)\n"
             "  --log-level L        debug, info, warn, error (default info)\n"
             "  --leader-elect       run as one of several replicas: only the Lease holder binds\n"
             "  --leader-elect-lease-duration D   (default 15s)\n"
@@ -171,6 +175,13 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
                 return -1;
             }
             gp_log_set_level(l);
+            continue;
+        }
+        if (strcmp(a, "--bind-events") == 0) {
+            if (events_level_parse(v, &o->bind_events)) {
+                fprintf(stderr, "gpupack serve: --bind-events: all, gpu or failures\n");
+                return -1;
+            }
             continue;
         }
         if (strcmp(a, "--aliyun-unit") == 0) {
@@ -379,6 +390,8 @@ static void metrics_hook(void *ud, gp_buf *out)
         live_metrics(a->live, out);
     }
     events_metrics(a->events, out);
+    if (a->live)
+        kube_metrics(out);
     if (a->leader) {
         gp_live_stats ls;
         live_stats(a->live, &ls);
@@ -531,6 +544,7 @@ static int cmd_serve(int argc, char **argv)
             LOG_ERROR("events: %s", err.msg);
             goto out;
         }
+        events_set_level(a.events, o.bind_events);
         ecfg.binder = bind_with_events;
         ecfg.binder_ud = &a;
         ecfg.bind_threads = (int)o.bind_threads;

@@ -243,6 +243,7 @@ struct gp_events {
     occ *q;
     size_t head, len;
     bool stop;
+    gp_events_level level;
     atomic_ulong sent, aggregated, dropped, failed;
 };
 
@@ -369,9 +370,29 @@ void events_free(gp_events *ev)
     free(ev);
 }
 
+int events_level_parse(const char *s, gp_events_level *out)
+{
+    static const char *const names[] = {[GP_EVENTS_ALL] = "all", [GP_EVENTS_GPU] = "gpu",
+                                        [GP_EVENTS_FAILURES] = "failures"};
+    for (size_t i = 0; i < GP_ARRAY_LEN(names); i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (gp_events_level)i;
+            return 0;
+        }
+    return -1;
+}
+
+void events_set_level(gp_events *ev, gp_events_level level)
+{
+    if (ev)
+        ev->level = level;
+}
+
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why)
 {
     if (!ev || !call)
+        return;
+    if (ok && (ev->level == GP_EVENTS_FAILURES || (ev->level == GP_EVENTS_GPU && !call->assign)))
         return;
     occ o;
     memset(&o, 0, sizeof o);

@@ -589,8 +589,10 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
 /* --------------------------------------------------------------- verbs -- */
 
 /* The filter answer, written directly: 5,000-node answers are built per
- * request, and an object tree plus serialisation cost more than the fitting. */
-static char *filter_answer(const node_list *nl, const verdicts *vs)
+ * request, and an object tree plus serialisation cost more than the fitting.
+ * failed: list the nodes that failed for a reason that may pass (FailedNodes);
+ * unresolvable ones are always listed (preemption skips those nodes). */
+static char *filter_answer(const node_list *nl, const verdicts *vs, bool failed)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
@@ -619,7 +621,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs)
     for (int pass = 0; pass < 2; pass++) {
         rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
         bool first = true;
-        for (size_t i = 0; i < nl->n; i++) {
+        for (size_t i = 0; i < nl->n && (failed || pass == 1); i++) {
             if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
                 continue;
             rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
@@ -709,6 +711,7 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
     verdicts vs;
     verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
+    bool failed = true;
     assess_result r = assess(e, &va, false, &vs, &view, &err);
     if (r == BAD_POD) {
         /* the pod cannot be scheduled as it stands: say why on every node */
@@ -732,8 +735,12 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
             }
         if (any)
             reserve_one(e, &va, nl, &vs, &view);
+        /* gpupack chose: kube-scheduler reads the reasons of the other nodes only
+         * when none passes (its diagnosis of an unschedulable pod), and a
+         * 5,000-node cluster would send it hundreds per pod to decode */
+        failed = !any;
     }
-    *out = filter_answer(nl, &vs);
+    *out = filter_answer(nl, &vs, failed);
     verdicts_free(&vs);
     status = 200;
 done:

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# scale.sh NODES PODS -- production-scale throughput through the real kube-scheduler
+# (kit in GPUPACK_K8S, default ../shared/k8s; K8S_VERSION=1.26 or 1.36 picks the kit's
+# version): NODES nodes of 8 GPUs whose models are mixed like the openb trace's GPUs,
+# PODS pods sampled (seeded) from the openb default trace -- CPU-only, GPU shares,
+# 1/2/4/8 whole GPUs -- scheduled with the shipped scheduler configuration and
+# policies (gpupack), and the same pods on the same nodes without the extender
+# (kube-scheduler alone; the shipped profile ignores gpupack's resources).
+#
+# Every run gets a fresh control plane. Arrival "backlog" (the default) creates
+# every pod while kube-scheduler is stopped and then starts it: pods/s measure the
+# scheduler, not the creation rate. Arrival "stream" creates the pods while the
+# scheduler runs (create -> bound latency under arrival). Prints Markdown tables;
+# raw figures, metrics and the pods/s plot go to SCALE_OUT.
+#
+#   bench/scale.sh 5000 20000
+#   SCALE_RUNS="gpupack:stream none:stream" bench/scale.sh 1000 2000
+#   K8S_VERSION=1.36 bench/scale.sh 200 800
+#
+# Environment: SCALE_RUNS (mode:arrival list; default "gpupack:backlog none:backlog"),
+# SCALE_QPS (kube-scheduler clientConnection.qps, default 500; burst 2x), SCALE_SEED (42),
+# SCALE_THREADS (create connections, 16), SCALE_OUT (default a new /tmp directory),
+# SCALE_GPUPACK_ARGS (extra `gpupack serve` flags), SCALE_WRAP (a command gpupack runs
+# under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NODES=${1:?usage: bench/scale.sh NODES PODS}
+PODS=${2:?usage: bench/scale.sh NODES PODS}
+K8S=${GPUPACK_K8S:-../shared/k8s}
+RUNS=${SCALE_RUNS:-"gpupack:backlog none:backlog"}
+QPS=${SCALE_QPS:-500}
+SEED=${SCALE_SEED:-42}
+THREADS=${SCALE_THREADS:-16}
+TRACES=${GPUPACK_SHARED:-../shared}/traces
+VERSION=${K8S_VERSION:-1.26}
+export K8S_VERSION=$VERSION
+[ -x "$K8S/kube-up" ] || { echo "bench/scale.sh: no kit at $K8S (set GPUPACK_K8S)" >&2; exit 1; }
+[ -f "$TRACES/openb_pod_list_default.csv" ] || { echo "bench/scale.sh: no traces in $TRACES" >&2; exit 1; }
+make -s build bin/e2eload >/dev/null
+OUT=${SCALE_OUT:-$(mktemp -d /tmp/gpupack-scale-XXXXXX)}
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/gpupack-scalework-XXXXXX)
+CP="" GP=""
+cleanup() {
+  [ -n "$GP" ] && kill "$GP" 2>/dev/null && wait "$GP" 2>/dev/null || true
+  [ -n "$CP" ] && [ -f "$CP/env" ] && "$K8S/kube-down" "$CP" >/dev/null 2>&1 || true
+  GP="" CP=""
+}
+trap 'cleanup; rm -rf "$WORK"' EXIT
+trap 'exit 1' INT TERM
+
+SCHED=$(bin/e2eload sched-config --port 1 --qps 1 | sed -n 's/.*"schedulerName": "\(.*\)".*/\1/p' | head -1)
+TLS=test/fixtures/tls
+GPTLS=() SCHEME=http CURLTLS=()
+if bin/e2eload sched-config --port 1 --qps 1 | grep -q '"enableHTTPS": true'; then
+  GPTLS=(--tls-cert $TLS/server.crt --tls-key $TLS/server.key --client-ca $TLS/ca.crt)
+  SCHEME=https CURLTLS=(--cacert $TLS/ca.crt)
+fi
+TRACE=(--trace-nodes "$TRACES/openb_node_list_gpu_node.csv" --trace-pods "$TRACES/openb_pod_list_default.csv"
+       --seed "$SEED")
+# shellcheck disable=SC2206
+WRAP=(${SCALE_WRAP:-})
+# shellcheck disable=SC2206
+GPARGS=(${SCALE_GPUPACK_ARGS:-})
+
+echo "# bench/scale.sh $NODES $PODS -- kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# raw figures: $OUT"
+for run in $RUNS; do
+  mode=${run%%:*} arrival=${run##*:}
+  tag=$mode-$arrival
+  CP=$WORK/cp-$tag
+  "$K8S/kube-up" "$CP" >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
+  KC=$CP/kubeconfig
+  bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" "${TRACE[@]}" --threads "$THREADS" 2>"$OUT/nodes-$tag.log"
+  pids="etcd=@$CP/run/etcd.pid,kube-apiserver=@$CP/run/kube-apiserver.pid,kube-scheduler=@$CP/run/kube-scheduler.pid"
+  if [ "$mode" = gpupack ]; then
+    "${WRAP[@]}" bin/gpupack serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
+      "${GPARGS[@]}" >"$OUT/gpupack-$tag.log" 2>&1 &
+    GP=$!
+    port=""
+    for _ in $(seq 600); do
+      port=$(sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$OUT/gpupack-$tag.log" | head -1)
+      [ -n "$port" ] && curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/readyz" >/dev/null && break
+      sleep 0.2
+    done
+    bin/e2eload sched-config --port "$port" --qps "$QPS" --tls-dir "$PWD/$TLS" >"$WORK/sched.json"
+    pids="$pids,gpupack=$GP"
+  else
+    bin/e2eload sched-config --port 1 --qps "$QPS" --no-extender >"$WORK/sched.json"
+  fi
+  start_sched="$K8S/kube-up $CP --scheduler-config $WORK/sched.json >>$WORK/up.log 2>&1"
+  backlog=()
+  if [ "$arrival" = backlog ]; then
+    backlog=(--backlog "$start_sched")
+  else
+    eval "$start_sched" || { cat "$WORK/up.log" >&2; exit 1; }
+  fi
+  out=$(bin/e2eload pods --kubeconfig "$KC" --ns bench --count "$PODS" --scheduler "$SCHED" --profile openb \
+        "${TRACE[@]}" --threads "$THREADS" --timeout 3600 --pids "$pids" --timeline "$OUT/timeline-$tag.csv" \
+        "${backlog[@]}" 2>"$OUT/pods-$tag.log" || true)
+  echo "$out" >"$OUT/result-$tag.json"
+  if [ "$mode" = gpupack ]; then
+    curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/metrics" >"$OUT/metrics-gpupack-$tag.txt" || true
+  fi
+  (. "$CP/env" && curl -sf --cacert "$K8S_CA" --oauth2-bearer "$(cat "$K8S_TOKEN_FILE")" \
+     "$K8S_APISERVER/metrics" >"$OUT/metrics-apiserver-$tag.txt") || true
+  grep -c '^E' "$CP/logs/kube-scheduler.log" >"$OUT/sched-errors-$tag.txt" || true
+  grep '^E' "$CP/logs/kube-scheduler.log" | cut -c1-300 | sort -k5 | head -3 | sed "s/^/  [$tag] /" >&2 || true
+  cleanup
+done
+
+# ------------------------------------------------------------------ report --
+python3 - "$OUT" "$RUNS" "$PODS" <<'PY'
+import json, os, re, sys
+out, runs, pods = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+res = {}
+for run in runs:
+    tag = run.replace(":", "-")
+    try:
+        res[run] = json.load(open(f"{out}/result-{tag}.json"))
+    except Exception:
+        res[run] = None
+def base(run):
+    m, a = run.split(":")
+    return res.get(f"none:{a}") if m == "gpupack" else None
+print()
+print("| scheduler | arrival | bound | pods/s | of baseline | p50 | p99 | GPUs used / ideal | over-committed GPUs | gpupack peak RSS | scheduler errors |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for run in runs:
+    r = res[run]
+    m, a = run.split(":")
+    if not r:
+        print(f"| {m} | {a} | (no result) |"); continue
+    b = base(run)
+    ratio = f"{100*r['pods_per_s']/b['pods_per_s']:.0f} %" if b and b.get("pods_per_s") else "—"
+    lat = "start→bound" if a == "backlog" else "create→bound"
+    gpus = f"{r['gpus_used']} / {r['gpus_perfect']}" if m == "gpupack" else "—"
+    oc = str(r["overcommitted_gpus"]) if m == "gpupack" else "—"
+    rss = f"{r['peak_rss_mib'].get('gpupack', 0):.1f} MiB" if m == "gpupack" else "—"
+    errs = open(f"{out}/sched-errors-{run.replace(':','-')}.txt").read().strip() or "0"
+    print(f"| {'gpupack extender' if m=='gpupack' else 'no extender'} | {a} | {r['bound']}/{r['pods']} | {r['pods_per_s']} | {ratio} "
+          f"| {r['p50_ms']/1000:.2f} s ({lat}) | {r['p99_ms']/1000:.2f} s | {gpus} | {oc} | {rss} | {errs} |")
+print()
+comps = ["etcd", "kube-apiserver", "kube-scheduler", "gpupack", "load"]
+for key, what in (("cpu_s_scheduling", "first bind → quiet after the last bind"), ("cpu_s", "first create → quiet after the last bind")):
+    have = [run for run in runs if res[run] and key in res[run]]
+    if not have:
+        continue
+    print(f"CPU milliseconds per pod ({what}):")
+    print()
+    print("| scheduler | arrival | " + " | ".join(comps) + " | total |")
+    print("|---|---|" + "---|" * (len(comps) + 1))
+    for run in have:
+        r = res[run]; m, a = run.split(":")
+        c = r[key]
+        vals = [c.get(k) for k in comps]
+        tot = sum(v for v in vals if v)
+        n = r["bound"] or 1
+        print(f"| {m} | {a} | " + " | ".join("—" if v is None else f"{1000*v/n:.2f}" for v in vals) + f" | {1000*tot/n:.2f} |")
+    print()
+# gpupack's own API requests
+for run in runs:
+    m, a = run.split(":")
+    if m != "gpupack" or not res[run]:
+        continue
+    tag = run.replace(":", "-")
+    try:
+        text = open(f"{out}/metrics-gpupack-{tag}.txt").read()
+    except OSError:
+        continue
+    rows = {}
+    for fam, col in (("gpupack_kube_requests_total", 0), ("gpupack_kube_request_sent_bytes_total", 1),
+                     ("gpupack_kube_response_received_bytes_total", 2)):
+        for mm in re.finditer(fam + r'\{verb="([^"]*)",resource="([^"]*)",subresource="([^"]*)"\} (\d+)', text):
+            k = (mm.group(1), mm.group(2) + ("/" + mm.group(3) if mm.group(3) else ""))
+            rows.setdefault(k, [0, 0, 0])[col] = int(mm.group(4))
+    n = res[run]["bound"] or 1
+    print(f"gpupack's API requests ({a}, {n} pods bound), from gpupack_kube_requests_total:")
+    print()
+    print("| verb | resource | requests | per pod | bytes sent per pod | bytes received per pod |")
+    print("|---|---|---|---|---|---|")
+    for (verb, resrc), (cnt, snt, rcv) in sorted(rows.items(), key=lambda kv: -kv[1][0]):
+        print(f"| {verb} | {resrc} | {cnt} | {cnt/n:.3f} | {snt/n:.0f} | {rcv/n:.0f} |")
+    mc = re.search(r"^gpupack_kube_connections_total (\d+)", text, re.M)
+    hc = re.search(r"^gpupack_http_connections_total (\d+)", text, re.M)
+    print()
+    print(f"Connections: gpupack opened {mc.group(1) if mc else '?'} to the API server; "
+          f"kube-scheduler opened {hc.group(1) if hc else '?'} to gpupack.")
+    for verb in ("filter", "prioritize", "bind"):
+        cnt = re.search(r'gpupack_http_requests_total\{route="%s",code="2xx"\} (\d+)' % verb, text)
+        bi = re.search(r'gpupack_http_request_bytes_total\{verb="%s"\} (\d+)' % verb, text)
+        bo = re.search(r'gpupack_http_response_bytes_total\{verb="%s"\} (\d+)' % verb, text)
+        if cnt and int(cnt.group(1)):
+            c = int(cnt.group(1))
+            print(f"- {verb}: {c} calls ({c/n:.2f} per pod), {int(bi.group(1))/c:.0f} bytes in, {int(bo.group(1))/c:.0f} bytes out per call")
+    print()
+# every client's requests, as kube-apiserver counts them
+def api_reqs(path):
+    tot = {}
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        k = (lab.get("verb"), lab.get("resource", "") + ("/" + lab["subresource"] if lab.get("subresource") else ""))
+        tot[k] = tot.get(k, 0) + float(line.split()[-1])
+    return tot
+tabs = {run: api_reqs(f"{out}/metrics-apiserver-{run.replace(':','-')}.txt") for run in runs if res[run]}
+keys = set()
+for t in tabs.values():
+    if t:
+        keys |= {k for k, v in t.items() if v >= pods * 0.05 and k[0] not in ("WATCH",)}
+if keys:
+    print("Requests kube-apiserver served per pod bound, all clients (apiserver_request_total; setup included):")
+    print()
+    have = [run for run in runs if tabs.get(run)]
+    print("| verb | resource | " + " | ".join(have) + " |")
+    print("|---|---|" + "---|" * len(have))
+    for k in sorted(keys):
+        print(f"| {k[0]} | {k[1]} | " + " | ".join(f"{tabs[r].get(k, 0)/(res[r]['bound'] or 1):.2f}" for r in have) + " |")
+    print()
+PY
+
+# ------------------------------------------------------------------- plot --
+if command -v gnuplot >/dev/null; then
+  plots=""
+  for run in $RUNS; do
+    tag=${run/:/-}
+    [ -s "$OUT/timeline-$tag.csv" ] || continue
+    plots="$plots${plots:+, }'$OUT/timeline-$tag.csv' using 1:2 every ::1 with lines title '$tag'"
+  done
+  if [ -n "$plots" ]; then
+    gnuplot <<GP 2>/dev/null || true
+set terminal pngcairo size 1000,420 font 'sans,10'
+set output '$OUT/pods-per-second.png'
+set datafile separator ','
+set title 'bench/scale.sh $NODES $PODS (kube $VERSION): pods bound per second'
+set xlabel 'seconds from the first bind (backlog) or the first create (stream)'
+set ylabel 'pods/s'
+set key top right
+set grid
+plot $plots
+GP
+    echo "plot: $OUT/pods-per-second.png"
+  fi
+fi
