@@ -40,6 +40,7 @@ make -s build bin/e2eload >/dev/null
 OUT=${SCALE_OUT:-$(mktemp -d /tmp/gpupack-scale-XXXXXX)}
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/gpupack-scalework-XXXXXX)
+cp bin/gpupack "$WORK/gpupack"   # a rebuild during the run must not change the binary under test
 CP="" GP=""
 cleanup() {
   [ -n "$GP" ] && kill "$GP" 2>/dev/null && wait "$GP" 2>/dev/null || true
@@ -74,7 +75,7 @@ for run in $RUNS; do
   bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" "${TRACE[@]}" --threads "$THREADS" 2>"$OUT/nodes-$tag.log"
   pids="etcd=@$CP/run/etcd.pid,kube-apiserver=@$CP/run/kube-apiserver.pid,kube-scheduler=@$CP/run/kube-scheduler.pid"
   if [ "$mode" = gpupack ]; then
-    "${WRAP[@]}" bin/gpupack serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
+    "${WRAP[@]}" "$WORK/gpupack" serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
       "${GPARGS[@]}" >"$OUT/gpupack-$tag.log" 2>&1 &
     GP=$!
     port=""
@@ -183,9 +184,18 @@ for run in runs:
         print(f"| {verb} | {resrc} | {cnt} | {cnt/n:.3f} | {snt/n:.0f} | {rcv/n:.0f} |")
     mc = re.search(r"^gpupack_kube_connections_total (\d+)", text, re.M)
     hc = re.search(r"^gpupack_http_connections_total (\d+)", text, re.M)
+    cc = re.search(r'^gpupack_http_client_chain_checks_total\{result="cached"\} (\d+)', text, re.M)
+    ev = dict(re.findall(r'^gpupack_events_total\{result="(\w+)"\} (\d+)', text, re.M))
     print()
     print(f"Connections: gpupack opened {mc.group(1) if mc else '?'} to the API server; "
-          f"kube-scheduler opened {hc.group(1) if hc else '?'} to gpupack.")
+          f"kube-scheduler opened {hc.group(1) if hc else '?'} to gpupack (TLS handshakes; "
+          f"{cc.group(1) if cc else '?'} client chains found verified already). "
+          f"Events created: {ev.get('created', '?')}.")
+    for verb in ("filter", "bind"):
+        su = re.search(r'gpupack_request_duration_seconds_sum\{verb="%s"\} ([0-9.]+)' % verb, text)
+        co = re.search(r'gpupack_request_duration_seconds_count\{verb="%s"\} (\d+)' % verb, text)
+        if su and co and int(co.group(1)):
+            print(f"- {verb}: {1000*float(su.group(1))/int(co.group(1)):.2f} ms on average in gpupack (request read → answer queued)")
     for verb in ("filter", "prioritize", "bind"):
         cnt = re.search(r'gpupack_http_requests_total\{route="%s",code="2xx"\} (\d+)' % verb, text)
         bi = re.search(r'gpupack_http_request_bytes_total\{verb="%s"\} (\d+)' % verb, text)

@@ -82,7 +82,8 @@ static void usage(FILE *f)
             "  --bind-threads N     live mode: Bindings posted at once, off the HTTP threads (default 16)\n"
             "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
             "  --bind-events all|gpu|failures  live mode: which binds leave an Event on the pod\n"
-            "                       (default all; gpu: not those of pods without GPUs)\n"
+            "                       (default gpu: a pod without GPUs gets kube-scheduler's\n"
+            "                       Scheduled only, which says the same)\n"
             "  --log-level L        debug, info, warn, error (default info)\n"
             "  --leader-elect       run as one of several replicas: only the Lease holder binds\n"
             "  --leader-elect-lease-duration D   (default 15s)\n"
@@ -134,6 +135,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     o->assume_ttl = 120;
     o->watch_stall = 90;
     o->aliyun_unit_mib = 1024;
+    o->bind_events = GP_EVENTS_GPU;
     o->lease_ns = "gpupack-system";
     o->lease_name = "gpupack";
     for (int i = 1; i < argc; i++) {
