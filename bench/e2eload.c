@@ -14,6 +14,7 @@
  *                     [--pids NAME=PID|NAME=@PIDFILE,...]   (CPU seconds and peak RSS of each)
  *                     [--timeline CSV]     (pods bound per second)
  *                     [--stall 60]         (stop waiting when no pod was bound for this long)
+ *                     [--dump FILE]        (the nodes and pods at the end, a List for gpupack serve --cluster)
  * `pods` prints one JSON line of figures. */
 #include <inttypes.h>
 #include <jansson.h>
@@ -37,7 +38,7 @@
 
 typedef struct opts {
     const char *kubeconfig, *ns, *scheduler, *profile, *shipped, *tls_dir;
-    const char *trace_nodes, *trace_pods, *backlog, *pids, *timeline;
+    const char *trace_nodes, *trace_pods, *backlog, *pids, *timeline, *dump;
     int count, threads, gpus, gpu_gib, gib, port, qps;
     uint64_t seed;
     double timeout, stall;
@@ -582,6 +583,7 @@ typedef struct gpu_use {
 } gpu_use;
 
 typedef struct audit {
+    json_t *dump;                   /* NULL, or the trimmed objects (--dump) */
     strmap *nodes;                  /* name -> gpu_use[GP_MAX_GPUS_PER_NODE] */
     gp_pod_view *v;
     int pods, assigned, gpu_pods_unassigned, unknown_gpu;
@@ -591,6 +593,12 @@ static void audit_node(void *ud, const json_t *obj)
 {
     audit *a = ud;
     char name[GP_NAME_MAX];
+    if (a->dump) {
+        json_t *t = k8s_obs_trim_node(obj);
+        json_object_set_new(t, "kind", json_string("Node"));
+        json_object_set_new(t, "apiVersion", json_string("v1"));
+        json_array_append_new(a->dump, t);
+    }
     gp_inventory *inv = xmalloc(sizeof *inv);
     gp_err err;
     if (k8s_obs_node(obj, 1024, name, inv, &err) >= 0) {
@@ -608,6 +616,12 @@ static void audit_pod(void *ud, const json_t *obj)
     audit *a = ud;
     gp_err err;
     a->pods++;
+    if (a->dump) {
+        json_t *t = k8s_obs_trim_pod(obj);
+        json_object_set_new(t, "kind", json_string("Pod"));
+        json_object_set_new(t, "apiVersion", json_string("v1"));
+        json_array_append_new(a->dump, t);
+    }
     if (k8s_obs_pod(obj, false, 1024, a->v, &err) < 0)
         return;
     if (!a->v->obs.assign) {
@@ -637,9 +651,9 @@ typedef struct audit_result {
 
 /* Sums every GPU's holds from the pods' assignment annotations: GPUs used,
  * and GPUs whose memory or compute holds exceed the GPU (over-commit). */
-static int audit_gpus(gp_kube *k, const char *ns, audit_result *out)
+static int audit_gpus(gp_kube *k, const char *ns, const char *dump, audit_result *out)
 {
-    audit a = {.nodes = strmap_new(), .v = xmalloc(sizeof(gp_pod_view))};
+    audit a = {.nodes = strmap_new(), .v = xmalloc(sizeof(gp_pod_view)), .dump = dump ? json_array() : NULL};
     char *ppath = xasprintf("/api/v1/namespaces/%s/pods", ns);
     int rc = list_all(k, "/api/v1/nodes", audit_node, &a);
     if (rc == 0)
@@ -657,6 +671,15 @@ static int audit_gpus(gp_kube *k, const char *ns, audit_result *out)
         }
         free(u);
     }
+    if (a.dump && rc == 0) {
+        /* the cluster as gpupack serve --cluster reads it: bench/scale.sh times filter on it */
+        json_t *list = json_pack("{s:s,s:s,s:o}", "apiVersion", "v1", "kind", "List", "items", a.dump);
+        a.dump = NULL;
+        if (json_dump_file(list, dump, JSON_COMPACT) < 0)
+            fprintf(stderr, "e2eload: --dump %s: cannot write\n", dump);
+        json_decref(list);
+    }
+    json_decref(a.dump);
     out->gpu_pods_unassigned = a.gpu_pods_unassigned;
     out->unknown_gpu = a.unknown_gpu;
     out->assigned = a.assigned;
@@ -825,7 +848,7 @@ static int cmd_pods(const opts *o)
         write_timeline(o->timeline, w.t_bound, o->count, o->backlog ? first_bind : first);
     audit_result au = {0};
     bool gpu_profile = strcmp(o->profile, "cpu") != 0;
-    if (gpu_profile && audit_gpus(k, o->ns, &au) < 0)
+    if (gpu_profile && audit_gpus(k, o->ns, o->dump, &au) < 0)
         au.gpus_used = -1;
     int perfect = strcmp(o->profile, "aliyun") == 0 ? (o->count * o->gib + o->gpu_gib - 1) / o->gpu_gib
                   : mix.np ? (int)((milli + 999) / 1000) : 0;
@@ -939,6 +962,7 @@ int main(int argc, char **argv)
         .backlog = arg(argc, argv, "--backlog", NULL),
         .pids = arg(argc, argv, "--pids", NULL),
         .timeline = arg(argc, argv, "--timeline", NULL),
+        .dump = arg(argc, argv, "--dump", NULL),
         .seed = strtoull(arg(argc, argv, "--seed", "42"), NULL, 10),
     };
     if (o.trace_nodes)

@@ -86,7 +86,9 @@ for run in $RUNS; do
     done
     bin/e2eload sched-config --port "$port" --qps "$QPS" --tls-dir "$PWD/$TLS" >"$WORK/sched.json"
     pids="$pids,gpupack=$GP"
+    dump=(--dump "$OUT/cluster-$tag.json")
   else
+    dump=()
     bin/e2eload sched-config --port 1 --qps "$QPS" --no-extender >"$WORK/sched.json"
   fi
   start_sched="$K8S/kube-up $CP --scheduler-config $WORK/sched.json >>$WORK/up.log 2>&1"
@@ -98,7 +100,7 @@ for run in $RUNS; do
   fi
   out=$(bin/e2eload pods --kubeconfig "$KC" --ns bench --count "$PODS" --scheduler "$SCHED" --profile openb \
         "${TRACE[@]}" --threads "$THREADS" --timeout 3600 --pids "$pids" --timeline "$OUT/timeline-$tag.csv" \
-        "${backlog[@]}" 2>"$OUT/pods-$tag.log" || true)
+        "${backlog[@]}" "${dump[@]}" 2>"$OUT/pods-$tag.log" || true)
   echo "$out" >"$OUT/result-$tag.json"
   if [ "$mode" = gpupack ]; then
     curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/metrics" >"$OUT/metrics-gpupack-$tag.txt" || true
@@ -233,6 +235,55 @@ if keys:
         print(f"| {k[0]} | {k[1]} | " + " | ".join(f"{tabs[r].get(k, 0)/(res[r]['bound'] or 1):.2f}" for r in have) + " |")
     print()
 PY
+
+# ------------------------------------------------ filter latency (wrk) --
+# gpupack serve --cluster on the state the gpupack run left (every node and pod as
+# bound), the shipped policies, one keep-alive connection (plain HTTP: the
+# handshake is per connection), a GPU-share pod of the trace's most common kind;
+# NodeNames: every node, and as many as kube-scheduler passes at its default
+# percentageOfNodesToScore.
+dumpf=$(ls "$OUT"/cluster-gpupack-*.json 2>/dev/null | head -1 || true)
+if command -v wrk >/dev/null && [ -n "$dumpf" ] && [ -s "$dumpf" ]; then
+  "$WORK/gpupack" serve --cluster "$dumpf" --policies policies --listen 127.0.0.1:0 --log-level warn \
+    >"$OUT/gpupack-filter.log" 2>&1 &
+  GP=$!
+  port=""
+  for _ in $(seq 600); do
+    port=$(sed -n 's/.*embedded cluster on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$OUT/gpupack-filter.log" | head -1)
+    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+    sleep 0.2
+  done
+  python3 - "$dumpf" "$WORK" <<'PY'
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+nodes = [o["metadata"]["name"] for o in items if o.get("kind") == "Node"]
+n = len(nodes)
+pct = max(5, 50 - n // 125)                      # kube-scheduler's adaptive default
+want = n if n < 100 else max(100, n * pct // 100)
+pod = {"metadata": {"name": "probe", "namespace": "bench", "uid": "probe-uid"},
+       "spec": {"schedulerName": "gpupack-scheduler", "containers": [{"name": "main",
+                "resources": {"requests": {"cpu": "6", "memory": "12Gi"},
+                              "limits": {"gpupack.io/gpu-mem": "6950", "gpupack.io/gpu-core": "46"}}}]}}
+for tag, names in (("all", nodes), ("sched", nodes[:want])):
+    json.dump({"Pod": pod, "NodeNames": names}, open(f"{sys.argv[2]}/body-{tag}.json", "w"))
+    print(f"{tag} {len(names)}", file=open(f"{sys.argv[2]}/count-{tag}", "w"))
+PY
+  echo
+  echo "Filter latency, \`wrk -t1 -c1 -d10s\` on \`gpupack serve --cluster\` with the state the gpupack run left ($(basename "$dumpf")), shipped policies:"
+  echo
+  echo "| NodeNames | p50 | p90 | p99 | max | requests/s | gpupack RSS |"
+  echo "|---|---|---|---|---|---|---|"
+  for b in all sched; do
+    w=$(GPUPACK_BODY="$WORK/body-$b.json" wrk -t1 -c1 -d10s --latency -s bench/post.lua \
+        "http://127.0.0.1:$port/filter" 2>&1 || true)
+    echo "$w" >"$OUT/wrk-$b.txt"
+    rss=$(awk '/VmRSS/{printf "%.1f MiB", $2/1024}' /proc/$GP/status)
+    cnt=$(cut -d' ' -f2 "$WORK/count-$b")
+    echo "| $cnt$([ $b = sched ] && echo " (kube-scheduler's default share)") | $(echo "$w" | awk '$1=="50%"{print $2}') | $(echo "$w" | awk '$1=="90%"{print $2}') | $(echo "$w" | awk '$1=="99%"{print $2}') | $(echo "$w" | awk '$1=="Latency"{print $4}') | $(echo "$w" | awk '/Requests\/sec/{printf "%.0f", $2}') | $rss |"
+  done
+  kill "$GP" 2>/dev/null; wait "$GP" 2>/dev/null || true
+  GP=""
+fi
 
 # ------------------------------------------------------------------- plot --
 if command -v gnuplot >/dev/null; then

@@ -85,6 +85,7 @@ int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, 
 /* Counters for /metrics. */
 typedef struct gp_extender_stats {
     unsigned long filter, prioritize, bind, bind_errors, bad_requests;
+    unsigned long fit_cache_hits, fit_cache_misses;   /* node verdicts reused across requests */
 } gp_extender_stats;
 void extender_stats(gp_extender *e, gp_extender_stats *out);
 

@@ -292,6 +292,12 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     extender_stats(s->e, &es);
     metrics_header(&b, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
     (void)!gp_buf_printf(&b, "gpupack_bind_errors_total %lu\n", es.bind_errors);
+    metrics_header(&b, "gpupack_fit_cache_total", "counter",
+                   "Node evaluations of filter and prioritize looked up in the cache of fits (a node "
+                   "state, pod shape and policy seen before), by result.");
+    (void)!gp_buf_printf(&b, "gpupack_fit_cache_total{result=\"hit\"} %lu\n"
+                             "gpupack_fit_cache_total{result=\"miss\"} %lu\n",
+                         es.fit_cache_hits, es.fit_cache_misses);
     metrics_header(&b, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
     (void)!gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
     gp_cluster_stats cs;

@@ -13,6 +13,7 @@
 #include "sched/webhook.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
+#include "lib/keycache.h"
 #include "lib/log.h"
 #include "model/podreq.h"
 #include "lib/strmap.h"
@@ -22,9 +23,12 @@
 #define EVAL_MAX_WORKERS 4
 #define EVAL_PARALLEL_MIN 1024    /* below this many nodes one thread is faster */
 #define MAX_ANSWER_BYTES (256u << 20)   /* an answer past this is a bug, not a request */
+#define FIT_CACHE_SLOTS (1u << 17)      /* 2 MiB once full: 5,000 nodes x ~25 pod shapes */
 
 typedef struct pending {
-    json_t *pod;        /* trimmed copy: metadata + container resources */
+    char *pod;          /* trimmed copy (metadata + container resources) as compact JSON:
+                         * a tenth of the memory of the tree, and 20,000 pods may wait */
+    size_t len;
     double at;          /* monotonic seconds */
 } pending;
 
@@ -37,6 +41,7 @@ struct gp_extender {
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
     int eval_threads;           /* threads evaluating one large node list */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
+    gp_keycache *fits;          /* (node state, pod shape, policy) -> score of a fit */
 };
 
 gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
@@ -53,6 +58,7 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
         e->fallback = policy_set_default();
     pthread_mutex_init(&e->mu, NULL);
     e->pending = strmap_new();
+    e->fits = keycache_new(FIT_CACHE_SLOTS);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
     if (e->cfg.binder) {
@@ -68,7 +74,7 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
 static void pending_free(pending *p)
 {
     if (p) {
-        json_decref(p->pod);
+        free(p->pod);
         free(p);
     }
 }
@@ -83,6 +89,7 @@ void extender_free(gp_extender *e)
     while ((p = strmap_next(e->pending, &it, NULL)))
         pending_free(p);
     strmap_free(e->pending);
+    keycache_free(e->fits);
     pthread_mutex_destroy(&e->mu);
     policy_set_unref(e->fallback);
     free(e);
@@ -95,6 +102,7 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bind = atomic_load(&e->n_bind);
     out->bind_errors = atomic_load(&e->n_bind_errors);
     out->bad_requests = atomic_load(&e->n_bad);
+    keycache_stats(e->fits, &out->fit_cache_hits, &out->fit_cache_misses);
 }
 
 static gp_policy_set *policies_get(gp_extender *e)
@@ -180,37 +188,42 @@ static json_t *trim_pod(const json_t *pod)
     return json_pack("{s:o,s:o}", "metadata", tmd, "spec", tspec);
 }
 
+/* Makes room when the map is full: drops the expired entries and the oldest
+ * quarter of the rest in two passes, so that a full map costs one scan per
+ * pending_max / 4 new pods rather than one per pod. */
 static void pending_evict_locked(gp_extender *e, double now)
 {
-    pending *victims[64];
+    double oldest = now, newest = 0;
+    size_t it = 0;
+    pending *p;
+    while ((p = strmap_next(e->pending, &it, NULL))) {
+        if (p->at < oldest)
+            oldest = p->at;
+        if (p->at > newest)
+            newest = p->at;
+    }
+    double cut = oldest + (newest - oldest) / 4;   /* at least the oldest goes */
+    if (now - e->cfg.pending_ttl_s > cut)
+        cut = now - e->cfg.pending_ttl_s;
     const char *keys[64];
+    pending *victims[64];
     for (;;) {
-        size_t n = 0, it = 0;
+        size_t n = 0;
         const char *k;
-        pending *p, *oldest = NULL;
-        const char *oldest_key = NULL;
+        it = 0;
         while (n < GP_ARRAY_LEN(victims) && (p = strmap_next(e->pending, &it, &k))) {
-            if (now - p->at > e->cfg.pending_ttl_s) {
+            if (p->at <= cut) {
                 victims[n] = p;
                 keys[n++] = k;
-            } else if (!oldest || p->at < oldest->at) {
-                oldest = p;
-                oldest_key = k;
             }
         }
-        if (n == 0 && strmap_count(e->pending) >= e->cfg.pending_max && oldest) {
-            victims[n] = oldest;
-            keys[n++] = oldest_key;
-        }
-        if (n == 0)
-            return;
         for (size_t i = 0; i < n; i++) {
             char key[GP_UID_MAX];
             gp_strlcpy(key, keys[i], sizeof key);
             strmap_del(e->pending, key);
             pending_free(victims[i]);
         }
-        if (strmap_count(e->pending) < e->cfg.pending_max)
+        if (n < GP_ARRAY_LEN(victims))
             return;
     }
 }
@@ -220,7 +233,12 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
     if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
         return;
     pending *p = xcalloc(1, sizeof *p);
-    p->pod = trim_pod(pod);
+    json_t *t = trim_pod(pod);
+    p->pod = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    if (!p->pod)
+        abort();   /* out of memory: jansson's only failure on a valid tree */
+    p->len = strlen(p->pod);
     p->at = gp_mono_s();
     pthread_mutex_lock(&e->mu);
     if (strmap_count(e->pending) >= e->cfg.pending_max)
@@ -231,10 +249,18 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
 
 static json_t *recall(gp_extender *e, const char *uid)
 {
+    char *text = NULL;
+    size_t len = 0;
     pthread_mutex_lock(&e->mu);
     pending *p = strmap_get(e->pending, uid);
-    json_t *pod = p ? json_incref(p->pod) : NULL;
+    if (p) {
+        text = xmalloc(p->len + 1);
+        memcpy(text, p->pod, p->len + 1);
+        len = p->len;
+    }
     pthread_mutex_unlock(&e->mu);
+    json_t *pod = text ? json_loadb(text, len, 0, NULL) : NULL;
+    free(text);
     return pod;
 }
 
@@ -465,7 +491,75 @@ typedef struct eval_job {
     verdicts *vs;
     int arena;
     size_t from, to;
+    uint64_t shape;         /* fit_shape_key(); 0: verdicts are not cached */
 } eval_job;
+
+/* Fits outlive their request. kube-scheduler asks about the same few pod
+ * shapes over and over (in the openb trace 20 shapes make 76 % of pods), and
+ * between two filters only the nodes a pod was bound to or reserved on change
+ * state. So a fit and its score are cached under (the node's state
+ * fingerprint, which the store keeps, the pod's shape, the policy's placement
+ * settings); a changed node has a new fingerprint and misses. Only fits are
+ * cached: a failure is evaluated again, with its reason. The key covers every
+ * field placement reads: the asserts below stop a new field from being left
+ * out silently. */
+_Static_assert(sizeof(gp_ctr_req) == 88, "a new gp_ctr_req field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_pod_req) == 2520, "a new gp_pod_req field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_place_opts) == 312, "a new gp_place_opts field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_shape) == 280, "a new gp_shape field: add it to fit_shape_key");
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    return (h ^ v) * GP_FNV_PRIME;
+}
+
+static uint64_t mix_double(uint64_t h, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    return mix(h, bits);
+}
+
+static uint64_t mix_str(uint64_t h, const char *s)
+{
+    return gp_fnv1a(h, s, strlen(s) + 1);
+}
+
+/* What placement and scoring read of the request and the policy (not the
+ * pod's identity: names only appear in reasons, which are not cached). */
+static uint64_t fit_shape_key(const gp_pod_req *req, const gp_policy_view *view, bool scores)
+{
+    uint64_t h = mix(GP_FNV_OFFSET, scores);
+    h = mix(mix(h, (uint64_t)req->profile), (uint64_t)req->nctrs);
+    for (int i = 0; i < req->nctrs; i++) {
+        const gp_ctr_req *c = &req->ctrs[i];
+        h = mix(mix(mix(mix(mix(h, c->init), (uint64_t)c->count), (uint64_t)c->mem_mib),
+                    (uint64_t)c->mem_permille),
+                (uint64_t)c->core);
+    }
+    h = mix(mix(mix_str(h, req->models), (uint64_t)req->cpu_milli), (uint64_t)req->host_mem_mib);
+    const gp_place_opts *o = &view->place;
+    /* strategies are static tables: their addresses name them */
+    h = mix(mix(h, (uint64_t)(uintptr_t)o->gpu), (uint64_t)(uintptr_t)o->node);
+    h = mix(mix(h, (uint64_t)o->reserve_mem_mib), (uint64_t)o->max_pods_per_gpu);
+    h = mix_str(mix_double(mix_double(h, o->w_mem), o->w_core), o->models);
+    h = mix(h, o->shapes != NULL);
+    for (int k = 0; o->shapes && k < o->shapes->n; k++) {
+        const gp_shape *m = &o->shapes->s[k];
+        h = mix(mix(mix_double(mix(mix(h, (uint64_t)m->count), (uint64_t)m->core), m->weight),
+                    (uint64_t)m->cpu_milli),
+                k);
+        h = mix_str(h, m->models);
+    }
+    return h ? h : 1;
+}
+
+static uint64_t fit_key(uint64_t shape, uint64_t state)
+{
+    uint64_t h = mix(mix(GP_FNV_OFFSET, shape), state);
+    h ^= h >> 29;   /* keycache indexes by the low bits */
+    return h ? h : 1;
+}
 
 /* Within one request, nodes in the same state get the same verdict: a
  * small table from state to the first such node's verdict (state compared in
@@ -535,6 +629,14 @@ static void *eval_range(void *arg)
                 continue;
             }
         }
+        /* only states the store fingerprints: a node built elsewhere may change unseen */
+        uint64_t key = j->shape && node->state_hash ? fit_key(j->shape, node->state_hash) : 0;
+        if (key && keycache_get(j->e->fits, key, &v->raw)) {
+            v->fits = true;
+            if (slot < MEMO_SLOTS)
+                memo[slot] = (memo_slot){h, node, i};
+            continue;
+        }
         gp_assignment a;
         gp_fit_fail why;
         if (placement_fit(node, req, &view->place, &a, &why)) {
@@ -550,6 +652,8 @@ static void *eval_range(void *arg)
         }
         if (v->fits && j->want_scores)
             v->raw = placement_node_score(node, req, &a, &view->place);
+        if (v->fits && key)
+            keycache_put(j->e->fits, key, v->raw);
         if (slot < MEMO_SLOTS)
             memo[slot] = (memo_slot){h, node, i};
     }
@@ -569,10 +673,12 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
     eval_job jobs[EVAL_MAX_WORKERS];
     pthread_t th[EVAL_MAX_WORKERS];
     bool started[EVAL_MAX_WORKERS] = {false};
+    bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
+    uint64_t shape = memo_ok && req->nctrs > 0 ? fit_shape_key(req, view, want_scores) : 0;
     cluster_rdlock(e->c);
     for (int w = 0; w < workers; w++) {
         jobs[w] = (eval_job){e, req, view, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
-                             nl->n * (size_t)(w + 1) / (size_t)workers};
+                             nl->n * (size_t)(w + 1) / (size_t)workers, shape};
         if (w > 0)
             started[w] = pthread_create(&th[w], NULL, eval_range, &jobs[w]) == 0;
     }
