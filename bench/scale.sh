@@ -17,7 +17,8 @@
 #   SCALE_RUNS="gpupack:stream none:stream" bench/scale.sh 1000 2000
 #   K8S_VERSION=1.36 bench/scale.sh 200 800
 #
-# Environment: SCALE_RUNS (mode:arrival list; default "gpupack:backlog none:backlog"),
+# Environment: SCALE_RUNS (mode:arrival list; default "gpupack:backlog none:backlog"; "filter-only":
+# just the filter latency on the cluster dump already in SCALE_OUT),
 # SCALE_QPS (kube-scheduler clientConnection.qps, default 500; burst 2x), SCALE_SEED (42),
 # SCALE_THREADS (create connections, 16), SCALE_OUT (default a new /tmp directory),
 # SCALE_GPUPACK_ARGS (extra `gpupack serve` flags), SCALE_WRAP (a command gpupack runs
@@ -28,6 +29,7 @@ NODES=${1:?usage: bench/scale.sh NODES PODS}
 PODS=${2:?usage: bench/scale.sh NODES PODS}
 K8S=${GPUPACK_K8S:-../shared/k8s}
 RUNS=${SCALE_RUNS:-"gpupack:backlog none:backlog"}
+[ "$RUNS" = filter-only ] && RUNS=""   # only the wrk filter figures, on SCALE_OUT's cluster dump
 QPS=${SCALE_QPS:-500}
 SEED=${SCALE_SEED:-42}
 THREADS=${SCALE_THREADS:-16}
@@ -253,33 +255,69 @@ if command -v wrk >/dev/null && [ -n "$dumpf" ] && [ -s "$dumpf" ]; then
     [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
     sleep 0.2
   done
-  python3 - "$dumpf" "$WORK" <<'PY'
-import json, sys
+  python3 - "$dumpf" "$WORK" "$TRACES/openb_pod_list_default.csv" "$SEED" <<'PY'
+import csv, json, math, random, sys
 items = json.load(open(sys.argv[1]))["items"]
 nodes = [o["metadata"]["name"] for o in items if o.get("kind") == "Node"]
+mems = [g["memoryMiB"] for o in items if o.get("kind") == "Node"
+        for g in json.loads(o["metadata"].get("annotations", {}).get("gpupack.io/gpus", "[]"))]
+ref = min(mems) if mems else 15109          # e2eload's reference: the smallest GPU
 n = len(nodes)
-pct = max(5, 50 - n // 125)                      # kube-scheduler's adaptive default
+pct = max(5, 50 - n // 125)                 # kube-scheduler's adaptive default
 want = n if n < 100 else max(100, n * pct // 100)
-pod = {"metadata": {"name": "probe", "namespace": "bench", "uid": "probe-uid"},
-       "spec": {"schedulerName": "gpupack-scheduler", "containers": [{"name": "main",
-                "resources": {"requests": {"cpu": "6", "memory": "12Gi"},
-                              "limits": {"gpupack.io/gpu-mem": "6950", "gpupack.io/gpu-core": "46"}}}]}}
-for tag, names in (("all", nodes), ("sched", nodes[:want])):
-    json.dump({"Pod": pod, "NodeNames": names}, open(f"{sys.argv[2]}/body-{tag}.json", "w"))
-    print(f"{tag} {len(names)}", file=open(f"{sys.argv[2]}/count-{tag}", "w"))
+def pod(i, row):
+    req = {"cpu": "%sm" % (row["cpu_milli"] or 100)}
+    if int(row["memory_mib"]):
+        req["memory"] = "%sMi" % row["memory_mib"]
+    res = {"requests": req}
+    g, milli = int(row["num_gpu"]), int(row["gpu_milli"])
+    if g == 1 and milli < 1000:
+        res["limits"] = {"gpupack.io/gpu-mem": str(math.ceil(milli * ref / 1000)),
+                         "gpupack.io/gpu-core": str((milli + 9) // 10)}
+    elif g > 0:
+        res["limits"] = {"gpupack.io/gpu-count": str(g)}
+    return {"metadata": {"name": "probe-%d" % i, "namespace": "bench", "uid": "probe-%d" % i},
+            "spec": {"schedulerName": "gpupack-scheduler",
+                     "containers": [{"name": "main", "resources": res}]}}
+rows = list(csv.DictReader(open(sys.argv[3])))
+rng = random.Random(int(sys.argv[4]))
+mix = [pod(i, rng.choice(rows)) for i in range(200)]
+one = pod(0, {"cpu_milli": "6000", "memory_mib": "12288", "num_gpu": "1", "gpu_milli": "460"})
+w = sys.argv[2]
+def write(tag, lines, count, what):
+    open(f"{w}/bodies-{tag}", "w").write("".join(json.dumps(b, separators=(",", ":")) + "\n" for b in lines))
+    open(f"{w}/what-{tag}", "w").write(f"{count} | {what}")
+write("one-all", [{"Pod": one, "NodeNames": nodes}], n, "one pod (0.46 GPU, 6 CPUs), again and again")
+write("one-sched", [{"Pod": one, "NodeNames": nodes[:want]}], want,
+      "one pod, as many nodes as kube-scheduler passes")
+write("mix-all", [{"Pod": p, "NodeNames": nodes} for p in mix], n, "200 pods of the trace in turn")
+win = []
+for i, p in enumerate(mix):                 # kube-scheduler resumes where the last search ended
+    s0 = i * want % n
+    win.append({"Pod": p, "NodeNames": (nodes + nodes)[s0:s0 + want]})
+write("mix-sched", win, want, "200 pods of the trace in turn, kube-scheduler's rotating windows")
 PY
   echo
-  echo "Filter latency, \`wrk -t1 -c1 -d10s\` on \`gpupack serve --cluster\` with the state the gpupack run left ($(basename "$dumpf")), shipped policies:"
+  echo "Filter latency, \`wrk -t1 -c1 -d10s\` (bench/post-cycle.lua) on \`gpupack serve --cluster\` with the state the gpupack run left ($(basename "$dumpf")), shipped policies:"
   echo
-  echo "| NodeNames | p50 | p90 | p99 | max | requests/s | gpupack RSS |"
-  echo "|---|---|---|---|---|---|---|"
-  for b in all sched; do
-    w=$(GPUPACK_BODY="$WORK/body-$b.json" wrk -t1 -c1 -d10s --latency -s bench/post.lua \
+  echo "| NodeNames | requests | p50 | p90 | p99 | max | requests/s | fit cache hits | gpupack RSS |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for b in one-all one-sched mix-all mix-sched; do
+    curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/m0" || true
+    w=$(GPUPACK_BODIES="$WORK/bodies-$b" wrk -t1 -c1 -d10s --latency -s bench/post-cycle.lua \
         "http://127.0.0.1:$port/filter" 2>&1 || true)
     echo "$w" >"$OUT/wrk-$b.txt"
-    rss=$(awk '/VmRSS/{printf "%.1f MiB", $2/1024}' /proc/$GP/status)
-    cnt=$(cut -d' ' -f2 "$WORK/count-$b")
-    echo "| $cnt$([ $b = sched ] && echo " (kube-scheduler's default share)") | $(echo "$w" | awk '$1=="50%"{print $2}') | $(echo "$w" | awk '$1=="90%"{print $2}') | $(echo "$w" | awk '$1=="99%"{print $2}') | $(echo "$w" | awk '$1=="Latency"{print $4}') | $(echo "$w" | awk '/Requests\/sec/{printf "%.0f", $2}') | $rss |"
+    curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/m1" || true
+    hits=$(python3 -c '
+import re, sys
+def v(t, r):
+    m = re.search(r"gpupack_fit_cache_total\{result=\"%s\"\} (\d+)" % r, t)
+    return int(m.group(1)) if m else 0
+a, b = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+h, m = v(b, "hit") - v(a, "hit"), v(b, "miss") - v(a, "miss")
+print(f"{100*h/(h+m):.1f} %" if h + m else "—")' "$WORK/m0" "$WORK/m1")
+    rss=$(awk '/VmRSS/{printf "%.1f MiB", $2/1024}' "/proc/$GP/status" 2>/dev/null || echo "?")
+    echo "| $(cat "$WORK/what-$b") | $(echo "$w" | awk '$1=="50%"{print $2}') | $(echo "$w" | awk '$1=="90%"{print $2}') | $(echo "$w" | awk '$1=="99%"{print $2}') | $(echo "$w" | awk '$1=="Latency"{print $4}') | $(echo "$w" | awk '/Requests\/sec/{printf "%.0f", $2}') | $hits | $rss |"
   done
   kill "$GP" 2>/dev/null; wait "$GP" 2>/dev/null || true
   GP=""

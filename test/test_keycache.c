@@ -1,5 +1,5 @@
-/* test_keycache.c -- the fixed-size key -> double cache: hits, replacement by a
- * key that maps to the same slot, key 0, NULL cache, and threads at once. */
+/* test_keycache.c -- the fixed-size key -> double cache: hits, replacement of the
+ * less recently used of a set, key 0, NULL cache, and threads at once. */
 #include <check.h>
 #include <pthread.h>
 
@@ -17,8 +17,8 @@ START_TEST(get_put_replace)
     keycache_put(c, 42, 2.5);             /* replaced */
     ck_assert(keycache_get(c, 42, &v));
     ck_assert_double_eq(v, 2.5);
-    /* 129 distinct keys in 128 slots: some collide, a lookup never answers
-     * another key's value */
+    /* 129 distinct keys in 128 slots: some are pushed out, a lookup never
+     * answers another key's value */
     for (uint64_t k = 1000; k < 1129; k++)
         keycache_put(c, k, (double)k);
     int hits = 0;

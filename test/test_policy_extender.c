@@ -229,7 +229,8 @@ START_TEST(cached_fits_answer_as_fresh_evaluation)
     }
     static const char *const shapes[][2] = {{"gpupack.io/gpu-mem", "4096"},  {"gpupack.io/gpu-mem", "8000"},
                                             {"gpupack.io/gpu-count", "2"},   {"gpupack.io/gpu-mem", "2048"},
-                                            {"gpupack.io/gpu-count", "1"}};
+                                            {"gpupack.io/gpu-count", "1"},   {"gpupack.io/gpu-count", "8"},
+                                            {"gpupack.io/gpu-mem", "16000"}};   /* fit nowhere, soon */
     gp_extender_config cfg = {.policies = policy_store_current, .policies_ud = f.ps};
     uint64_t rng = 7;
     int bound = 0;

@@ -1,9 +1,10 @@
 /* keycache.h -- a fixed-size, thread-safe cache from 64-bit keys to a double.
  *
- * Direct-mapped: a key has one slot, a newer key takes it over. Meant for
- * results that are pure functions of what the key fingerprints (the caller
- * makes the key; a key of 0 is never stored), so a lost entry only costs the
- * recomputation. Slots are guarded by striped locks.
+ * Two-way set-associative: a key has a set of two slots, and a new key takes
+ * the place of the one used less recently. Meant for results that are pure
+ * functions of what the key fingerprints (the caller makes the key; a key of
+ * 0 is never stored), so a lost entry only costs the recomputation. Sets are
+ * guarded by striped locks.
  *
  *   gp_keycache *c = keycache_new(1u << 17);
  *   double v;

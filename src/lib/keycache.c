@@ -15,8 +15,8 @@ typedef struct slot {
 } slot;
 
 struct gp_keycache {
-    slot *s;
-    size_t mask;
+    slot *s;          /* sets of two: s[2i] the newer, s[2i + 1] the older */
+    size_t mask;      /* over sets */
     pthread_mutex_t mu[KEYCACHE_LOCKS];
     atomic_ulong hits, misses;
 };
@@ -28,7 +28,7 @@ gp_keycache *keycache_new(size_t slots)
         n <<= 1;
     gp_keycache *c = xcalloc(1, sizeof *c);
     c->s = xcalloc(n, sizeof *c->s);
-    c->mask = n - 1;
+    c->mask = n / 2 - 1;
     for (int i = 0; i < KEYCACHE_LOCKS; i++)
         pthread_mutex_init(&c->mu[i], NULL);
     return c;
@@ -44,8 +44,8 @@ void keycache_free(gp_keycache *c)
     free(c);
 }
 
-/* The slot index: the key's high bits (callers' keys are well mixed). */
-static size_t index_of(const gp_keycache *c, uint64_t key)
+/* The set of a key (callers' keys are well mixed). */
+static size_t set_of(const gp_keycache *c, uint64_t key)
 {
     return (size_t)(key >> 20 ^ key) & c->mask;
 }
@@ -54,12 +54,21 @@ bool keycache_get(gp_keycache *c, uint64_t key, double *value)
 {
     if (!c || key == 0)
         return false;
-    size_t i = index_of(c, key);
+    size_t i = set_of(c, key);
+    slot *set = &c->s[2 * i];
     pthread_mutex_t *mu = &c->mu[i % KEYCACHE_LOCKS];
     pthread_mutex_lock(mu);
-    bool hit = c->s[i].key == key;
-    if (hit)
-        *value = c->s[i].value;
+    bool hit = false;
+    if (set[0].key == key) {
+        *value = set[0].value;
+        hit = true;
+    } else if (set[1].key == key) {
+        *value = set[1].value;
+        slot t = set[0];   /* the one used last goes first */
+        set[0] = set[1];
+        set[1] = t;
+        hit = true;
+    }
     pthread_mutex_unlock(mu);
     atomic_fetch_add(hit ? &c->hits : &c->misses, 1);
     return hit;
@@ -69,10 +78,17 @@ void keycache_put(gp_keycache *c, uint64_t key, double value)
 {
     if (!c || key == 0)
         return;
-    size_t i = index_of(c, key);
+    size_t i = set_of(c, key);
+    slot *set = &c->s[2 * i];
     pthread_mutex_t *mu = &c->mu[i % KEYCACHE_LOCKS];
     pthread_mutex_lock(mu);
-    c->s[i] = (slot){key, value};
+    if (set[0].key == key) {
+        set[0].value = value;
+    } else {
+        if (set[1].key != key)
+            set[1] = set[0];   /* the older of the two goes */
+        set[0] = (slot){key, value};
+    }
     pthread_mutex_unlock(mu);
 }
 

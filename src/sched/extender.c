@@ -1,6 +1,7 @@
 /* extender.c -- kube-scheduler extender verbs: decoded request -> decision. */
 #include "sched/extender.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@
 #define EVAL_MAX_WORKERS 4
 #define EVAL_PARALLEL_MIN 1024    /* below this many nodes one thread is faster */
 #define MAX_ANSWER_BYTES (256u << 20)   /* an answer past this is a bug, not a request */
-#define FIT_CACHE_SLOTS (1u << 17)      /* 2 MiB once full: 5,000 nodes x ~25 pod shapes */
+#define FIT_CACHE_SLOTS (1u << 18)      /* 4 MiB once full: 5,000 node states x ~40 pod shapes */
 
 typedef struct pending {
     char *pod;          /* trimmed copy (metadata + container resources) as compact JSON:
@@ -431,6 +432,8 @@ typedef struct verdict {
     unsigned reason;        /* offset into that arena */
     double raw;             /* node score, when asked for */
     bool unknown;           /* host-only pod, node not in the store: passes, unranked */
+    bool reason_pending;    /* a failure from the fit cache: its reason is worked out
+                             * again only if the answer lists it */
 } verdict;
 
 typedef struct verdicts {
@@ -494,15 +497,17 @@ typedef struct eval_job {
     uint64_t shape;         /* fit_shape_key(); 0: verdicts are not cached */
 } eval_job;
 
-/* Fits outlive their request. kube-scheduler asks about the same few pod
+/* Verdicts outlive their request. kube-scheduler asks about the same few pod
  * shapes over and over (in the openb trace 20 shapes make 76 % of pods), and
  * between two filters only the nodes a pod was bound to or reserved on change
- * state. So a fit and its score are cached under (the node's state
- * fingerprint, which the store keeps, the pod's shape, the policy's placement
- * settings); a changed node has a new fingerprint and misses. Only fits are
- * cached: a failure is evaluated again, with its reason. The key covers every
- * field placement reads: the asserts below stop a new field from being left
- * out silently. */
+ * state. So a verdict (fits with its score, or fails, resolvably or not) is
+ * cached under (the node's state fingerprint, which the store keeps, the pod's
+ * shape, the policy's placement settings); a changed node has a new
+ * fingerprint and misses. A failure's reason is not kept: it is worked out
+ * again when the answer lists it. The key covers every field placement reads:
+ * the asserts below stop a new field from being left out silently. */
+#define FIT_FAILS INFINITY                 /* cached value of a failure ... */
+#define FIT_NEVER (-INFINITY)              /* ... and of an unresolvable one */
 _Static_assert(sizeof(gp_ctr_req) == 88, "a new gp_ctr_req field: add it to fit_shape_key");
 _Static_assert(sizeof(gp_pod_req) == 2520, "a new gp_pod_req field: add it to fit_shape_key");
 _Static_assert(sizeof(gp_place_opts) == 312, "a new gp_place_opts field: add it to fit_shape_key");
@@ -631,8 +636,15 @@ static void *eval_range(void *arg)
         }
         /* only states the store fingerprints: a node built elsewhere may change unseen */
         uint64_t key = j->shape && node->state_hash ? fit_key(j->shape, node->state_hash) : 0;
-        if (key && keycache_get(j->e->fits, key, &v->raw)) {
-            v->fits = true;
+        double cached;
+        if (key && keycache_get(j->e->fits, key, &cached)) {
+            if (isfinite(cached)) {
+                v->fits = true;
+                v->raw = cached;
+            } else {
+                v->unresolvable = cached < 0;
+                v->reason_pending = true;
+            }
             if (slot < MEMO_SLOTS)
                 memo[slot] = (memo_slot){h, node, i};
             continue;
@@ -652,8 +664,8 @@ static void *eval_range(void *arg)
         }
         if (v->fits && j->want_scores)
             v->raw = placement_node_score(node, req, &a, &view->place);
-        if (v->fits && key)
-            keycache_put(j->e->fits, key, v->raw);
+        if (key)
+            keycache_put(j->e->fits, key, v->fits ? v->raw : v->unresolvable ? FIT_NEVER : FIT_FAILS);
         if (slot < MEMO_SLOTS)
             memo[slot] = (memo_slot){h, node, i};
     }
@@ -661,11 +673,40 @@ static void *eval_range(void *arg)
     return NULL;
 }
 
+/* Which failures the answer lists with their reason: none (prioritize), all
+ * (filter of a prioritize-mode policy), or the unresolvable ones and, when no
+ * node passes, all (filter when the policy picks the node). */
+typedef enum { REASONS_NONE, REASONS_ALL, REASONS_IF_NONE_FITS } reasons_mode;
+
+/* Works out the reasons of cached failures the answer lists (the caller holds
+ * the store's read lock, as during the evaluation). */
+static void fill_reasons(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
+                         const node_list *nl, reasons_mode mode, verdicts *vs)
+{
+    bool any = false;
+    for (size_t i = 0; i < nl->n && !any; i++)
+        any = vs->v[i].fits && !vs->v[i].unknown;
+    bool resolvable = mode == REASONS_ALL || (mode == REASONS_IF_NONE_FITS && !any);
+    for (size_t i = 0; i < nl->n && mode != REASONS_NONE; i++) {
+        verdict *v = &vs->v[i];
+        if (!v->reason_pending || !(v->unresolvable || resolvable))
+            continue;
+        const gp_node *node = cluster_rd_node(e->c, node_list_name(nl, i));
+        gp_assignment a;
+        gp_fit_fail why;
+        if (node && placement_fit(node, req, &view->place, &a, &why))
+            set_reason(vs, i, "%s", why.reason);
+        else   /* only a 64-bit fingerprint collision could bring this */
+            set_reason(vs, i, "node state changed during the evaluation; kube-scheduler retries");
+        v->reason_pending = false;
+    }
+}
+
 /* Evaluates every node for the pod under the read lock; large lists are
  * split across threads (the store is read-only meanwhile, and every thread
  * writes its own slice of verdicts and its own reason arena). */
 static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
-                     const node_list *nl, bool want_scores, verdicts *vs)
+                     const node_list *nl, bool want_scores, reasons_mode reasons, verdicts *vs)
 {
     int workers = 1;
     if (nl->n >= EVAL_PARALLEL_MIN)
@@ -689,6 +730,7 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
         else
             eval_range(&jobs[w]);   /* no thread to be had: do it here */
     }
+    fill_reasons(e, req, view, nl, reasons, vs);
     cluster_unlock(e->c);
 }
 
@@ -766,7 +808,10 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, ve
         remember(e, va->pod, req.uid);
         if (!scores)
             cluster_unreserve(e->c, req.uid);   /* filter decides afresh */
-        evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
+        reasons_mode reasons = scores                    ? REASONS_NONE
+                               : view->decide_in_filter ? REASONS_IF_NONE_FITS
+                                                        : REASONS_ALL;
+        evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, reasons, vs);
     }
     policy_set_unref(set);
     return r;
@@ -778,8 +823,7 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, ve
  * sees them before this pod's bind arrives (kube-scheduler binds
  * asynchronously). If no reservation can be made (a bind raced us), every
  * tied node stays and bind re-checks the fit. */
-static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs,
-                        const gp_policy_view *view)
+static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs)
 {
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;
@@ -796,12 +840,10 @@ static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl
         }
     }
     policy_set_unref(set);
+    /* no reason: once a node passes, the answer lists none (filter_answer) */
     for (size_t i = 0; chosen < nl->n && i < nl->n; i++)
-        if (i != chosen && vs->v[i].fits) {
+        if (i != chosen)
             vs->v[i].fits = false;
-            set_reason(vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
-                       view->name);
-        }
 }
 
 int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
@@ -833,14 +875,11 @@ int extender_filter(gp_extender *e, const char *body, size_t len, char **out)
                 best = v[i].raw;
                 any = true;
             }
-        for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12)) {
+        for (size_t i = 0; i < nl->n; i++)   /* no reason: one node passes, none is listed */
+            if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12))
                 v[i].fits = false;
-                set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
-                           view.name);
-            }
         if (any)
-            reserve_one(e, &va, nl, &vs, &view);
+            reserve_one(e, &va, nl, &vs);
         /* gpupack chose: kube-scheduler reads the reasons of the other nodes only
          * when none passes (its diagnosis of an unschedulable pod), and a
          * 5,000-node cluster would send it hundreds per pod to decode */
