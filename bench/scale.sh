@@ -125,6 +125,33 @@ for run in runs:
         res[run] = json.load(open(f"{out}/result-{tag}.json"))
     except Exception:
         res[run] = None
+def quantiles(text, series, match):
+    """p50, p99 (linear within a bucket), mean and count of a Prometheus histogram,
+    label sets that match summed."""
+    buckets, total_sum, total_n = {}, 0.0, 0
+    for line in text.splitlines():
+        if not all(m in line for m in match):
+            continue
+        if line.startswith(series + "_bucket{"):
+            le = line.split('le="')[1].split('"')[0]
+            le = float("inf") if le == "+Inf" else float(le)
+            buckets[le] = buckets.get(le, 0) + float(line.split()[-1])
+        elif line.startswith(series + "_sum"):
+            total_sum += float(line.split()[-1])
+        elif line.startswith(series + "_count"):
+            total_n += int(float(line.split()[-1]))
+    b = sorted(buckets.items())
+    if not b or b[-1][1] == 0:
+        return None
+    out = []
+    for q in (0.5, 0.99):
+        want, prev_le, prev_n = q * b[-1][1], 0.0, 0.0
+        for le, n in b:
+            if n >= want:
+                out.append(prev_le if le == float("inf") else prev_le + (le - prev_le) * (want - prev_n) / max(n - prev_n, 1e-9))
+                break
+            prev_le, prev_n = le, n
+    return out[0], out[1], total_sum / max(total_n, 1), total_n
 def base(run):
     m, a = run.split(":")
     return res.get(f"none:{a}") if m == "gpupack" else None
@@ -195,11 +222,28 @@ for run in runs:
           f"kube-scheduler opened {hc.group(1) if hc else '?'} to gpupack (TLS handshakes; "
           f"{cc.group(1) if cc else '?'} client chains found verified already). "
           f"Events created: {ev.get('created', '?')}.")
-    for verb in ("filter", "bind"):
-        su = re.search(r'gpupack_request_duration_seconds_sum\{verb="%s"\} ([0-9.]+)' % verb, text)
-        co = re.search(r'gpupack_request_duration_seconds_count\{verb="%s"\} (\d+)' % verb, text)
-        if su and co and int(co.group(1)):
-            print(f"- {verb}: {1000*float(su.group(1))/int(co.group(1)):.2f} ms on average in gpupack (request read → answer queued)")
+    try:
+        api = open(f"{out}/metrics-apiserver-{tag}.txt").read()
+    except OSError:
+        api = ""
+    for name, t, series, match in (
+            ("filter in gpupack (request read → answer queued)", text, "gpupack_request_duration_seconds", ['verb="filter"']),
+            ("bind in gpupack (request read → answer queued)", text, "gpupack_request_duration_seconds", ['verb="bind"']),
+            ("gpupack's Binding call", text, "gpupack_api_bind_duration_seconds", []),
+            ("Binding in kube-apiserver (its own histogram)", api, "apiserver_request_duration_seconds",
+             ['resource="pods"', 'subresource="binding"', 'verb="POST"'])):
+        q = quantiles(t, series, match)
+        if q:
+            print(f"- {name}: p50 {q[0]*1000:.2f} ms, p99 {q[1]*1000:.2f} ms, mean {q[2]*1000:.2f} ms over {q[3]}")
+    fc = dict(re.findall(r'^gpupack_fit_cache_total\{result="(\w+)"\} (\d+)', text, re.M))
+    lw = dict(re.findall(r'^gpupack_store_lock_wait_seconds_total\{mode="(\w+)"\} ([0-9.]+)', text, re.M))
+    ln = dict(re.findall(r'^gpupack_store_lock_waits_total\{mode="(\w+)"\} (\d+)', text, re.M))
+    if fc:
+        h, m = int(fc.get("hit", 0)), int(fc.get("miss", 0))
+        print(f"- fit cache: {h} hits, {m} misses ({100*h/max(h+m,1):.1f} % hits)")
+    if ln:
+        print(f"- store lock: {ln.get('read','?')} reads waited {float(lw.get('read',0))*1000:.1f} ms in all, "
+              f"{ln.get('write','?')} writes waited {float(lw.get('write',0))*1000:.1f} ms in all")
     for verb in ("filter", "prioritize", "bind"):
         cnt = re.search(r'gpupack_http_requests_total\{route="%s",code="2xx"\} (\d+)' % verb, text)
         bi = re.search(r'gpupack_http_request_bytes_total\{verb="%s"\} (\d+)' % verb, text)

@@ -302,6 +302,17 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     (void)!gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
     gp_cluster_stats cs;
     cluster_stats(s->c, &cs);
+    metrics_header(&b, "gpupack_store_lock_waits_total", "counter",
+                   "Store lock acquisitions that waited for another holder, by mode (filter and "
+                   "prioritize read; bind, reservations and the watch write).");
+    for (int w = 0; w < 2; w++)
+        (void)!gp_buf_printf(&b, "gpupack_store_lock_waits_total{mode=\"%s\"} %lu\n",
+                             w ? "write" : "read", cs.lock_waits[w]);
+    metrics_header(&b, "gpupack_store_lock_wait_seconds_total", "counter",
+                   "Time those acquisitions waited, by mode.");
+    for (int w = 0; w < 2; w++)
+        (void)!gp_buf_printf(&b, "gpupack_store_lock_wait_seconds_total{mode=\"%s\"} %.6f\n",
+                             w ? "write" : "read", cs.lock_wait_s[w]);
     metrics_header(&b, "gpupack_nodes", "gauge", "Nodes in the store.");
     (void)!gp_buf_printf(&b, "gpupack_nodes %zu\n", cs.nodes);
     metrics_header(&b, "gpupack_gpus", "gauge", "GPUs in the store.");
