@@ -4,7 +4,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       gcc make pkg-config libc6-dev \
-      libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev check \
+      libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libgnutls28-dev check \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -13,7 +13,7 @@ RUN make clean && make WERROR=1 build
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libcurl4 libjansson4 libyaml-0-2 ca-certificates tzdata \
+      libmicrohttpd12 libcurl4 libjansson4 libyaml-0-2 libgnutls30 ca-certificates tzdata \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/bin/gpupack /usr/local/bin/gpupack
 COPY policies/default.yaml /etc/gpupack/policies/default.yaml

@@ -4,8 +4,10 @@
 #   make run        serve the embedded example cluster on 127.0.0.1:8765
 #   make test       every Check suite, plain and under ASan+UBSan
 #   make valgrind   the unit suites under valgrind (no fork, leak check)
-#   make e2e        end-to-end scenarios against a real control plane (GPUPACK_K8S;
-#                   E2E="basic restart" runs only those; see test/e2e/README.md)
+#   make e2e        end-to-end scenarios against a real control plane (GPUPACK_K8S or
+#                   KUBEBUILDER_ASSETS; E2E="basic restart" runs only those; K8S_VERSION=1.36
+#                   the other Kubernetes; test/e2e/README.md)
+#   make e2e-versions   the same on every version CI runs (1.26 and 1.36)
 #   make install PREFIX=/usr/local   bin/gpupack and the kubectl plugin kubectl-gpupack
 #   WERROR=1        turn warnings into errors (CI sets it)
 
@@ -53,14 +55,21 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
 
 GPUPACK := $(BUILD)/gpupack
 
+# The version main.c prints: `git describe` of a release tag (vX.Y.Z), else the
+# commit; without git (a tarball) main.c's own constant. version.txt changes
+# only when the version does, so main.o is rebuilt only then.
+GIT_TAG    := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//')
+GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)
+GIT_DIRTY  := $(if $(GIT_COMMIT),$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty))
+VERSION_DEFS := $(if $(GIT_TAG),-DGPUPACK_GIT_VERSION='"$(GIT_TAG)"',$(if $(GIT_COMMIT),-DGPUPACK_GIT_COMMIT='"$(GIT_COMMIT)$(GIT_DIRTY)"'))
+
 # End-to-end suite: scenarios test/e2e/e2e_TOPIC.c (picked up automatically) plus the
 # harness (the other test/e2e/*.c); its own binary, not part of unit-tests.
 E2E_SRC := $(wildcard test/e2e/e2e_*.c)
 E2E_SUP := $(filter-out $(E2E_SRC),$(wildcard test/e2e/*.c))
 E2E_OBJ := $(E2E_SRC:test/%.c=$(BUILD)/%.o) $(E2E_SUP:test/%.c=$(BUILD)/%.o)
-GPUPACK_K8S ?= ../shared/k8s
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e install fuzz fuzz-short FORCE
+.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e e2e-versions install fuzz fuzz-short FORCE
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -82,6 +91,13 @@ $(BUILD)/libgpupack.a: $(LIB_OBJ)
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/version.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION_DEFS)' | cmp -s - $@ || echo '$(VERSION_DEFS)' > $@
+
+$(BUILD)/src/cli/main.o: CFLAGS += $(VERSION_DEFS)
+$(BUILD)/src/cli/main.o: $(BUILD)/version.txt
 
 # the /ui page is assembled into ui_page.o (.incbin): rebuild it when the page changes
 $(BUILD)/src/http/ui_page.o: src/http/ui/index.html
@@ -116,10 +132,17 @@ $(BUILD)/e2e/%.o: test/e2e/%.c
 $(BUILD)/e2e-tests: $(E2E_OBJ) $(BUILD)/libgpupack.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-# Without a kit it says how to get one and exits 0 (CI=true: fails).
+# The control plane: GPUPACK_K8S (a kit), else ../shared/k8s, else KUBEBUILDER_ASSETS with
+# test/k8s (both reach the runner from the environment or make's command line); without one
+# it says how to get one and exits 0 (CI=true: fails).
 e2e: deps
 	@$(MAKE) --no-print-directory build $(BUILD)/e2e-tests
-	GPUPACK_K8S=$(GPUPACK_K8S) GPUPACK_BIN=$(GPUPACK) $(BUILD)/e2e-tests $(E2E)
+	GPUPACK_BIN=$(GPUPACK) $(BUILD)/e2e-tests $(E2E)
+
+E2E_K8S_VERSIONS ?= 1.26 1.36
+e2e-versions:
+	@rc=0; for v in $(E2E_K8S_VERSIONS); do echo "== e2e on Kubernetes $$v"; \
+	  K8S_VERSION=$$v $(MAKE) --no-print-directory e2e || rc=1; done; exit $$rc
 
 run: all
 	bin/gpupack serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765
@@ -130,12 +153,12 @@ test: deps
 
 test-plain test-san: $(BUILD)/unit-tests $(GPUPACK)
 	@echo "== test suites ($(if $(SAN),sanitizers: $(SAN),plain build))"
-	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) \
+	GPUPACK_BIN=$(GPUPACK) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(BUILD)/unit-tests
 
 valgrind: $(BUILD)/unit-tests $(GPUPACK)
-	GPUPACK_BIN=$(GPUPACK) GPUPACK_SHARED=$(or $(GPUPACK_SHARED),../shared) CK_FORK=no \
+	GPUPACK_BIN=$(GPUPACK) CK_FORK=no \
 	  valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --error-exitcode=3 --quiet $(BUILD)/unit-tests
 

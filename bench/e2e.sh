@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# e2e.sh NODES PODS -- end-to-end throughput with the real kube-scheduler v1.26
-# (kit in GPUPACK_K8S, default ../shared/k8s): gpupack as extender (aliyun-profile
+# e2e.sh [--k8s-version 1.26|1.36] NODES PODS -- end-to-end throughput with the real
+# kube-scheduler (kit in GPUPACK_K8S, default ../shared/k8s; Kubernetes version from
+# --k8s-version, else env K8S_VERSION, else the kit's default 1.26; every row names
+# the version the control plane reported): gpupack as extender (aliyun-profile
 # pods of 4 GiB on nodes of 4 x 16 GiB GPUs) vs the same scheduler without
 # extender (CPU-only pods), each at kube-scheduler client QPS 50 and 500.
 # Every run gets a fresh control plane. Prints a Markdown table.
 #
 #   bench/e2e.sh 1000 2000
+#   bench/e2e.sh --k8s-version 1.36 1000 2000             # or K8S_VERSION=1.36 bench/e2e.sh ...
 #   E2E_RUNS="gpupack:500 none:500" bench/e2e.sh 200 400   # a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --k8s-version ]; then
+  K8S_VERSION=${2:?usage: bench/e2e.sh [--k8s-version V] NODES PODS}
+  shift 2
+fi
+export K8S_VERSION=${K8S_VERSION:-1.26}   # kube-up reads it
 NODES=${1:?usage: bench/e2e.sh NODES PODS}
 PODS=${2:?usage: bench/e2e.sh NODES PODS}
 K8S=${GPUPACK_K8S:-../shared/k8s}
@@ -35,13 +43,15 @@ if bin/e2eload sched-config --port 1 --qps 1 | grep -q '"enableHTTPS": true'; th
   SCHEME=https CURLTLS=(--cacert $TLS/ca.crt)
 fi
 
-echo "| scheduler | client QPS | pods | bound | pods/s (first create → last bind) | p50 create→bound | p99 | GPUs used / perfect | scheduler error lines | load tool alone |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| Kubernetes | scheduler | client QPS | pods | bound | pods/s (first create → last bind) | p50 create→bound | p99 | GPUs used / perfect | scheduler error lines | load tool alone |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for run in $RUNS; do
   mode=${run%%:*} qps=${run##*:}
   CP=$WORK/cp-$mode-$qps
   "$K8S/kube-up" "$CP" >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
   KC=$CP/kubeconfig
+  # what the control plane runs (DIR/env), not what was asked
+  kver=$(sed -n "s/^export K8S_VERSION=//p" "$CP/env" | tr -d "'\"")
   if [ "$mode" = gpupack ]; then
     bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" --gpus 4 --gpu-gib 16 --threads "$THREADS"
     bin/gpupack serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
@@ -68,7 +78,7 @@ for run in $RUNS; do
   j() { echo "$out" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
   gpus="—"
   [ "$mode" = gpupack ] && gpus="$(j gpus_used) / $(j gpus_perfect)"
-  echo "| $([ "$mode" = gpupack ] && echo 'gpupack extender' || echo 'no extender (CPU pods)') | $qps | $PODS | $(j bound) | $(j pods_per_s) | $(j p50_ms) ms | $(j p99_ms) ms | $gpus | $errs | $(j create_per_s) creates/s |"
+  echo "| ${kver:-?} | $([ "$mode" = gpupack ] && echo 'gpupack extender' || echo 'no extender (CPU pods)') | $qps | $PODS | $(j bound) | $(j pods_per_s) | $(j p50_ms) ms | $(j p99_ms) ms | $gpus | $errs | $(j create_per_s) creates/s |"
   echo "$out" >>"$WORK/raw.jsonl"
   cleanup
 done

@@ -3,7 +3,7 @@
  * pods get bound and reports throughput, create->bound latency, GPUs used against
  * the ideal, over-committed GPUs and the CPU each named process spent.
  *
- *   bin/e2eload sched-config --shipped manifests/scheduler-config.yaml --port P --qps Q [--no-extender]
+ *   bin/e2eload sched-config --shipped manifests/base/scheduler-config.yaml --port P --qps Q [--no-extender]
  *                            [--tls-dir DIR]   (an HTTPS stanza: DIR's client.crt/.key and ca.crt)
  *   bin/e2eload nodes --kubeconfig F --count N [--gpus 4 --gpu-gib 16] [--threads 16]
  *                     [--trace-nodes CSV --seed S]   (8-GPU nodes, models mixed as in the trace)
@@ -945,7 +945,7 @@ int main(int argc, char **argv)
         .ns = arg(argc, argv, "--ns", "bench"),
         .scheduler = arg(argc, argv, "--scheduler", "default-scheduler"),
         .profile = arg(argc, argv, "--profile", "aliyun"),
-        .shipped = arg(argc, argv, "--shipped", "manifests/scheduler-config.yaml"),
+        .shipped = arg(argc, argv, "--shipped", "manifests/base/scheduler-config.yaml"),
         .count = atoi(arg(argc, argv, "--count", "100")),
         .threads = atoi(arg(argc, argv, "--threads", "16")),
         .gpus = atoi(arg(argc, argv, "--gpus", "4")),

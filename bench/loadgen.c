@@ -72,7 +72,7 @@ static int gen_cluster(int n, int varied)
     return 0;
 }
 
-/* A pod shaped like the one kube-scheduler v1.26 sent in shared/samples
+/* A pod shaped like the one kube-scheduler v1.26 sent (test/fixtures/captured/)
  * (managedFields, tolerations and defaulted fields included). */
 static json_t *bench_pod(const char *sample)
 {

@@ -12,7 +12,7 @@ mkdir -p bench/results
 out=bench/results/extender.md
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
-sample=../shared/samples/wire/extender/cache-true/001-filter.json
+sample=test/fixtures/captured/wire/extender/cache-true/001-filter.json
 {
   echo "| nodes x 8 GPUs | cluster | verb | client | requests | p50 ms | p99 ms | max ms | req/s | server RSS MiB |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -62,7 +62,7 @@ done
   echo "loopback; every 4th node is full, so answers carry failure reasons too. *uniform*: the"
   echo "other nodes are empty (a few node states, which one request evaluates once each); *varied*:"
   echo "each of them also holds a different share of one GPU (every node evaluated). The pod is the one"
-  echo "kube-scheduler v1.26 sent in shared/samples (with managedFields). loadgen is libcurl (its"
+  echo "kube-scheduler v1.26 sent (test/fixtures/captured/, with managedFields). loadgen is libcurl (its"
   echo "times are in ms); wrk prints its own units. Produced by \`bench/run-extender.sh $REQ\` on"
   echo "$(nproc) cores, $(date -u +%Y-%m-%d)."
   echo

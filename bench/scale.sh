@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# scale.sh NODES PODS -- production-scale throughput through the real kube-scheduler
-# (kit in GPUPACK_K8S, default ../shared/k8s; K8S_VERSION=1.26 or 1.36 picks the kit's
-# version): NODES nodes of 8 GPUs whose models are mixed like the openb trace's GPUs,
+# scale.sh [--k8s-version 1.26|1.36] NODES PODS -- production-scale throughput through the
+# real kube-scheduler (kit in GPUPACK_K8S, default ../shared/k8s; Kubernetes version from
+# --k8s-version, else env K8S_VERSION, else the kit's default 1.26): NODES nodes of 8 GPUs whose models are mixed like the openb trace's GPUs,
 # PODS pods sampled (seeded) from the openb default trace -- CPU-only, GPU shares,
 # 1/2/4/8 whole GPUs -- scheduled with the shipped scheduler configuration and
 # policies (gpupack), and the same pods on the same nodes without the extender
@@ -15,7 +15,7 @@
 #
 #   bench/scale.sh 5000 20000
 #   SCALE_RUNS="gpupack:stream none:stream" bench/scale.sh 1000 2000
-#   K8S_VERSION=1.36 bench/scale.sh 200 800
+#   bench/scale.sh --k8s-version 1.36 200 800          # or K8S_VERSION=1.36 bench/scale.sh ...
 #
 # Environment: SCALE_RUNS (mode:arrival list; default "gpupack:backlog none:backlog"; "filter-only":
 # just the filter latency on the cluster dump already in SCALE_OUT),
@@ -25,8 +25,12 @@
 # under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-NODES=${1:?usage: bench/scale.sh NODES PODS}
-PODS=${2:?usage: bench/scale.sh NODES PODS}
+if [ "${1:-}" = --k8s-version ]; then
+  K8S_VERSION=${2:?usage: bench/scale.sh [--k8s-version V] NODES PODS}
+  shift 2
+fi
+NODES=${1:?usage: bench/scale.sh [--k8s-version V] NODES PODS}
+PODS=${2:?usage: bench/scale.sh [--k8s-version V] NODES PODS}
 K8S=${GPUPACK_K8S:-../shared/k8s}
 RUNS=${SCALE_RUNS:-"gpupack:backlog none:backlog"}
 [ "$RUNS" = filter-only ] && RUNS=""   # only the wrk filter figures, on SCALE_OUT's cluster dump
@@ -74,6 +78,8 @@ for run in $RUNS; do
   CP=$WORK/cp-$tag
   "$K8S/kube-up" "$CP" >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
   KC=$CP/kubeconfig
+  # what the control plane runs (DIR/env), not what was asked
+  sed -n "s/^export K8S_VERSION=//p" "$CP/env" | tr -d "'\"" >"$OUT/kube-version-$tag.txt"
   bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" "${TRACE[@]}" --threads "$THREADS" 2>"$OUT/nodes-$tag.log"
   pids="etcd=@$CP/run/etcd.pid,kube-apiserver=@$CP/run/kube-apiserver.pid,kube-scheduler=@$CP/run/kube-scheduler.pid"
   if [ "$mode" = gpupack ]; then
@@ -156,13 +162,13 @@ def base(run):
     m, a = run.split(":")
     return res.get(f"none:{a}") if m == "gpupack" else None
 print()
-print("| scheduler | arrival | bound | pods/s | of baseline | p50 | p99 | GPUs used / ideal | over-committed GPUs | gpupack peak RSS | scheduler errors |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| Kubernetes | scheduler | arrival | bound | pods/s | of baseline | p50 | p99 | GPUs used / ideal | over-committed GPUs | gpupack peak RSS | scheduler errors |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for run in runs:
     r = res[run]
     m, a = run.split(":")
     if not r:
-        print(f"| {m} | {a} | (no result) |"); continue
+        print(f"| ? | {m} | {a} | (no result) |"); continue
     b = base(run)
     ratio = f"{100*r['pods_per_s']/b['pods_per_s']:.0f} %" if b and b.get("pods_per_s") else "—"
     lat = "start→bound" if a == "backlog" else "create→bound"
@@ -170,7 +176,11 @@ for run in runs:
     oc = str(r["overcommitted_gpus"]) if m == "gpupack" else "—"
     rss = f"{r['peak_rss_mib'].get('gpupack', 0):.1f} MiB" if m == "gpupack" else "—"
     errs = open(f"{out}/sched-errors-{run.replace(':','-')}.txt").read().strip() or "0"
-    print(f"| {'gpupack extender' if m=='gpupack' else 'no extender'} | {a} | {r['bound']}/{r['pods']} | {r['pods_per_s']} | {ratio} "
+    try:
+        kv = open(f"{out}/kube-version-{run.replace(':','-')}.txt").read().strip() or "?"
+    except OSError:
+        kv = "?"
+    print(f"| {kv} | {'gpupack extender' if m=='gpupack' else 'no extender'} | {a} | {r['bound']}/{r['pods']} | {r['pods_per_s']} | {ratio} "
           f"| {r['p50_ms']/1000:.2f} s ({lat}) | {r['p99_ms']/1000:.2f} s | {gpus} | {oc} | {rss} | {errs} |")
 print()
 comps = ["etcd", "kube-apiserver", "kube-scheduler", "gpupack", "load"]

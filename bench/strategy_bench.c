@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 
     static bench b;
     gp_shapes *shapes = xcalloc(1, sizeof *shapes);
-    frag_shapes_from_trace(tp, np, 0.95, true, true, shapes);   /* the simulator's default */
+    trace_shapes(tp, np, 0.95, true, true, shapes);   /* the simulator's default */
     placement_default_opts(&b.opts);
     b.opts.node = placement_node_strategy(ns);
     b.opts.gpu = placement_gpu_strategy(gs);

@@ -1,13 +1,15 @@
 #!/bin/sh
 # gen-certs.sh -- certificates for gpupack's mutual TLS, with openssl, when cert-manager is
-# not used (manifests/certificates.yaml is the cert-manager way).
+# not used (manifests/components/cert-manager is the cert-manager way).
 #   scripts/gen-certs.sh DIR [SERVER_DNS_NAME] [DAYS]
 # writes into DIR:
 #   ca.crt ca.key            the CA both sides trust (keep ca.key offline)
 #   server.crt server.key    gpupack's serving certificate (--tls-cert/--tls-key), SANs:
 #                            SERVER_DNS_NAME (default gpupack.gpupack-system.svc), localhost, 127.0.0.1
 #   client.crt client.key    kube-scheduler's client certificate (tlsConfig certFile/keyFile)
-# then, e.g.:
+# With kustomize, write them where manifests/components/script-certs reads them:
+#   scripts/gen-certs.sh manifests/components/script-certs/mtls
+# and apply an overlay that uses that component (manifests/overlays/script-certs). By hand:
 #   kubectl -n gpupack-system create secret generic gpupack-tls \
 #     --from-file=tls.crt=DIR/server.crt --from-file=tls.key=DIR/server.key --from-file=ca.crt=DIR/ca.crt
 #   and give kube-scheduler DIR/client.crt, DIR/client.key and DIR/ca.crt (scheduler-config.yaml).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/ui.png: the example cluster of `make run`, the example pod
-# filtered and bound, the /ui page in headless Chromium with GPU 1 of
-# node-a100 pinned. Usage: scripts/ui-screenshot.sh [OUT.png]
+# filtered and bound, the /ui page in headless Chromium with GPU 0 of
+# node-t4 (where it was bound) pinned. Usage: scripts/ui-screenshot.sh [OUT.png]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/ui.png}
@@ -16,5 +16,5 @@ curl -sf -XPOST http://127.0.0.1:$port/filter -d @examples/filter-request.json >
 curl -sf -XPOST http://127.0.0.1:$port/bind -d @examples/bind-request.json >/dev/null
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
   --user-data-dir="$profile" --window-size=1280,560 --virtual-time-budget=4000 \
-  --screenshot="$out" "http://127.0.0.1:$port/ui#gpu=node-a100/1" 2>/dev/null
+  --screenshot="$out" "http://127.0.0.1:$port/ui#gpu=node-t4/0" 2>/dev/null
 echo "wrote $out"

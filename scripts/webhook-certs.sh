@@ -7,9 +7,10 @@
 # certificate, valid 2 years, signed by that CA) with every NAME as a subject alternative name:
 # IP addresses become IP SANs, anything else DNS SANs. Default names: the in-cluster Service,
 #   gpupack-webhook.gpupack-system.svc and gpupack-webhook.gpupack-system.svc.cluster.local.
-# Then (see docs/node-side.md):
-#   kubectl -n gpupack-system create secret tls gpupack-webhook-tls --cert=DIR/tls.crt --key=DIR/tls.key
-#   sed "s|caBundle: .*|caBundle: $(base64 -w0 < DIR/ca.crt)|" manifests/webhook.yaml | kubectl apply -f -
+# With kustomize, write them where manifests/components/script-certs reads them (it also
+# puts ca.crt into the webhook registration's caBundle):
+#   scripts/webhook-certs.sh manifests/components/script-certs/webhook
+# and apply an overlay that uses that component (manifests/overlays/script-certs).
 # Keep ca.key offline (or delete it): it is only needed to issue the next serving certificate.
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 DIR [NAME...]" >&2; exit 2; }

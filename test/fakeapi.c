@@ -64,6 +64,8 @@ struct gp_fakeapi {
     gp_fake_req *reqs;
     size_t nreqs, capreqs;
     long uid_seq;
+    char version[64];     /* gitVersion /version answers */
+    bool binding_uid;     /* pods/binding checks metadata.uid */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -823,6 +825,15 @@ static enum MHD_Result do_patch(gp_fakeapi *f, struct MHD_Connection *c, const c
                                   "modified; please apply your changes to the latest version and try again", name);
         return send_status(c, 409, msg);
     }
+    const char *want_uid = md_str(patch, "uid");
+    if (want_uid && strcmp(want_uid, md_str(p, "uid") ? md_str(p, "uid") : "") != 0) {
+        pthread_mutex_unlock(&f->mu);
+        char msg[400];
+        snprintf(msg, sizeof msg, "Pod \"%s\" is invalid: metadata.uid: Invalid value: \"%.64s\": "
+                                  "field is immutable", name, want_uid);
+        json_decref(patch);
+        return send_status(c, 422, msg);
+    }
     json_t *before = json_deep_copy(p);
     json_t *md = json_object_get(patch, "metadata");
     if (json_is_object(md))
@@ -870,8 +881,15 @@ static enum MHD_Result do_binding(gp_fakeapi *f, struct MHD_Connection *c, const
          * metadata.resourceVersion is a precondition */
         const char *want_rv = md_str(b, "resourceVersion");
         const char *have_rv = md_str(p, "resourceVersion");
+        const char *want_uid = md_str(b, "uid"), *have_uid = md_str(p, "uid");
         json_t *ann = json_object_get(json_object_get(b, "metadata"), "annotations");
-        if (want_rv && *want_rv && (!have_rv || strcmp(want_rv, have_rv) != 0)) {
+        if (f->binding_uid && want_uid && *want_uid && (!have_uid || strcmp(want_uid, have_uid) != 0)) {
+            snprintf(msg, sizeof msg, "Operation cannot be fulfilled on pods \"%s\": StorageError: "
+                                      "invalid object, Precondition failed: UID in precondition: %.64s, "
+                                      "UID in object meta: %.64s", name, want_uid, have_uid ? have_uid : "");
+            pthread_mutex_unlock(&f->mu);
+            ret = send_status(c, 409, msg);
+        } else if (want_rv && *want_rv && (!have_rv || strcmp(want_rv, have_rv) != 0)) {
             snprintf(msg, sizeof msg, "Operation cannot be fulfilled on pods \"%s\": the object has "
                                       "been modified; please apply your changes to the latest "
                                       "version and try again", name);
@@ -1030,6 +1048,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
     } else if (st->overflow) {
         status = 413;
         ret = send_status(c, 413, "request entity too large");
+    } else if (strcmp(method, "GET") == 0 && strcmp(path, "/version") == 0) {
+        pthread_mutex_lock(&f->mu);
+        json_t *v = json_pack("{s:s,s:s,s:s}", "major", "1", "minor", "", "gitVersion", f->version);
+        int minor = 0;
+        if (sscanf(f->version, "v1.%d", &minor) == 1) {
+            char m[16];
+            snprintf(m, sizeof m, "%d", minor);
+            json_object_set_new(v, "minor", json_string(m));
+        }
+        pthread_mutex_unlock(&f->mu);
+        ret = send_json(c, 200, v);
     } else if (strcmp(method, "GET") == 0 && strcmp(path, "/api/v1/nodes") == 0) {
         ret = watch ? do_watch(f, c, false) : do_list(f, c, false);
     } else if (strcmp(method, "GET") == 0 && strcmp(path, "/api/v1/pods") == 0) {
@@ -1082,6 +1111,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
+void fakeapi_set_version(gp_fakeapi *f, const char *git_version, bool binding_checks_uid)
+{
+    pthread_mutex_lock(&f->mu);
+    gp_strlcpy(f->version, git_version, sizeof f->version);
+    f->binding_uid = binding_checks_uid;
+    pthread_mutex_unlock(&f->mu);
+}
+
 gp_fakeapi *fakeapi_start(void)
 {
     gp_fakeapi *f = xcalloc(1, sizeof *f);
@@ -1090,6 +1127,7 @@ gp_fakeapi *fakeapi_start(void)
     f->nodes = json_object();
     f->pods = json_object();
     f->rv = 100;
+    gp_strlcpy(f->version, "v1.26.0", sizeof f->version);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;

@@ -1,12 +1,14 @@
 /* fakeapi.h -- a fake Kubernetes API server for tests (libmicrohttpd on 127.0.0.1, port 0).
  *
- * Speaks the wire protocol captured in shared/samples/wire/: compact JSON +
- * "\n", lists with metadata.resourceVersion and limit/continue paging, watch
- * streams as chunked newline-delimited events (one chunk per event) with
- * bookmarks and the ERROR 410 event for expired resourceVersions, merge PATCH
- * of pods, pods/NAME/binding (copying the Binding's annotations onto the pod;
- * metadata.resourceVersion is a precondition, metadata.uid is ignored as the
- * real apiserver wipes it), API Status error bodies. Faults can be
+ * Speaks the wire protocol of kube-apiserver v1.26 (test/fixtures/captured/wire/
+ * holds the captures the tests read): compact JSON + "\n", lists with
+ * metadata.resourceVersion and limit/continue paging, watch streams as chunked
+ * newline-delimited events (one chunk per event) with bookmarks and the ERROR
+ * 410 event for expired resourceVersions, merge PATCH of pods (a metadata.uid
+ * other than the pod's: 422, as the field is immutable), pods/NAME/binding
+ * (copying the Binding's annotations onto the pod; metadata.resourceVersion is a
+ * precondition, metadata.uid is ignored as kube-apiserver 1.26.0 wipes it, or
+ * checked: fakeapi_set_version), GET /version, API Status error bodies. Faults can be
  * injected and every request is recorded. Thread-safe. */
 #ifndef GP_FAKEAPI_H
 #define GP_FAKEAPI_H
@@ -26,6 +28,11 @@ int fakeapi_port(const gp_fakeapi *f);
 const char *fakeapi_url(const gp_fakeapi *f);
 /* Requires "Authorization: Bearer TOKEN" (401 Status otherwise); NULL = none. */
 void fakeapi_set_token(gp_fakeapi *f, const char *token);
+
+/* What GET /version answers (default "v1.26.0", like the kit's default) and
+ * whether pods/binding checks the Binding's metadata.uid (kube-apiserver
+ * 1.26.4+ / 1.27+ do: 409 on a mismatch; default false, as 1.26.0 wipes it). */
+void fakeapi_set_version(gp_fakeapi *f, const char *git_version, bool binding_checks_uid);
 
 /* --- cluster state: every change bumps the resourceVersion and is an event */
 

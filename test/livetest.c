@@ -1,4 +1,4 @@
-/* livetest.c -- helpers shared by the live-mode test suites (files, shared samples). */
+/* livetest.c -- helpers shared by the live-mode test suites (files, captured samples). */
 #include "livetest.h"
 
 #include <stdio.h>
@@ -8,12 +8,9 @@
 
 #include "lib/util.h"
 
-char *livetest_shared(const char *rel)
+char *livetest_captured(const char *rel)
 {
-    const char *root = getenv("GPUPACK_SHARED");
-    if (!root || !*root)
-        root = "../shared";
-    return xasprintf("%s/%s", root, rel);
+    return xasprintf("test/fixtures/captured/%s", rel);
 }
 
 char *livetest_read(const char *path, size_t *len)

@@ -1,12 +1,11 @@
-/* livetest.h -- helpers shared by the live-mode test suites (files, shared samples). */
+/* livetest.h -- helpers shared by the live-mode test suites (files, captured samples). */
 #ifndef GP_LIVETEST_H
 #define GP_LIVETEST_H
 
 #include <stddef.h>
 
-/* Path of a file under the shared samples directory (env GPUPACK_SHARED,
- * default ../shared). Returns owned string. */
-char *livetest_shared(const char *rel);
+/* Path of a capture under test/fixtures/captured/ (README there). Returns owned string. */
+char *livetest_captured(const char *rel);
 
 /* Reads a whole file; NULL when unreadable. *len gets its size. Owned. */
 char *livetest_read(const char *path, size_t *len);

@@ -54,7 +54,72 @@ static const cli_case cases[] = {
     {"serve --cluster=examples/cluster.yaml --listen=256.1.1.1:1", 1, "--listen"},
     {"policy check policies", 0, "ok:"},
     {"policy check test/fixtures/decode/../../../README.md", 1, ""},
+    /* the version, three ways */
+    {"version", 0, "gpupack 0."},
+    {"--version", 0, "gpupack 0."},
+    {"-V", 0, "gpupack 0."},
+    /* every subcommand's --help is its own usage, exit 0 */
+    {"serve --help", 0, "usage: gpupack serve [flags]"},
+    {"serve -h", 0, "--leader-elect-pod NS/NAME"},
+    {"inspect --help", 0, "usage: gpupack inspect [flags] [NODE]"},
+    {"explain --help", 0, "usage: gpupack explain NAMESPACE/POD"},
+    {"explain -h", 0, "--pod FILE|-"},
+    {"policy --help", 0, "usage: gpupack policy check FILE|DIR..."},
+    {"policy check --help", 0, "usage: gpupack policy check FILE|DIR..."},
+    {"simulate --help", 0, "usage: gpupack simulate --nodes"},
+    {"simulate -h", 0, "strategies: node:"},
+    {"version --help", 0, "usage: gpupack version"},
+    /* usage errors: one line and a hint, exit 2 */
+    {"serve --bogus", 2, "gpupack serve: unknown flag --bogus\ntry 'gpupack serve --help'\n"},
+    {"inspect --bogus", 2, "gpupack inspect: unknown flag --bogus\ntry 'gpupack inspect --help'"},
+    {"explain", 2, "gpupack explain: which pod? give NAMESPACE/POD\ntry 'gpupack explain --help'"},
+    {"explain nopod", 2, "nopod is not NAMESPACE/POD"},
+    {"policy", 2, "try 'gpupack policy --help'"},
+    {"policy lint", 2, "gpupack policy: unknown subcommand lint (expected: check)"},
+    {"policy check", 2, "try 'gpupack policy check --help'"},
+    {"simulate --nodes a", 2, "--nodes and --pods are required\ntry 'gpupack simulate --help'"},
+    {"simulate --mode sideways", 2, "--mode: filter, prioritize or both, not \"sideways\""},
+    {"frobnicate", 2, "gpupack: unknown command frobnicate\ntry 'gpupack --help'"},
+    /* a --plot into a missing directory fails before the run, naming the directory */
+    {"simulate --nodes test/fixtures/sim/nodes.csv --pods test/fixtures/sim/pods.csv "
+     "--scheduler-config none --plot /nonexistent-gpupack/dir/p.png",
+     1, "--plot /nonexistent-gpupack/dir/p.png: directory /nonexistent-gpupack/dir: No such file"},
+    /* one GPU, not "1 GPUs" */
+    {"explain research/trainer --cluster examples/cluster.yaml --pod test/fixtures/explain-pod.yaml",
+     0, "node-a100: 1 GPU has 70000 MiB free"},
 };
+
+/* Usage errors print exactly two lines: the error and the hint. */
+static const char *const usage_errors[] = {
+    "serve --bogus", "serve --threads=0", "serve --listen", "inspect a b", "explain",
+    "policy", "policy check", "simulate", "simulate --seeds x --nodes a --pods b", "frobnicate",
+};
+
+START_TEST(usage_errors_are_two_lines)
+{
+    char out[8192];
+    int st = run(usage_errors[_i], out, sizeof out);
+    ck_assert_msg(st == 2, "gpupack %s: exit %d: %s", usage_errors[_i], st, out);
+    int lines = 0;
+    for (const char *p = out; *p; p++)
+        lines += *p == '\n';
+    ck_assert_msg(lines == 2 && strstr(out, "\ntry 'gpupack"), "gpupack %s: %d lines: %s",
+                  usage_errors[_i], lines, out);
+}
+END_TEST
+
+/* The simulate --plot check happens before the run: no progress line. */
+START_TEST(plot_dir_checked_before_the_run)
+{
+    char out[8192];
+    int st = run("simulate --nodes test/fixtures/sim/nodes.csv --pods test/fixtures/sim/pods.csv "
+                 "--scheduler-config none --plot /nonexistent-gpupack/p.png",
+                 out, sizeof out);
+    ck_assert_int_eq(st, 1);
+    /* the run's progress line ("simulate: N nodes ..., M typical shapes") never came */
+    ck_assert_msg(!strstr(out, "typical shape") && !strstr(out, "gnuplot"), "%s", out);
+}
+END_TEST
 
 START_TEST(command_line)
 {
@@ -85,6 +150,34 @@ START_TEST(serve_starts_and_stops)
 }
 END_TEST
 
+/* GET / redirects to the /ui page; `gpupack inspect` prints whole model names. */
+START_TEST(root_redirects_and_inspect_keeps_names)
+{
+    static const char *const args[] = {"--cluster=examples/cluster.yaml", "--listen=127.0.0.1:0",
+                                       NULL};
+    int port;
+    FILE *f;
+    pid_t pid = tu_serve(args, &port, &f);
+    char cmd[256], out[8192];
+    snprintf(cmd, sizeof cmd, "curl -s -o /dev/null -w '%%{http_code} %%{redirect_url}' "
+             "http://127.0.0.1:%d/", port);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    char want[96];
+    snprintf(want, sizeof want, "302 http://127.0.0.1:%d/ui", port);
+    ck_assert_str_eq(out, want);
+    snprintf(cmd, sizeof cmd, "inspect --server http://127.0.0.1:%d", port);
+    int st = run(cmd, out, sizeof out);
+    ck_assert_int_eq(st, 0);
+    ck_assert_msg(strstr(out, "NVIDIA-Tesla V100-PCIE-32GB"), "%s", out);
+    kill(pid, SIGTERM);
+    waitpid(pid, &st, 0);
+    fclose(f);
+}
+END_TEST
+
 Suite *suite_cli(void);
 Suite *suite_cli(void)
 {
@@ -93,6 +186,9 @@ Suite *suite_cli(void)
     tcase_set_timeout(t, 30);
     tcase_add_loop_test(t, command_line, 0, (int)GP_ARRAY_LEN(cases));
     tcase_add_test(t, serve_starts_and_stops);
+    tcase_add_loop_test(t, usage_errors_are_two_lines, 0, (int)GP_ARRAY_LEN(usage_errors));
+    tcase_add_test(t, plot_dir_checked_before_the_run);
+    tcase_add_test(t, root_redirects_and_inspect_keeps_names);
     suite_add_tcase(s, t);
     return s;
 }

@@ -88,6 +88,17 @@ START_TEST(reason_keys)
          "most free compute on a GPU with enough memory is #%, container main needs #%"},
         {"", ""},
         {"no digits", "no digits"},
+        /* one of something groups with several of it */
+        {"1 GPU has 70000 MiB free, container train needs 2 of them",
+         "# GPUs have # MiB free, container train needs # of them"},
+        {"3 GPUs have 70000 MiB free, container train needs 2 of them",
+         "# GPUs have # MiB free, container train needs # of them"},
+        {"container c needs 1 GPU, node has 0 usable", "container c needs # GPUs, node has # usable"},
+        {"all 1 GPU of the node is unhealthy", "all # GPUs of the node are unhealthy"},
+        {"GPUs with room already host the policy's maximum of 1 pod",
+         "GPUs with room already host the policy's maximum of # pods"},
+        {"maximum of 4 pods", "maximum of # pods"},
+        {"1 GPUx", "# GPUx"},
     };
     for (size_t i = 0; i < GP_ARRAY_LEN(cases); i++) {
         char key[256];
@@ -250,7 +261,7 @@ START_TEST(explain_over_http)
     char *text = tu_http("POST", url, body, &st);
     ck_assert_int_eq(st, 200);
     ck_assert_msg(strstr(text, "pod research/trainer (policy default): fits 0 of 5 nodes"), "%s", text);
-    ck_assert_msg(strstr(text, "  node-a100: 1 GPUs have 70000 MiB free"), "%s", text);
+    ck_assert_msg(strstr(text, "  node-a100: 1 GPU has 70000 MiB free"), "%s", text);
     ck_assert_msg(strstr(text, "-> fits if this pod left the node: research/notebook-alice"), "%s",
                   text);
     free(text);

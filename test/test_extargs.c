@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/extargs.h"
+#include "model/formats.h"
 #include "model/podreq.h"
 #include "testutil.h"
 
@@ -24,7 +25,7 @@ static json_t *reduce_ref(const json_t *pod)
             const char *k;
             json_t *v;
             json_object_foreach((json_t *)ann, k, v) {
-                if (strncmp(k, "gpupack.io/", 11) == 0)
+                if (formats_annotation_kept(k, strlen(k)))
                     json_object_set(a, k, v);
             }
             json_object_set_new(m, "annotations", a);
@@ -59,19 +60,19 @@ static json_t *reduce_ref(const json_t *pod)
 
 static char *sample_body(const char *rel)
 {
-    json_t *j = tu_load_json(tu_shared(rel));
+    json_t *j = tu_load_json(tu_captured(rel));
     char *s = json_dumps(json_object_get(j, "body"), JSON_COMPACT);
     json_decref(j);
     return s;
 }
 
 static const char *const samples[] = {
-    "samples/filter-1.json",
-    "samples/prioritize-1.json",
-    "samples/wire/extender/cache-true/001-filter.json",
-    "samples/wire/extender/cache-true/004-filter.json",
-    "samples/wire/extender/cache-false/001-filter.json",
-    "samples/wire/extender/cache-false/004-filter.json",
+    "filter-1.json",
+    "prioritize-1.json",
+    "wire/extender/cache-true/001-filter.json",
+    "wire/extender/cache-true/004-filter.json",
+    "wire/extender/cache-false/001-filter.json",
+    "wire/extender/cache-false/004-filter.json",
 };
 
 /* The scanner's view equals jansson's for the real kube-scheduler bodies. */
@@ -116,6 +117,73 @@ START_TEST(agrees_with_jansson_on_samples)
     extargs_free(&a);
     json_decref(full);
     free(body);
+}
+END_TEST
+
+/* Pods written for other systems: what the scanner keeps decodes exactly as
+ * the whole pod does (annotations the decoders read survive; the rest, like
+ * kubectl's last-applied copy, is dropped). */
+static const char *const format_pods[] = {
+    /* KAI: annotations, a named container after a sidecar */
+    "{'metadata':{'name':'k','namespace':'ml','uid':'u1','annotations':{"
+    "'kubectl.kubernetes.io/last-applied-configuration':'{\\'big\\':1}','gpu-fraction':'0.25',"
+    "'gpu-fraction-num-devices':'2','gpu-fraction-container-name':'w','other':'x'}},"
+    "'spec':{'schedulerName':'kai-scheduler','containers':[{'name':'s','image':'i'},"
+    "{'name':'w','image':'i'}]},'status':{'phase':'Pending'}}",
+    "{'metadata':{'name':'k2','annotations':{'gpu-memory':'2000'}},'spec':{'containers':"
+    "[{'name':'w'}]}}",
+    /* HAMi with type annotations */
+    "{'metadata':{'name':'h','annotations':{'nvidia.com/use-gputype':'A100,V100',"
+    "'nvidia.com/nouse-gputype':'1080','hami.io/vgpu-node':'n'}},'spec':{'containers':[{'name':"
+    "'c','resources':{'limits':{'nvidia.com/gpu':2,'nvidia.com/gpumem-percentage':50,"
+    "'nvidia.com/gpucores':30}}}]}}",
+    /* Volcano, TKE */
+    "{'metadata':{'name':'v','annotations':{'volcano.sh/vgpu-mode':'hami-core'}},'spec':{"
+    "'containers':[{'name':'c','resources':{'limits':{'volcano.sh/vgpu-number':1,"
+    "'volcano.sh/vgpu-memory':3000,'volcano.sh/vgpu-cores':50}}}]}}",
+    "{'metadata':{'name':'t','annotations':{'tencent.com/vcuda-core-limit':'50'}},'spec':{"
+    "'containers':[{'name':'c','resources':{'requests':{'tencent.com/vcuda-core':50,"
+    "'tencent.com/vcuda-memory':30},'limits':{'tencent.com/vcuda-core':50,"
+    "'tencent.com/vcuda-memory':30}}}]}}",
+    /* refused the same way: mixing, a fraction out of range */
+    "{'metadata':{'name':'m','annotations':{'gpu-fraction':'0.5'}},'spec':{'containers':[{'name':"
+    "'c','resources':{'limits':{'nvidia.com/gpumem':1}}}]}}",
+    "{'metadata':{'name':'f','annotations':{'gpu-fraction':'1.5'}},'spec':{'containers':[{'name':"
+    "'c'}]}}",
+};
+
+START_TEST(formats_survive_the_scanner)
+{
+    char *pod = xstrdup(format_pods[_i]);
+    for (char *p = pod; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    char *body = xasprintf("{\"Pod\":%s,\"NodeNames\":[\"n1\",\"n2\"]}", pod);
+    json_error_t je;
+    json_t *full = json_loads(body, 0, &je);
+    ck_assert_msg(full != NULL, "%s: %s", body, je.text);
+    gp_extargs a;
+    ck_assert_int_eq(extargs_scan(body, strlen(body), 100, &a), 0);
+    json_t *ref = reduce_ref(json_object_get(full, "Pod"));
+    ck_assert_msg(json_equal(a.pod, ref), "reduced pod differs");
+    json_decref(ref);
+    gp_resource_names n;
+    podreq_default_names(&n);
+    gp_pod_req r1, r2;
+    gp_err e1 = {{0}}, e2 = {{0}};
+    int rc1 = podreq_decode(a.pod, &n, &r1, &e1);
+    int rc2 = podreq_decode(json_object_get(full, "Pod"), &n, &r2, &e2);
+    ck_assert_int_eq(rc1, rc2);
+    if (rc1 == 0) {
+        ck_assert_int_gt(r1.nctrs, 0);
+        ck_assert(memcmp(&r1, &r2, sizeof r1) == 0);   /* both start from a cleared struct */
+    } else {
+        ck_assert_str_eq(e1.msg, e2.msg);
+    }
+    extargs_free(&a);
+    json_decref(full);
+    free(body);
+    free(pod);
 }
 END_TEST
 
@@ -193,7 +261,7 @@ END_TEST
  * and nothing reads past the given length (ASan watches). */
 START_TEST(every_truncation)
 {
-    char *body = sample_body("samples/wire/extender/cache-true/004-filter.json");
+    char *body = sample_body("wire/extender/cache-true/004-filter.json");
     size_t len = strlen(body);
     for (size_t cut = 0; cut < len; cut++) {
         char *part = xmalloc(cut ? cut : 1);
@@ -217,6 +285,7 @@ Suite *suite_extargs(void)
     TCase *t = tcase_create("scan");
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, agrees_with_jansson_on_samples, 0, (int)GP_ARRAY_LEN(samples));
+    tcase_add_loop_test(t, formats_survive_the_scanner, 0, (int)GP_ARRAY_LEN(format_pods));
     tcase_add_loop_test(t, declines_the_rest, 0, (int)GP_ARRAY_LEN(declined));
     tcase_add_test(t, bounds);
     tcase_add_test(t, every_truncation);

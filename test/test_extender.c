@@ -15,7 +15,7 @@
 static gp_cluster *real_cluster(void)
 {
     gp_cluster *c = cluster_new();
-    json_t *list = tu_load_json(tu_shared("samples/wire/nodes/list.trimmed.json"));
+    json_t *list = tu_load_json(tu_captured("wire/nodes/list.trimmed.json"));
     json_t *docs = json_pack("[O]", list);
     gp_err err;
     ck_assert_msg(clusterfile_apply(c, docs, 1024, NULL, &err) == 0, "%s", err.msg);
@@ -27,7 +27,7 @@ static gp_cluster *real_cluster(void)
 /* The body of a captured request file, as the scheduler sent it. */
 static char *sample_body(const char *rel)
 {
-    json_t *j = tu_load_json(tu_shared(rel));
+    json_t *j = tu_load_json(tu_captured(rel));
     char *s = json_dumps(json_object_get(j, "body"), JSON_COMPACT);
     json_decref(j);
     return s;
@@ -61,7 +61,7 @@ START_TEST(filter_prioritize_bind_real_sample)
 {
     gp_cluster *c = real_cluster();
     gp_extender *e = extender_new(c, NULL);
-    char *body = sample_body("samples/wire/extender/cache-true/001-filter.json");
+    char *body = sample_body("wire/extender/cache-true/001-filter.json");
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
     json_t *names = json_object_get(out, "NodeNames");
@@ -70,7 +70,7 @@ START_TEST(filter_prioritize_bind_real_sample)
     ck_assert(json_is_null(json_object_get(out, "Nodes")));
     json_decref(out);
 
-    char *pbody = sample_body("samples/wire/extender/cache-true/002-prioritize.json");
+    char *pbody = sample_body("wire/extender/cache-true/002-prioritize.json");
     ck_assert_int_eq(call(extender_prioritize, e, pbody, &out), 200);
     ck_assert_uint_eq(json_array_size(out), 3);
     int best = -1;
@@ -85,7 +85,7 @@ START_TEST(filter_prioritize_bind_real_sample)
     ck_assert_int_eq(best, 10);
     json_decref(out);
 
-    char *bbody = sample_body("samples/wire/extender/cache-true/003-bind.json");
+    char *bbody = sample_body("wire/extender/cache-true/003-bind.json");
     ck_assert_int_eq(call(extender_bind, e, bbody, &out), 200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
@@ -107,12 +107,12 @@ START_TEST(multi_container_init_pod_sample)
 {
     gp_cluster *c = real_cluster();
     gp_extender *e = extender_new(c, NULL);
-    char *body = sample_body("samples/wire/extender/cache-true/004-filter.json");
+    char *body = sample_body("wire/extender/cache-true/004-filter.json");
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
     ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 3);
     json_decref(out);
-    char *bbody = sample_body("samples/wire/extender/cache-true/006-bind.json");
+    char *bbody = sample_body("wire/extender/cache-true/006-bind.json");
     ck_assert_int_eq(call(extender_bind, e, bbody, &out), 200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
@@ -153,7 +153,7 @@ START_TEST(full_nodes_mode_echoes_filtered_nodes)
     gp_err err;
     tu_req(&r, "filler", 2, 16384 - 1024, 0);
     ck_assert_int_eq(cluster_place_and_assume(c, "node-aliyun", &r, &o, 0, "p", GP_POD_BOUND, &a, &err), 0);
-    char *body = sample_body("samples/wire/extender/cache-false/001-filter.json");
+    char *body = sample_body("wire/extender/cache-false/001-filter.json");
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
     json_t *items = json_object_get(json_object_get(out, "Nodes"), "items");
@@ -176,7 +176,7 @@ END_TEST
 
 START_TEST(aliyun_profile_sample)
 {
-    /* shared/samples/filter-1.json: aliyun.com/gpu-mem "4" (GiB) on gpu-node-1..3 */
+    /* test/fixtures/captured/filter-1.json: aliyun.com/gpu-mem "4" (GiB) on gpu-node-1..3 */
     gp_cluster *c = cluster_new();
     gp_inventory inv;
     tu_inventory(&inv, 2, 8192, "T4");
@@ -184,7 +184,7 @@ START_TEST(aliyun_profile_sample)
     tu_inventory(&inv, 1, 3072, "T4");
     cluster_upsert_node(c, "gpu-node-2", &inv);
     gp_extender *e = extender_new(c, NULL);
-    char *body = sample_body("samples/filter-1.json");
+    char *body = sample_body("filter-1.json");
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
     json_t *names = json_object_get(out, "NodeNames");
@@ -194,7 +194,7 @@ START_TEST(aliyun_profile_sample)
     ck_assert_ptr_nonnull(json_object_get(unres, "gpu-node-2"));   /* 3 GiB < 4 GiB */
     ck_assert_ptr_nonnull(json_object_get(unres, "gpu-node-3"));   /* unknown node */
     json_decref(out);
-    char *bbody = sample_body("samples/bind-1.json");
+    char *bbody = sample_body("bind-1.json");
     ck_assert_int_eq(call(extender_bind, e, bbody, &out), 200);
     /* the sample binds to gpu-node-3, which has no GPUs: a clear error, no state */
     ck_assert_msg(strstr(json_string_value(json_object_get(out, "Error")), "gpu-node-3"), "%s",

@@ -6,6 +6,7 @@
 
 #include "pack/frag.h"
 #include "pack/frag_la.h"
+#include "sim/trace.h"
 
 static gp_shapes one_shape(int count, int core, int64_t cpu)
 {
@@ -91,17 +92,17 @@ START_TEST(typical_shapes_by_popularity)
     p[5].num_gpu = 1;
     p[5].gpu_milli = 1000;
     gp_shapes s;
-    frag_shapes_from_trace(p, 6, 1.0, true, false, &s);
+    trace_shapes(p, 6, 1.0, true, false, &s);
     ck_assert_int_eq(s.n, 4);
     ck_assert_int_eq(s.s[0].core, 500);
     ck_assert_double_eq_tol(s.s[0].weight, 0.5, 1e-9);
     ck_assert_int_eq(s.s[0].cpu_milli, 1000);
     /* by GPU demand, the 8-GPU pod counts 8 times and comes first */
-    frag_shapes_from_trace(p, 6, 1.0, true, true, &s);
+    trace_shapes(p, 6, 1.0, true, true, &s);
     ck_assert_int_eq(s.s[0].count, 8);
     ck_assert_double_eq_tol(s.s[0].weight, 8.0 / 13.0, 1e-9);
     /* coverage cuts the tail; weights renormalised */
-    frag_shapes_from_trace(p, 6, 0.5, false, false, &s);
+    trace_shapes(p, 6, 0.5, false, false, &s);
     ck_assert_int_eq(s.n, 1);
     ck_assert_double_eq_tol(s.s[0].weight, 1.0, 1e-9);
     ck_assert(frag_default_shapes()->n > 0);
@@ -134,7 +135,7 @@ START_TEST(fgd_gpu_choice_packs_the_partial_gpu)
     r.nctrs = 1;
     r.ctrs[0].count = 1;
     r.ctrs[0].core = 400;
-    r.ctrs[0].mem_permille = 400;
+    r.ctrs[0].mem_ppm = 400000;
     gp_shapes s = one_shape(1, 1000, 0);
     gp_place_opts o;
     placement_default_opts(&o);
@@ -191,7 +192,7 @@ START_TEST(lookahead_hand_computed)
     r.nctrs = 1;
     r.ctrs[0].count = 1;
     r.ctrs[0].core = 300;
-    r.ctrs[0].mem_permille = 300;
+    r.ctrs[0].mem_ppm = 300000;
     gp_place_opts o;
     placement_default_opts(&o);
     o.gpu = placement_gpu_strategy("fragmentation-aware");
@@ -391,7 +392,7 @@ START_TEST(lookahead_score_matches_reference)
                 r.nctrs = 1;
                 r.ctrs[0].count = reqs[q].count;
                 r.ctrs[0].core = reqs[q].core;
-                r.ctrs[0].mem_permille = reqs[q].core;
+                r.ctrs[0].mem_ppm = reqs[q].core * 1000;
                 r.cpu_milli = reqs[q].cpu;
                 gp_assignment a;
                 if (placement_fit(&n, &r, &o, &a, NULL) != 0)

@@ -128,24 +128,40 @@ END_TEST
 
 typedef struct {
     int64_t mem_mib;
-    int permille;
+    int32_t ppm;
+    gp_ask ask;
     int64_t alloc;
     int64_t want;
 } mem_case;
 
+#define SH GP_ASK_SHARE
+#define FR GP_ASK_FRACTION
+#define PC GP_ASK_PERCENT
 static const mem_case mem_cases[] = {
-    {4096, 0, 40960, 4096},       /* MiB requests ignore the GPU */
-    {4096, 500, 40960, 4096},     /* MiB wins over a share */
-    {0, 1000, 40960, 40960},      /* whole GPU */
-    {0, 1000, 15360, 15360},
-    {0, 500, 40960, 20480},
-    {0, 500, 15, 8},              /* 7.5 rounds up */
-    {0, 333, 1000, 333},
-    {0, 333, 1001, 334},          /* 333.333 rounds up */
-    {0, 1, 1, 1},                 /* 0.001 MiB still needs 1 */
-    {0, 0, 40960, 0},             /* no memory asked */
-    {0, 500, 0, 1},               /* nothing to share: never fits an empty GPU */
-    {0, 500, -5, 1},
+    {4096, 0, SH, 40960, 4096},           /* MiB requests ignore the GPU */
+    {4096, 500000, SH, 40960, 4096},      /* MiB wins over a share */
+    {0, 1000000, SH, 40960, 40960},       /* whole GPU */
+    {0, 1000000, GP_ASK_WHOLE, 15360, 15360},
+    {0, 500000, SH, 40960, 20480},
+    {0, 500000, SH, 15, 8},               /* trace shares: 7.5 rounds up */
+    {0, 333000, SH, 1000, 333},
+    {0, 333000, SH, 1001, 334},           /* 333.333 rounds up */
+    {0, 1000, SH, 1, 1},                  /* 0.001 MiB still needs 1 */
+    {0, 0, SH, 40960, 0},                 /* no memory asked */
+    {0, 500000, SH, 0, 1},                /* nothing to share: never fits an empty GPU */
+    {0, 500000, SH, -5, 1},
+    /* fractions and percentages round down, as KAI and HAMi compute them */
+    {0, 500000, FR, 81920, 40960},        /* gpu-fraction 0.5 of an 80 GiB GPU */
+    {0, 500000, FR, 16384, 8192},         /* ... and of a 16 GiB one */
+    {0, 500000, FR, 15, 7},
+    {0, 333000, FR, 1001, 333},
+    {0, 333333, FR, 15360, 5119},         /* 0.333333 x 15360 = 5119.99 */
+    {0, 300000, FR, 15109, 4532},         /* 0.3 + 0.3 + 0.4 of a T4 fit together: */
+    {0, 400000, FR, 15109, 6043},         /* 4532 + 4532 + 6043 <= 15109 */
+    {0, 62500, FR, 81920, 5120},          /* 1/16 exactly: finer than per-mille */
+    {0, 330000, PC, 15360, 5068},         /* HAMi: 15360 * 33 / 100 */
+    {0, 1, FR, 100, 1},                   /* never less than 1 MiB */
+    {0, 1000000, FR, 9223372036854775807LL, 9223372036854775807LL},   /* saturates */
 };
 
 START_TEST(ctr_mem_on)
@@ -155,10 +171,11 @@ START_TEST(ctr_mem_on)
     memset(&r, 0, sizeof r);
     r.count = 1;
     r.mem_mib = c->mem_mib;
-    r.mem_permille = c->permille;
+    r.mem_ppm = c->ppm;
+    r.ask = (unsigned char)c->ask;
     int64_t got = gp_ctr_mem_on(&r, c->alloc);
-    ck_assert_msg(got == c->want, "mem %lld permille %d on %lld: got %lld, want %lld",
-                  (long long)c->mem_mib, c->permille, (long long)c->alloc, (long long)got,
+    ck_assert_msg(got == c->want, "mem %lld ppm %d ask %d on %lld: got %lld, want %lld",
+                  (long long)c->mem_mib, c->ppm, c->ask, (long long)c->alloc, (long long)got,
                   (long long)c->want);
 }
 END_TEST

@@ -87,9 +87,9 @@ END_TEST
 /* Real bodies are not overestimated by much (else legitimate requests would be refused). */
 START_TEST(estimate_is_close_for_real_bodies)
 {
-    static const char *const files[] = {"samples/filter-1.json", "samples/wire/nodes/list.trimmed.json"};
+    static const char *const files[] = {"filter-1.json", "wire/nodes/list.trimmed.json"};
     for (size_t i = 0; i < GP_ARRAY_LEN(files); i++) {
-        json_t *j = tu_load_json(tu_shared(files[i]));
+        json_t *j = tu_load_json(tu_captured(files[i]));
         char *text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
         size_t len = strlen(text);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/k8s_obs.h"
+#include "model/podreq.h"
 #include "livetest.h"
 
 #define FIX "test/fixtures/live/"
@@ -16,9 +17,9 @@ static json_t *load_json(const char *path)
     return j;
 }
 
-static json_t *load_shared(const char *rel)
+static json_t *load_captured(const char *rel)
 {
-    char *p = livetest_shared(rel);
+    char *p = livetest_captured(rel);
     json_t *j = load_json(p);
     free(p);
     return j;
@@ -28,7 +29,7 @@ static json_t *load_shared(const char *rel)
 static json_t *watch_object(const char *rel, int nth)
 {
     size_t len;
-    char *p = livetest_shared(rel);
+    char *p = livetest_captured(rel);
     char *data = livetest_read(p, &len);
     ck_assert_ptr_nonnull(data);
     free(p);
@@ -103,32 +104,32 @@ START_TEST(captured_pods)
 {
     gp_pod_view v;
     gp_err err;
-    json_t *added = watch_object("samples/wire/watch/pods-watch.jsonl", 1);      /* unbound */
+    json_t *added = watch_object("wire/watch/pods-watch.jsonl", 1);      /* unbound */
     ck_assert(k8s_obs_pod(added, false, 1024, &v, &err) == 0);
     ck_assert(v.pending);
     ck_assert(v.wants_gpu);
     ck_assert_str_eq(v.obs.node_name, "");
     ck_assert_ptr_null(v.obs.assign);
     json_decref(added);
-    json_t *bound = watch_object("samples/wire/watch/pods-watch.jsonl", 3);      /* bound */
+    json_t *bound = watch_object("wire/watch/pods-watch.jsonl", 3);      /* bound */
     ck_assert(k8s_obs_pod(bound, false, 1024, &v, &err) == 0);
     ck_assert(!v.pending);
     ck_assert_str_eq(v.obs.node_name, "node-gpupack");
     json_decref(bound);
-    json_t *terminating = watch_object("samples/wire/watch/pods-watch.jsonl", 12); /* deletionTimestamp */
+    json_t *terminating = watch_object("wire/watch/pods-watch.jsonl", 12); /* deletionTimestamp */
     ck_assert(k8s_obs_pod(terminating, false, 1024, &v, &err) == 0);
     ck_assert(!v.pending);
     ck_assert(!v.obs.terminal);
     json_decref(terminating);
-    json_t *bm = watch_object("samples/wire/watch/pods-watch.jsonl", 14);        /* BOOKMARK */
+    json_t *bm = watch_object("wire/watch/pods-watch.jsonl", 14);        /* BOOKMARK */
     ck_assert(k8s_obs_pod(bm, false, 1024, &v, &err) == -1);
     json_decref(bm);
-    json_t *multi = load_shared("samples/wire/pods/get-gpu-pod-multi.json");
+    json_t *multi = load_captured("wire/pods/get-gpu-pod-multi.json");
     ck_assert(k8s_obs_pod(multi, false, 1024, &v, &err) == 0);
     ck_assert_str_eq(v.obs.node_name, "node-aliyun");
     ck_assert(v.wants_gpu);
     json_decref(multi);
-    json_t *cpu = load_shared("samples/wire/pods/create-cpu-pod.json");
+    json_t *cpu = load_captured("wire/pods/create-cpu-pod.json");
     ck_assert(k8s_obs_pod(cpu, false, 1024, &v, &err) == 0);
     ck_assert(!v.wants_gpu);
     json_decref(cpu);
@@ -140,7 +141,7 @@ START_TEST(captured_nodes)
     char name[GP_NAME_MAX];
     gp_inventory inv;
     gp_err err;
-    json_t *n = load_shared("samples/wire/nodes/get-node-gpupack.json");
+    json_t *n = load_captured("wire/nodes/get-node-gpupack.json");
     ck_assert_msg(k8s_obs_node(n, 1024, name, &inv, &err) == 0, "%s", err.msg);
     ck_assert_str_eq(name, "node-gpupack");
     ck_assert_int_eq(inv.n, 4);
@@ -155,14 +156,14 @@ START_TEST(captured_nodes)
     json_decref(t);
     json_decref(n);
 
-    n = load_shared("samples/wire/nodes/create-node-aliyun.json");
+    n = load_captured("wire/nodes/create-node-aliyun.json");
     ck_assert(k8s_obs_node(n, 1024, name, &inv, &err) == 0);
     ck_assert_str_eq(name, "node-aliyun");
     ck_assert_int_eq(inv.n, 2);
     ck_assert_int_eq(inv.gpus[0].mem_total, 16384);
     json_decref(n);
 
-    n = load_shared("samples/wire/nodes/create-node-nfd.json");
+    n = load_captured("wire/nodes/create-node-nfd.json");
     ck_assert(k8s_obs_node(n, 1024, name, &inv, &err) == 0);
     ck_assert_int_eq(inv.n, 4);
     ck_assert_str_eq(inv.source, "gfd");
@@ -174,7 +175,7 @@ START_TEST(captured_nodes)
     ck_assert_int_eq(inv.n, 0);
     json_decref(n);
 
-    json_t *bm = watch_object("samples/wire/watch/nodes-watch.jsonl", 5);   /* BOOKMARK */
+    json_t *bm = watch_object("wire/watch/nodes-watch.jsonl", 5);   /* BOOKMARK */
     ck_assert_int_eq(k8s_obs_node(bm, 1024, name, &inv, &err), -1);
     json_decref(bm);
 }
@@ -205,6 +206,45 @@ START_TEST(trim_pod_keeps_what_decoding_needs)
     free(s2);
     json_decref(t);
     json_decref(pod);
+}
+END_TEST
+
+/* Pods of the other systems' formats are seen as GPU pods by the watch (so
+ * one bound without gpupack is accounted), and their trimmed copy decodes
+ * the same. */
+START_TEST(other_formats_want_gpus)
+{
+    static const char *const pods[] = {
+        "{\"metadata\":{\"name\":\"k\",\"uid\":\"u\",\"annotations\":{\"gpu-fraction\":"
+        "\"0.5\",\"kubectl.kubernetes.io/last-applied-configuration\":\"{}\"}},\"spec\":"
+        "{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
+        "{\"metadata\":{\"name\":\"t\",\"uid\":\"u\"},\"spec\":{\"nodeName\":\"n\","
+        "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+        "\"tencent.com/vcuda-core\":50,\"tencent.com/vcuda-memory\":4}}}]}}",
+        "{\"metadata\":{\"name\":\"h\",\"uid\":\"u\",\"annotations\":{"
+        "\"nvidia.com/use-gputype\":\"A100\"}},\"spec\":{\"nodeName\":\"n\",\"containers\":"
+        "[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpumem\":100}}}]}}",
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(pods); i++) {
+        json_t *pod = json_loads(pods[i], 0, NULL);
+        ck_assert_ptr_nonnull(pod);
+        gp_pod_view v;
+        gp_err err;
+        ck_assert(k8s_obs_pod(pod, false, 1024, &v, &err) == 0);
+        ck_assert_msg(v.wants_gpu, "pod %zu", i);
+        json_t *t = k8s_obs_trim_pod(pod);
+        gp_resource_names n;
+        podreq_default_names(&n);
+        gp_pod_req a, b;
+        ck_assert_int_eq(podreq_decode(pod, &n, &a, &err), 0);
+        ck_assert_int_eq(podreq_decode(t, &n, &b, &err), 0);
+        ck_assert_int_eq(a.nctrs, 1);
+        ck_assert(memcmp(&a, &b, sizeof a) == 0);
+        const json_t *ann = json_object_get(json_object_get(t, "metadata"), "annotations");
+        ck_assert_ptr_null(json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration"));
+        json_decref(t);
+        json_decref(pod);
+    }
 }
 END_TEST
 
@@ -240,6 +280,7 @@ Suite *suite_k8s_obs(void)
     tcase_add_test(tc, captured_pods);
     tcase_add_test(tc, captured_nodes);
     tcase_add_test(tc, trim_pod_keeps_what_decoding_needs);
+    tcase_add_test(tc, other_formats_want_gpus);
     tcase_add_test(tc, garbage_objects);
     suite_add_tcase(s, tc);
     return s;

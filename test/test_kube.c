@@ -49,7 +49,7 @@ static double counter(const char *series)
 {
     gp_buf b;
     gp_buf_init(&b, 1u << 20);
-    kube_metrics(&b);
+    kube_metrics(NULL, &b);
     char key[256];
     snprintf(key, sizeof key, "\n%s ", series);
     const char *p = strstr(b.data, key);

@@ -101,30 +101,6 @@ START_TEST(bad_files)
 }
 END_TEST
 
-START_TEST(base64)
-{
-    static const struct {
-        const char *in, *out;
-    } ok[] = {
-        {"", ""}, {"Zg==", "f"}, {"Zm8=", "fo"}, {"Zm9v", "foo"}, {"Zm9vYg", "foob"},
-        {"Zm9v\nYmFy\n", "foobar"}, {"YWJj ZGVm", "abcdef"},
-    };
-    for (size_t i = 0; i < GP_ARRAY_LEN(ok); i++) {
-        size_t n;
-        char *d = kubeconfig_base64_decode(ok[i].in, &n);
-        ck_assert_ptr_nonnull(d);
-        ck_assert_uint_eq(n, strlen(ok[i].out));
-        ck_assert_str_eq(d, ok[i].out);
-        free(d);
-    }
-    static const char *const no[] = {"Z", "Zm9vY", "Zg==Zg", "Zm9v!", "Zg==="};
-    for (size_t i = 0; i < GP_ARRAY_LEN(no); i++) {
-        size_t n;
-        ck_assert_msg(kubeconfig_base64_decode(no[i], &n) == NULL, "%s", no[i]);
-    }
-}
-END_TEST
-
 START_TEST(incluster)
 {
     char *dir = livetest_tmpdir();
@@ -185,7 +161,6 @@ Suite *suite_kubeconfig(void)
     tcase_add_test(tc, cert_data);
     tcase_add_test(tc, insecure_no_user);
     tcase_add_loop_test(tc, bad_files, 0, (int)GP_ARRAY_LEN(bad));
-    tcase_add_test(tc, base64);
     tcase_add_test(tc, incluster);
     tcase_add_test(tc, status_message_and_escape);
     suite_add_tcase(s, tc);

@@ -151,7 +151,7 @@ START_TEST(shipped_config)
 {
     schedcfg c;
     gp_err err;
-    ck_assert_msg(schedcfg_load("manifests/scheduler-config.yaml", &c, &err) == 0, "%s", err.msg);
+    ck_assert_msg(schedcfg_load("manifests/base/scheduler-config.yaml", &c, &err) == 0, "%s", err.msg);
     ck_assert(c.has_extender);
     ck_assert(c.ext_filter && c.ext_prioritize && c.ext_bind);
     /* the shipped deployment: every pod through gpupack, kube-scheduler's

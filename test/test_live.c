@@ -25,6 +25,7 @@ typedef struct live_env {
     int port;
     gp_kube *gp;      /* an HTTP client pointed at gpupack */
     const char *extra[8];   /* more serve flags (NULL-terminated) */
+    bool no_wait;           /* gp_start returns before /readyz says ready */
 } live_env;
 
 static json_t *node(const char *name, int ngpus, int mem)
@@ -130,7 +131,7 @@ static void gp_start(live_env *x)
     gp_err err;
     x->gp = kube_new(&a, &err);
     ck_assert_ptr_nonnull(x->gp);
-    ck_assert_msg(wait_ready(x, 10), "gpupack never became ready");
+    ck_assert_msg(x->no_wait || wait_ready(x, 10), "gpupack never became ready");
 }
 
 static void gp_stop(live_env *x)
@@ -821,6 +822,45 @@ START_TEST(wrong_uid_writes_nothing)
 }
 END_TEST
 
+/* A restarted gpupack has listed the nodes but not yet the pods: a filter
+ * sees every GPU free, and a bind placed there could hand out another pod's
+ * GPUs. It is refused before any API call; kube-scheduler retries it. */
+START_TEST(bind_refused_before_pods_listed)
+{
+    live_env x;
+    env_setup(&x);
+    fakeapi_put_pod(x.f, gpu_pod("early", 4096));
+    fakeapi_delay(x.f, "GET", "/api/v1/pods?", 4000, 1);   /* the first pod LIST is slow */
+    x.no_wait = true;
+    gp_start(&x);
+    json_t *pod = sched_pod(&x, "early");
+    json_t *args = json_pack("{s:O,s:[s]}", "Pod", pod, "NodeNames", "node-a");
+    char *body = json_dumps(args, JSON_COMPACT);
+    json_t *out = NULL;
+    long st = 0;
+    for (int i = 0; i < 200 && fakeapi_count(x.f, "GET", "/api/v1/nodes?") == 0; i++)
+        usleep(10000);
+    ck_assert(http(&x, "POST", "/filter", body, &out, &st) == 0);
+    json_decref(out);
+    ck_assert_int_eq(bind(&x, "early", uid_of(pod), "node-a", &out), 200);
+    const char *e = json_string_value(json_object_get(out, "Error"));
+    ck_assert_msg(e && strstr(e, "not ready"), "%s", e ? e : "(null)");
+    json_decref(out);
+    ck_assert_int_eq(fakeapi_count(x.f, "POST", "/binding"), 0);
+    /* once the map is complete the same bind goes through */
+    ck_assert(wait_ready(&x, 10));
+    ck_assert(http(&x, "POST", "/filter", body, &out, &st) == 0);
+    json_decref(out);
+    ck_assert_int_eq(bind(&x, "early", uid_of(pod), "node-a", &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    free(body);
+    json_decref(args);
+    json_decref(pod);
+    env_teardown(&x);
+}
+END_TEST
+
 /* The pod changed after gpupack last saw it (a label, with the watch
  * silent): the Binding's resourceVersion precondition fails, gpupack checks
  * that it is the same pod, still unbound, and binds it as it is now. */
@@ -932,6 +972,7 @@ Suite *suite_live(void)
     tcase_add_test(tb, accepted_bind_never_expires);
     tcase_add_test(tb, stalled_watch_is_restarted);
     tcase_add_test(tb, wrong_uid_writes_nothing);
+    tcase_add_test(tb, bind_refused_before_pods_listed);
     tcase_add_test(tb, changed_pod_binds_on_second_try);
     tcase_add_test(tb, slow_binds_leave_verbs_free);
     suite_add_tcase(s, tb);

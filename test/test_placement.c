@@ -210,7 +210,7 @@ START_TEST(whole_gpu_and_reserve)
     gp_node *n = tu_node("n", 2, mem, used, NULL);
     gp_pod_req r;
     tu_req(&r, "u", 1, 0, GP_CORE_FULL);
-    r.ctrs[0].mem_permille = GP_CORE_FULL;
+    r.ctrs[0].mem_ppm = GP_PPM_FULL;
     gp_place_opts o;
     placement_default_opts(&o);
     o.reserve_mem_mib = 1024;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pack/clusterfile.h"
@@ -69,6 +70,44 @@ START_TEST(plugin_commands)
 }
 END_TEST
 
+/* --help prints the usage and exits 0 (no comment characters of the script leak into it);
+ * a usage error prints one line and a hint on stderr and exits 2. No kubectl is called. */
+static const struct {
+    const char *args;
+    int rc;
+    const char *want;
+} usage_cases[] = {
+    {"--help", 0, "kubectl gpupack explain NAMESPACE/POD"},
+    {"-h", 0, "kubectl gpupack inspect [NODE] [-o json]"},
+    {"inspect --help", 0, "kubectl gpupack metrics"},
+    {"help", 0, "kubectl gpupack ui [LOCAL_PORT]"},
+    {"", 2, "kubectl gpupack: a command is needed"},
+    {"bogus", 2, "kubectl gpupack: unknown command \"bogus\""},
+    {"explain", 2, "kubectl gpupack: explain needs NAMESPACE/POD"},
+    {"explain trainer", 2, "not \"trainer\""},
+};
+
+START_TEST(plugin_help_and_usage_errors)
+{
+    char *cmd = xasprintf("KUBECTL=false sh scripts/kubectl-gpupack %s 2>&1", usage_cases[_i].args);
+    FILE *p = popen(cmd, "r");
+    static char out[1 << 14];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == usage_cases[_i].rc,
+                  "kubectl gpupack %s: exit %d, want %d:\n%s", usage_cases[_i].args,
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, usage_cases[_i].rc, out);
+    ck_assert_msg(strstr(out, usage_cases[_i].want), "kubectl gpupack %s: output lacks \"%s\":\n%s",
+                  usage_cases[_i].args, usage_cases[_i].want, out);
+    ck_assert_msg(out[0] != '#' && !strstr(out, "\n#"), "kubectl gpupack %s: a stray '#':\n%s",
+                  usage_cases[_i].args, out);
+    if (usage_cases[_i].rc == 2)
+        ck_assert_msg(strstr(out, "Run 'kubectl gpupack --help' for usage."), "no hint:\n%s", out);
+    free(cmd);
+}
+END_TEST
+
 Suite *suite_plugin(void);
 Suite *suite_plugin(void)
 {
@@ -76,6 +115,7 @@ Suite *suite_plugin(void)
     TCase *t = tcase_create("kubectl-gpupack");
     tcase_set_timeout(t, 30);
     tcase_add_loop_test(t, plugin_commands, 0, (int)GP_ARRAY_LEN(cases));
+    tcase_add_loop_test(t, plugin_help_and_usage_errors, 0, (int)GP_ARRAY_LEN(usage_cases));
     suite_add_tcase(s, t);
     return s;
 }

@@ -263,9 +263,9 @@ START_TEST(decodes)
         if (w->name)
             ck_assert_str_eq(g->name, w->name);
         ck_assert_msg(g->init == w->init && g->count == w->count && g->mem_mib == w->mem &&
-                          g->mem_permille == w->permille && g->core == w->core,
+                          g->mem_ppm == w->permille * 1000 && g->core == w->core,
                       "case %d ctr %d (%s): init %d count %d mem %lld permille %d core %d", _i, i,
-                      g->name, g->init, g->count, (long long)g->mem_mib, g->mem_permille, g->core);
+                      g->name, g->init, g->count, (long long)g->mem_mib, g->mem_ppm / 1000, g->core);
     }
     json_decref(root);
 }
@@ -322,7 +322,7 @@ static const bad_case bad_cases[] = {
     {LIMQ("gpupack.io/gpu-count", "'500m'"), NAMES_DEFAULT, F_CNT},
     {LIMQ("gpupack.io/gpu-core", "'0.5'"), NAMES_DEFAULT, F_CORE},
     {MEMQ("'-1'"), NAMES_DEFAULT, F_MEM ": quantity \"-1\" is negative"},
-    {MEMQ("-1"), NAMES_DEFAULT, F_MEM ": negative value"},
+    {MEMQ("-1"), NAMES_DEFAULT, F_MEM ": -1 is negative"},
     {MEMQ("-1.0"), NAMES_DEFAULT, F_MEM},
     {MEMQ("'abc'"), NAMES_DEFAULT, F_MEM},
     {MEMQ("''"), NAMES_DEFAULT, F_MEM ": empty quantity"},

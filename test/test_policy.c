@@ -123,6 +123,16 @@ static const struct bad_case {
     {"bad_shape_weight.yaml", 6, 35, "weight: 0 is out of range"},
     {"cpu_shape_without_cpu.yaml", 6, 7, "a shape with gpus: 0 (a CPU-only task) needs cpuMilli"},
     {"bad_policy_name.yaml", 3, 18, "bad policy name \"Bad_Name\""},
+    {"unknown_format.yaml", 5, 30, "formats[1]: unknown request format \"runai\" (expected one "
+                                   "of: aliyun, kai, hami, volcano, tke)"},
+    {"format_twice.yaml", 5, 36, "formats[2]: request format \"hami\" is listed twice"},
+    {"formats_not_list.yaml", 5, 24, "spec.resources.formats: expected a list, got a scalar"},
+    {"formats_aliyun_native.yaml", 7, 14, "formats lists aliyun, but profile: native disables"},
+    {"bad_nvidia_gpu.yaml", 5, 26, "unknown owner of nvidia.com/gpu \"kubelet\" (expected one of: "
+                                   "device-plugin, gpupack)"},
+    {"nvidia_gpu_without_hami.yaml", 7, 16, "nvidiaGPU: gpupack reads nvidia.com/gpu as HAMi does; "
+                                            "list hami in formats"},
+    {"resource_of_format.yaml", 5, 14, "resource name \"nvidia.com/gpumem\" is hami's"},
 };
 
 START_TEST(bad_fixture)
@@ -245,6 +255,39 @@ START_TEST(bounds)
 END_TEST
 
 /* ============================================================ what a policy sets */
+
+START_TEST(request_formats)
+{
+    gp_policy_set *s = set_from(HDR "metadata: {name: some}\n"
+                                    "spec:\n"
+                                    "  match: {namespaces: [ml]}\n"
+                                    "  resources:\n"
+                                    "    formats: [kai, hami]\n"
+                                    "    nvidiaGPU: gpupack\n"
+                                    "---\n" HDR "metadata: {name: none}\n"
+                                    "spec:\n"
+                                    "  match: {namespaces: [web]}\n"
+                                    "  resources: {formats: []}\n");
+    gp_policy_view v;
+    gp_err err;
+    ck_assert_int_eq(policy_select(s, "ml", NULL, NULL, 0, &v, &err), 0);
+    ck_assert_uint_eq(v.names.formats,
+                      GP_FORMAT_BIT(GP_PROFILE_KAI) | GP_FORMAT_BIT(GP_PROFILE_HAMI));
+    ck_assert(v.names.nvidia_gpu);
+    ck_assert_str_eq(v.names.aliyun_mem, "");   /* aliyun not listed */
+    ck_assert_int_eq(policy_select(s, "web", NULL, NULL, 0, &v, &err), 0);
+    ck_assert_uint_eq(v.names.formats, 0);
+    ck_assert(!v.names.nvidia_gpu);
+    ck_assert_str_eq(v.names.aliyun_mem, "");
+    /* without the key: every format, nvidia.com/gpu left to the device plugin */
+    ck_assert_int_eq(policy_select(s, "other", NULL, NULL, 0, &v, &err), 0);
+    ck_assert_str_eq(v.name, "default");
+    ck_assert_uint_eq(v.names.formats, GP_FORMATS_OTHER);
+    ck_assert(!v.names.nvidia_gpu);
+    ck_assert_str_eq(v.names.aliyun_mem, "aliyun.com/gpu-mem");
+    policy_set_unref(s);
+}
+END_TEST
 
 START_TEST(view_fields)
 {
@@ -712,6 +755,7 @@ Suite *suite_policy(void)
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("validation");
     tcase_add_loop_test(tc, bad_fixture, 0, (int)GP_ARRAY_LEN(bad_cases));
+    tcase_add_test(tc, request_formats);
     tcase_add_test(tc, every_error_of_a_file);
     tcase_add_test(tc, errors_across_files);
     tcase_add_test(tc, bounds);

@@ -30,7 +30,7 @@ static void setup(void)
     gp_err err;
     ck_assert_int_eq(trace_load_nodes(FIX "nodes.csv", &nodes, &nn, &err), 0);
     ck_assert_int_eq(trace_load_pods(FIX "pods.csv", &pods, &np, &err), 0);
-    frag_shapes_from_trace(pods, np, 1.0, true, true, &shapes);
+    trace_shapes(pods, np, 1.0, true, true, &shapes);
 }
 
 static void teardown(void)
@@ -187,7 +187,7 @@ START_TEST(default_weight_is_the_manifests)
 {
     /* prioritize mode must model the extender weight the manifests ship */
     gp_err err;
-    json_t *cfg = yamljson_load_file("manifests/scheduler-config.yaml", &err);
+    json_t *cfg = yamljson_load_file("manifests/base/scheduler-config.yaml", &err);
     ck_assert_msg(cfg != NULL, "%s", err.msg);
     json_t *doc = json_array_get(cfg, 0);   /* the stream's documents */
     json_t *w = json_object_get(json_array_get(json_object_get(doc, "extenders"), 0), "weight");

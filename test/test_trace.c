@@ -50,7 +50,8 @@ START_TEST(loads_pods_and_maps_them)
     ck_assert_int_eq(r.nctrs, 1);
     ck_assert_int_eq(r.ctrs[0].count, 1);
     ck_assert_int_eq(r.ctrs[0].core, 500);
-    ck_assert_int_eq(r.ctrs[0].mem_permille, 500);
+    ck_assert_int_eq(r.ctrs[0].mem_ppm, 500000);
+    ck_assert_int_eq(r.ctrs[0].ask, GP_ASK_SHARE);
     ck_assert_int_eq(r.ctrs[0].mem_mib, 0);
     ck_assert_int_eq(r.cpu_milli, 1000);
     trace_pod_to_req(&p[3], "p3", &r);

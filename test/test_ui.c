@@ -193,8 +193,10 @@ START_TEST(ui_route_and_summary)
     body = tu_http("GET", url, NULL, &st);
     ck_assert_ptr_nonnull(strstr(body, "gpupack_gpus_idle 9\n"));
     ck_assert_ptr_nonnull(strstr(body, "gpupack_gpu_fragmentation_ratio 0."));
-    ck_assert_ptr_nonnull(strstr(body, "gpupack_node_gpu_memory_mib{node=\"node-a100\",kind=\"used\"} 28672\n"));
-    ck_assert_ptr_nonnull(strstr(body, "gpupack_model_gpu_memory_mib{model=\"A100-SXM4-80GB\",kind=\"used\"} 28672\n"));
+    ck_assert_ptr_nonnull(strstr(body, "gpupack_node_gpu_memory_mib{node=\"node-a100\",kind=\"used\"} 20480\n"));
+    ck_assert_ptr_nonnull(strstr(body, "gpupack_node_gpu_memory_mib{node=\"node-t4\",kind=\"used\"} 8192\n"));
+    ck_assert_ptr_nonnull(strstr(body, "gpupack_model_gpu_memory_mib{model=\"A100-SXM4-80GB\",kind=\"used\"} 20480\n"));
+    ck_assert_ptr_nonnull(strstr(body, "gpupack_model_gpu_memory_mib{model=\"Tesla-T4\",kind=\"used\"} 8192\n"));
     free(body);
     fx_stop(&f);
 }
@@ -251,7 +253,7 @@ START_TEST(chromium_renders_example_cluster)
     fixture f;
     fx_start(&f);
     char url[200];
-    snprintf(url, sizeof url, "%s/ui#gpu=node-a100/1", f.base);
+    snprintf(url, sizeof url, "%s/ui#gpu=node-t4/0", f.base);
     char *dom = run_chromium(bin, "--dump-dom", url);
     /* figures over the example cluster after one bind */
     const char *want[] = {
@@ -266,7 +268,7 @@ START_TEST(chromium_renders_example_cluster)
         ">serving</option>",
         ">inference</option>",         /* policy filter */
         ">Tesla-T4</option>",          /* model filter */
-        "node-a100 · GPU 1",           /* the pinned GPU's details */
+        "node-t4 · GPU 0",             /* the pinned GPU's details */
         "serving/infer-1",
         "8192 MiB",                    /* its memory, and the pod's */
         "25 %",

@@ -29,16 +29,16 @@ static int on_line(void *ud, const char *line, size_t len)
 }
 
 static const char *const streams[] = {
-    "samples/wire/watch/pods-watch.jsonl",
-    "samples/wire/watch/nodes-watch.jsonl",
-    "samples/wire/watch/pods-watch-no-rv-initial-state.jsonl",
-    "samples/wire/gone/watch-pods-rv1-410.jsonl",
-    "samples/wire/gone/watch-nodes-rv1-410.jsonl",
+    "wire/watch/pods-watch.jsonl",
+    "wire/watch/nodes-watch.jsonl",
+    "wire/watch/pods-watch-no-rv-initial-state.jsonl",
+    "wire/gone/watch-pods-rv1-410.jsonl",
+    "wire/gone/watch-nodes-rv1-410.jsonl",
 };
 
 static char *load(const char *rel, size_t *len)
 {
-    char *p = livetest_shared(rel);
+    char *p = livetest_captured(rel);
     char *data = livetest_read(p, len);
     ck_assert_msg(data != NULL, "cannot read %s", p);
     free(p);
@@ -126,7 +126,7 @@ START_TEST(pods_event_sequence)
     static const char *const rvs[] = {"229", "231", "233", "234", "235", "238", "239",
                                       "240", "241", "242", "243", "244", "245", "245"};
     size_t len;
-    char *data = load("samples/wire/watch/pods-watch.jsonl", &len);
+    char *data = load("wire/watch/pods-watch.jsonl", &len);
     size_t i = 0;
     char *save = NULL;
     for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {

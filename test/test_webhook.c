@@ -9,6 +9,7 @@
 #include "model/annotations.h"
 #include "http/server.h"
 #include "testutil.h"
+#include "model/podenv.h"
 #include "sched/webhook.h"
 #include "lib/yamljson.h"
 
@@ -31,25 +32,12 @@ static char *review_of(const char *pod, const char *op, const char *kind)
                      kind, op, pod);
 }
 
-/* Decodes a base64 string (test-only; the module only encodes). */
+/* Decodes a base64 string (the test fails on malformed input). */
 static char *unbase64(const char *s)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(s);
-    char *out = xcalloc(1, n + 1);
-    size_t o = 0;
-    unsigned v = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n && s[i] != '='; i++) {
-        const char *p = strchr(tab, s[i]);
-        ck_assert_msg(p && s[i], "bad base64 char %c", s[i]);
-        v = (v << 6) | (unsigned)(p - tab);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((v >> bits) & 0xff);
-        }
-    }
+    size_t n;
+    char *out = gp_base64_decode(s, &n);
+    ck_assert_msg(out, "not base64: %s", s);
     return out;
 }
 
@@ -181,6 +169,38 @@ static const review_case review_cases[] = {
      true, NULL, NULL},
     {"aliyun profile", POD("{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"2\"}}}]}"),
      "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/0/env", NULL},
+    /* other systems' formats get the same variables, on the containers that ask */
+    {"KAI gpu-fraction: the fraction container only",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"annotations\":"
+     "{\"gpu-fraction\":\"0.5\",\"gpu-fraction-container-name\":\"gpu-workload\"}},\"spec\":{"
+     "\"schedulerName\":\"kai-scheduler\",\"containers\":[" CTR_PLAIN ",{\"name\":\"gpu-workload\"}]}}",
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/1/env", NULL},
+    {"KAI gpu-memory on an init container",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"annotations\":"
+     "{\"gpu-memory\":\"2000\",\"gpu-fraction-container-name\":\"gpu-init\"}},\"spec\":{"
+     "\"initContainers\":[{\"name\":\"gpu-init\"}],\"containers\":[" CTR_PLAIN "]}}",
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/initContainers/0/env", NULL},
+    {"KAI gpu-fraction out of range: untouched, warned",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"annotations\":"
+     "{\"gpu-fraction\":\"2\"}},\"spec\":{\"containers\":[" CTR_PLAIN "]}}",
+     "CREATE", "Pod", NULL, 200, true, NULL, "annotation gpu-fraction: 2 is outside (0, 1]"},
+    {"HAMi", POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+                 "\"nvidia.com/gpu\":1,\"nvidia.com/gpumem\":3000,\"nvidia.com/gpucores\":30}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/0/env", NULL},
+    {"Volcano, second container",
+     POD("{\"containers\":[" CTR_PLAIN ",{\"name\":\"c\",\"resources\":{\"limits\":{"
+         "\"volcano.sh/vgpu-number\":1,\"volcano.sh/vgpu-memory\":3000}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/1/env", NULL},
+    {"TKE", POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+                "\"tencent.com/vcuda-core\":50,\"tencent.com/vcuda-memory\":30}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, "ADD_ALL:/spec/containers/0/env", NULL},
+    {"nvidia.com/gpu alone: the device plugin's, untouched",
+     POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, NULL, NULL},
+    {"mixed formats: untouched, warned",
+     POD("{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+         "\"gpupack.io/gpu-mem\":1,\"volcano.sh/vgpu-memory\":3}}}]}"),
+     "CREATE", "Pod", NULL, 200, true, NULL, "pod mixes gpupack.io/gpu-mem"},
     {"malformed request: untouched, warned",
      POD("{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"gpupack.io/gpu-core\":\"200\"}}}]}"),
      "CREATE", "Pod", NULL, 200, true, NULL, "compute share"},
@@ -328,7 +348,7 @@ START_TEST(test_idempotent)
     ck_assert_msg(json_equal(a, b), "%s: the patch changed more than env", rc->name);
     gp_resource_names n = names();
     gp_err err;
-    ck_assert_msg(webhook_check_pod(pod, &n, &err) == 0, "%s: %s", rc->name, err.msg);
+    ck_assert_msg(podenv_check(pod, &n, &err) == 0, "%s: %s", rc->name, err.msg);
     char *pod_text = json_dumps(pod, JSON_COMPACT);
     char *body2 = review_of(pod_text, "CREATE", "Pod");
     json_t *ops2;
@@ -352,17 +372,17 @@ START_TEST(test_check_pod_refuses_unmutated)
     gp_resource_names n = names();
     gp_err err;
     json_t *pod = json_loads(POD("{\"containers\":[" CTR_PLAIN "," CTR_GPU "}]}"), 0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), -1);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "containers[1] (main)"));
     json_decref(pod);
     /* a hand-wired variable pointing elsewhere does not count */
     pod = json_loads(POD("{\"containers\":[" CTR_GPU ",\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\","
                          "\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.annotations['gpupack.io/visible-devices']\"}}}]}]}"),
                      0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), -1);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), -1);
     json_decref(pod);
     pod = json_loads(POD("{\"containers\":[" CTR_PLAIN "]}"), 0, NULL);
-    ck_assert_int_eq(webhook_check_pod(pod, &n, &err), 0);
+    ck_assert_int_eq(podenv_check(pod, &n, &err), 0);
     json_decref(pod);
 }
 END_TEST
@@ -400,19 +420,6 @@ START_TEST(test_real_review_and_truncations)
         free(part);
     }
     free(body);
-}
-END_TEST
-
-START_TEST(test_base64)
-{
-    static const char *const vec[][2] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                         {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
-                                         {"foobar", "Zm9vYmFy"}};
-    for (size_t i = 0; i < GP_ARRAY_LEN(vec); i++) {
-        char *b = webhook_base64(vec[i][0], strlen(vec[i][0]));
-        ck_assert_str_eq(b, vec[i][1]);
-        free(b);
-    }
 }
 END_TEST
 
@@ -502,6 +509,82 @@ START_TEST(test_annotations_aliyun)
 }
 END_TEST
 
+/* A native sidecar (an init container that keeps running) asking GPUs gets
+ * its keys, and so does an aliyun pod's init container (its own request as
+ * its limit, on the pod's one GPU). */
+START_TEST(test_annotations_sidecar_and_aliyun_init)
+{
+    gp_node *node = two_gpu_node();
+    json_t *pod = json_loads(
+        POD("{\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":\"Always\","
+            "\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"100\"}}}],"
+            "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"200\"}}}]}"),
+        0, NULL);
+    gp_resource_names n = names();
+    gp_pod_req r;
+    gp_err err;
+    ck_assert_int_eq(podreq_decode(pod, &n, &r, &err), 0);
+    ck_assert_int_eq(r.nctrs, 2);
+    gp_assignment a = {.node = "n1", .nctrs = 2};
+    for (int i = 0; i < 2; i++) {
+        gp_strlcpy(a.ctrs[i].name, r.ctrs[i].name, sizeof a.ctrs[i].name);
+        a.ctrs[i].init = r.ctrs[i].init;   /* the sidecar's is false: it does not run once */
+        a.ctrs[i].ngpus = 1;
+        a.ctrs[i].gpus[0] = (gp_gpu_grant){0, r.ctrs[i].mem_mib, 0};
+    }
+    json_t *out = json_object();
+    annotations_add_containers(out, pod, &a, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-mem-limit"), "100m");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-0-mem-limit"), "200m");
+    json_decref(out);
+    json_decref(pod);
+    pod = json_loads(
+        POD("{\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"1\"}}}],"
+            "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"2\"}}}]}"),
+        0, NULL);
+    gp_assignment b = {.node = "n1", .nctrs = 1};
+    gp_strlcpy(b.ctrs[0].name, "m", sizeof b.ctrs[0].name);
+    b.ctrs[0].ngpus = 1;
+    b.ctrs[0].gpus[0] = (gp_gpu_grant){1, 2048, 0};
+    out = json_object();
+    annotations_add_containers(out, pod, &b, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-mem-limit"), "1024m");
+    ck_assert_str_eq(ann(out, "gpupack.io/init-0-visible-devices"), "GPU-bbb");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-0-mem-limit"), "2048m");
+    json_decref(out);
+    json_decref(pod);
+    free(node);
+}
+END_TEST
+
+/* A KAI pod: the fraction container gets the keys, with the memory its
+ * fraction came to on the GPU bind chose; its siblings get none. */
+START_TEST(test_annotations_kai)
+{
+    gp_node *node = two_gpu_node();
+    json_t *pod = json_loads(
+        "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"gpu-fraction\":\"0.5\","
+        "\"gpu-fraction-container-name\":\"gpu-workload\"}},\"spec\":{\"containers\":["
+        "{\"name\":\"sidecar\"},{\"name\":\"gpu-workload\"}]}}",
+        0, NULL);
+    gp_assignment a = {.node = "n1", .nctrs = 1};
+    gp_strlcpy(a.ctrs[0].name, "gpu-workload", sizeof a.ctrs[0].name);
+    a.ctrs[0].ngpus = 1;
+    a.ctrs[0].gpus[0] = (gp_gpu_grant){0, 20480, 0};
+    json_t *out = json_object();
+    gp_resource_names n = names();
+    annotations_add_containers(out, pod, &a, node, &n);
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-1-visible-devices"), "GPU-aaa");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-1-mem-limit"), "20480m");
+    ck_assert_str_eq(ann(out, "gpupack.io/ctr-1-sm-limit"), "100");
+    ck_assert_ptr_null(json_object_get(out, "gpupack.io/ctr-0-visible-devices"));
+    ck_assert_uint_eq(json_object_size(out), 5);
+    json_decref(out);
+    json_decref(pod);
+    free(node);
+}
+END_TEST
+
 /* ----------------------------------------------------- the listener -- */
 
 static size_t sink(char *p, size_t sz, size_t n, void *ud)
@@ -565,9 +648,10 @@ Suite *suite_webhook(void)
     tcase_add_loop_test(tc, test_idempotent, 0, (int)GP_ARRAY_LEN(review_cases));
     tcase_add_test(tc, test_check_pod_refuses_unmutated);
     tcase_add_test(tc, test_real_review_and_truncations);
-    tcase_add_test(tc, test_base64);
     tcase_add_test(tc, test_annotations_native);
     tcase_add_test(tc, test_annotations_aliyun);
+    tcase_add_test(tc, test_annotations_kai);
+    tcase_add_test(tc, test_annotations_sidecar_and_aliyun_init);
     tcase_add_test(tc, test_listener_routes);
     suite_add_tcase(s, tc);
     return s;

@@ -74,11 +74,10 @@ json_t *tu_load_json(const char *path)
     return j;
 }
 
-const char *tu_shared(const char *rel)
+const char *tu_captured(const char *rel)
 {
     static char buf[1024];
-    const char *root = getenv("GPUPACK_SHARED");
-    snprintf(buf, sizeof buf, "%s/%s", root && *root ? root : "../shared", rel);
+    snprintf(buf, sizeof buf, "test/fixtures/captured/%s", rel);
     return buf;
 }
 

@@ -21,8 +21,9 @@ void tu_req(gp_pod_req *r, const char *uid, int count, int64_t mem, int core_per
 void tu_add_ctr(gp_pod_req *r, const char *name, bool init, int count, int64_t mem, int core);
 /* Loads a JSON file (aborts the test on failure); path relative to the repo root. */
 json_t *tu_load_json(const char *path);
-/* Path of a file under shared/ (GPUPACK_SHARED, default ../shared); static buffer. */
-const char *tu_shared(const char *rel);
+/* Path of a capture from the real kube-scheduler / kube-apiserver under
+ * test/fixtures/captured/ (README there); static buffer, overwritten by the next call. */
+const char *tu_captured(const char *rel);
 /* One HTTP request (body NULL: none); returns the answer body, owned. */
 char *tu_http(const char *method, const char *url, const char *body, long *status);
 /* A whole text file (aborts the test on failure); owned. */

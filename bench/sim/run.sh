@@ -32,7 +32,7 @@ run() {   # label trace extra-args...
 : > "$OUT/wall_times.txt"
 D=openb_pod_list_default
 I="--scheduler-config none --weight 5"   # ideal: gpupack alone over every node (prioritize: weight 5)
-# the shipped deployment (manifests/scheduler-config.yaml + policies/) on every trace
+# the shipped deployment (manifests/base/scheduler-config.yaml + policies/) on every trace
 for V in $D openb_pod_list_gpushare40 openb_pod_list_gpuspec10 openb_pod_list_multigpu20 openb_pod_list_cpu050; do
   run shipped $V
 done

@@ -120,8 +120,8 @@ typedef struct gp_leader_status {
 } gp_leader_status;
 void leader_status(gp_leader *l, gp_leader_status *out);
 
-/* Appends the gpupack_leader_* metric families (Prometheus text). */
-void leader_metrics(gp_leader *l, gp_buf *out);
+/* metrics_fn (leader: a gp_leader *): the gpupack_leader_* families. */
+void leader_metrics(void *leader, gp_buf *out);
 /* {"identity","holder","leading","mayBind","sinceRenewSeconds",...} (owned). */
 json_t *leader_inspect(gp_leader *l);
 

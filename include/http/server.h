@@ -8,6 +8,7 @@
 #include "pack/cluster.h"
 #include "sched/extender.h"
 #include "model/podreq.h"
+#include "lib/metrics.h"
 #include "lib/util.h"
 
 /* 4 MiB: with nodeCacheCapable (node names only) a 5,000-node filter body is
@@ -43,8 +44,10 @@ typedef struct gp_server_hooks {
     void *ud;
     /* /readyz: ready or not, with a line of detail (e.g. "stale: watch down 12s"). */
     bool (*ready)(void *ud, char *detail, size_t len);
-    /* /metrics: appends more metric families. */
-    void (*metrics)(void *ud, gp_buf *out);
+    /* /metrics: the writers of the other modules, rendered after the
+     * listener's, the extender's and the store's own families (borrowed;
+     * NULL = none). */
+    const gp_metrics *metrics;
     /* /inspect: returns an owned object merged into the answer (e.g. policies). */
     json_t *(*inspect)(void *ud);
 } gp_server_hooks;

@@ -109,7 +109,7 @@ void kube_status_message(const char *body, size_t len, char *out, size_t outlen)
  * subresource: gpupack_kube_requests_total, body bytes sent and received, and
  * gpupack_kube_connections_total (connections opened; a request that reused a
  * connection adds none). Thread-safe. */
-void kube_metrics(gp_buf *out);
+void kube_metrics(void *unused, gp_buf *out);   /* a metrics_fn (lib/metrics.h); ud unused */
 
 /* The resource and subresource a request path names ("/api/v1/namespaces/a/
  * pods/p/binding" -> "pods", "binding"; the query is ignored). Returns 1 for a

@@ -16,8 +16,4 @@
  * position). */
 int kubeconfig_load(const char *path, const char *context, gp_kube_auth *out, gp_err *err) GP_WUR;
 
-/* Decodes standard base64 (whitespace ignored, padding optional). Returns an
- * owned buffer (NUL-terminated, *len without the NUL), or NULL when malformed. */
-char *kubeconfig_base64_decode(const char *s, size_t *len);
-
 #endif

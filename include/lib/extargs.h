@@ -19,14 +19,21 @@
 typedef struct gp_extargs {
     json_t *pod;            /* owned; NULL when absent or null. Reduced to what the
                              * extender reads: metadata name, namespace, uid, labels
-                             * and the annotations under gpupack.io/; spec.containers and
-                             * spec.initContainers with their name and resources. */
+                             * and the annotations extargs_annotation_prefixes name;
+                             * spec.containers and spec.initContainers with their name
+                             * and resources. */
     json_t *nodes;          /* owned; NULL when absent or null */
     bool has_names;         /* NodeNames present and not null */
     size_t nnames;
     const char **names;     /* nnames pointers into arena */
     char *arena;
 } gp_extargs;
+
+/* The pod annotations the scanner keeps, by key prefix (NULL-terminated): what
+ * podreq_decode reads (gpupack's, and the other systems' request formats of
+ * model/formats.h) and what restores assignments. formats_annotation_kept()
+ * applies the same list to every other trimmed copy of a pod. */
+extern const char *const extargs_annotation_prefixes[];
 
 /* Returns 0 and fills *out, or -1 when the body is not in the plain form
  * (nothing to free then). */

@@ -9,11 +9,13 @@
 
 /* Appends s as a JSON string literal (quotes, escapes; bytes >= 0x80 are
  * copied as they are: callers pass text that jansson already validated as
- * UTF-8, or ASCII). Returns 0, or -1 past the buffer's limit. */
-int jsonw_str(gp_buf *b, const char *s) GP_WUR;
+ * UTF-8, or ASCII). Returns 0, or -1 when the buffer has failed (past its
+ * limit, now or before: the error sticks, so callers may check once with
+ * gp_buf_failed at the end). */
+int jsonw_str(gp_buf *b, const char *s);
 /* Appends a literal piece of JSON syntax. */
-int jsonw_raw(gp_buf *b, const char *s) GP_WUR;
+int jsonw_raw(gp_buf *b, const char *s);
 /* Appends a jansson value serialised compactly. */
-int jsonw_value(gp_buf *b, const json_t *v) GP_WUR;
+int jsonw_value(gp_buf *b, const json_t *v);
 
 #endif

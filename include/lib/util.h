@@ -3,6 +3,7 @@
 #define GP_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,21 +29,54 @@ typedef struct gp_err {
  * `return gp_fail(err, "...")`. */
 int gp_fail(gp_err *err, const char *fmt, ...) GP_PRINTF(2, 3);
 
-/* A growable byte buffer with a hard size limit, for anything filled from the
- * network. Always NUL-terminated after a successful append. */
+/* A growable byte buffer with a hard size limit and a sticky error (curl's
+ * dynbuf habit). Create it with the limit; the first append that would pass
+ * the limit fails, the failure sticks, and every later append is a no-op. So
+ * a writer appends without checking each call and checks gp_buf_failed()
+ * once at the end:
+ *
+ *   gp_buf b;
+ *   gp_buf_init(&b, PAGE_MAX);
+ *   gp_buf_printf(&b, "a %d\n", 1);
+ *   gp_buf_append(&b, "b\n", 2);
+ *   if (gp_buf_failed(&b)) { gp_buf_free(&b); return -1; }
+ *
+ * The bytes appended before the failure stay (NUL-terminated) until
+ * gp_buf_reset or gp_buf_free; never use them once the buffer has failed.
+ * The buffer owns data; gp_buf_free releases it. Not thread-safe. */
 typedef struct gp_buf {
     char *data;
     size_t len;
     size_t cap;
-    size_t max;   /* appends past this many bytes fail */
+    size_t max;    /* appends past this many bytes fail */
+    bool failed;   /* sticky: an append failed; later appends do nothing */
 } gp_buf;
 
 void gp_buf_init(gp_buf *b, size_t max);
-/* Returns 0, or -1 (buffer unchanged) when the result would exceed b->max. */
-int gp_buf_append(gp_buf *b, const void *p, size_t n) GP_WUR;
-int gp_buf_printf(gp_buf *b, const char *fmt, ...) GP_PRINTF(2, 3) GP_WUR;
+/* Appends n bytes. Returns 0, or -1 when the buffer has failed (now, because
+ * the result would exceed b->max, or earlier). Callers may test the result
+ * at once (a stream that stops at the first failure) or only gp_buf_failed()
+ * at the end. */
+int gp_buf_append(gp_buf *b, const void *p, size_t n);
+int gp_buf_printf(gp_buf *b, const char *fmt, ...) GP_PRINTF(2, 3);
+/* True once an append has failed (until gp_buf_reset). */
+bool gp_buf_failed(const gp_buf *b) GP_WUR;
+/* Empties the buffer and clears its error; keeps the capacity. */
 void gp_buf_reset(gp_buf *b);
 void gp_buf_free(gp_buf *b);   /* accepts a zeroed or freed buffer */
+
+/* The one bounded file reader: the whole file at `path`, at most max bytes,
+ * into an owned buffer with a NUL after its *len bytes (len may be NULL).
+ * Returns NULL on failure with err "PATH: <strerror>" (cannot open), "PATH:
+ * larger than MAX bytes" or "PATH: read error", and errno set (EFBIG when
+ * larger than max), for callers that phrase their own message. */
+char *gp_read_file(const char *path, size_t max, size_t *len, gp_err *err);
+
+/* "s" unless n is 1: "%d GPU%s", n, gp_s(n). */
+static inline const char *gp_s(long long n)
+{
+    return n == 1 ? "" : "s";
+}
 
 /* Bounded copy; always terminates dst (dstsize > 0). Returns strlen(src). */
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize);

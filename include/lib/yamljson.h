@@ -21,8 +21,4 @@ json_t *yamljson_parse(const char *text, size_t len, gp_err *err);
  * errors are prefixed with the path. */
 json_t *yamljson_load_file(const char *path, gp_err *err);
 
-/* Reads a whole file into an owned NUL-terminated buffer of at most max
- * bytes. Returns NULL with a message on failure. */
-char *gp_read_file(const char *path, size_t max, size_t *len, gp_err *err);
-
 #endif

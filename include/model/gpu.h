@@ -61,18 +61,43 @@ typedef struct gp_node {
     gp_gpu gpus[GP_MAX_GPUS_PER_NODE];
 } gp_node;
 
-typedef enum { GP_PROFILE_NATIVE = 0, GP_PROFILE_ALIYUN = 1 } gp_profile;
+/* The request format a pod is written in: gpupack's own resources, the
+ * Aliyun gpushare profile, or another GPU-sharing system's (model/formats.h
+ * decodes those). The aliyun profile runs the whole pod on one GPU. */
+typedef enum {
+    GP_PROFILE_NATIVE = 0,
+    GP_PROFILE_ALIYUN = 1,
+    GP_PROFILE_KAI = 2,           /* Run:ai / KAI gpu-fraction, gpu-memory annotations */
+    GP_PROFILE_HAMI = 3,          /* nvidia.com/gpu + gpumem, gpumem-percentage, gpucores */
+    GP_PROFILE_VOLCANO = 4,       /* volcano.sh/vgpu-number, vgpu-memory, vgpu-cores */
+    GP_PROFILE_TKE = 5,           /* tencent.com/vcuda-core, vcuda-memory */
+    GP_PROFILE_COUNT
+} gp_profile;
+
+/* Parts per million: the unit of memory shares relative to each GPU. */
+#define GP_PPM_FULL 1000000
+
+/* How a container asked for its memory. Relative requests (all but MIB) are
+ * resolved on each candidate GPU at placement, never at decode time. */
+typedef enum {
+    GP_ASK_MIB = 0,               /* an amount in MiB (mem_mib) */
+    GP_ASK_WHOLE,                 /* whole GPUs: all the memory of each */
+    GP_ASK_FRACTION,              /* a fraction of each GPU's memory (KAI gpu-fraction); rounded down */
+    GP_ASK_PERCENT,               /* a percentage of it (HAMi, Volcano); rounded down */
+    GP_ASK_SHARE                  /* the trace protocol's share; rounded up */
+} gp_ask;
 
 /* One GPU-using container's request. Memory comes either in MiB or, when
- * mem_mib is 0 and mem_permille > 0, as a share of each GPU's own memory
- * (whole-GPU requests and trace replays use this). */
+ * mem_mib is 0 and mem_ppm > 0, as a share of each GPU's own memory (whole
+ * GPUs, fractions, percentages, trace replays): gp_ctr_mem_on() resolves it. */
 typedef struct gp_ctr_req {
     char name[GP_CTR_NAME_MAX];
     bool init;                    /* an init container: runs before the others */
     int count;                    /* physical GPUs, >= 1 */
     int64_t mem_mib;              /* per GPU */
-    int mem_permille;             /* per GPU, used when mem_mib == 0 */
+    int32_t mem_ppm;              /* per GPU, parts per million; used when mem_mib == 0 */
     int core;                     /* per GPU, per-mille; 0 = unconstrained */
+    unsigned char ask;            /* gp_ask: how the memory was asked (rounding, messages) */
 } gp_ctr_req;
 
 /* What a pod asks of gpupack. `nctrs == 0` means the pod is not managed. */
@@ -85,6 +110,11 @@ typedef struct gp_pod_req {
     gp_ctr_req ctrs[GP_MAX_CTRS]; /* regular containers first, then init containers */
     char models[GP_MODELS_MAX];   /* gpupack.io/gpu-model; "" = any */
     char policy[GP_NAME_MAX];     /* gpupack.io/policy; "" = none asked */
+    /* HAMi / Volcano GPU-type annotations (nvidia.com/use-gputype,
+     * nouse-gputype): ','-separated, matched as case-insensitive substrings of
+     * the GPU model, as those systems do; "" = no constraint */
+    char type_use[GP_MODELS_MAX];
+    char type_nouse[GP_MODELS_MAX];
     int64_t cpu_milli;            /* host requests, for the simulator's fit (0 = none) */
     int64_t host_mem_mib;
 } gp_pod_req;
@@ -125,6 +155,19 @@ typedef struct gp_hold {
     int core;
 } gp_hold;
 
+/* What the watch (or the cluster file) knows of a pod: the store applies it
+ * (cluster_pod_observed). All pointers are borrowed. */
+typedef struct gp_pod_obs {
+    const char *uid, *ns, *name;
+    const char *node_name;         /* spec.nodeName; NULL or "" = not bound */
+    bool terminal;                 /* deleted, or phase Succeeded/Failed */
+    const gp_assignment *assign;   /* decoded from annotations; NULL = none */
+    const gp_gpu_ref *refs;        /* the assignment's GPUs with UUIDs (may be NULL) */
+    int nrefs;
+    const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
+    int64_t cpu_milli, mem_mib;    /* host requests (podreq_host) */
+} gp_pod_obs;
+
 /* Fills holds (capacity GP_MAX_GPUS_PER_NODE) from an assignment; returns
  * how many GPUs the pod holds. Pure. */
 int gp_assignment_holds(const gp_assignment *a, gp_hold *holds);
@@ -136,8 +179,16 @@ bool gp_assignment_equal(const gp_assignment *x, const gp_assignment *y);
 int gp_node_gpu_pos(const gp_node *node, int index);
 
 /* Memory a request needs on a GPU with `alloc_mib` allocatable MiB (its
- * memory less any policy reserve): resolves mem_permille, rounding up. */
+ * memory less any policy reserve): resolves mem_ppm, rounding down for
+ * fractions and percentages (as KAI and HAMi compute them: fractions summing
+ * to 1 always fit together) and up otherwise (the trace protocol); at least
+ * 1 MiB. */
 int64_t gp_ctr_mem_on(const gp_ctr_req *c, int64_t alloc_mib);
+
+/* True when the pod may use a GPU of `model`: gpupack.io/gpu-model (req->models)
+ * and the HAMi/Volcano type annotations (type_use, type_nouse; with Volcano,
+ * use-gputype wins and nouse-gputype is then not read, as Volcano does). */
+bool gp_req_model_ok(const gp_pod_req *req, const char *model);
 
 /* True when `model` is allowed by a '|'-separated list ("" allows all).
  * Case-insensitive; an entry matches whole '-'/' '/'_'-separated tokens of the

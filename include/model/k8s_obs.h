@@ -10,7 +10,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "pack/cluster.h"
 #include "model/gpu.h"
 #include "model/inventory.h"
 #include "lib/util.h"
@@ -22,7 +21,13 @@ typedef struct gp_pod_view {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX], node[GP_NAME_MAX];
     char policy[GP_NAME_MAX];
     bool pending;                    /* not bound, not terminal, not being deleted */
-    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu" */
+    bool wants_gpu;                  /* a container asks a resource whose name mentions "gpu"
+                                      * or "vcuda", or KAI's gpu-fraction / gpu-memory annotation */
+    bool sched_error;                /* pending, and its PodScheduled condition is False with
+                                      * reason SchedulerError: kube-scheduler's last attempt
+                                      * ended in an error (e.g. an extender it could not reach) */
+    bool parked;                     /* pending, PodScheduled False (any reason): kube-scheduler
+                                      * tried it and keeps it until something changes */
     char assign_err[256];            /* annotations present but malformed ("" = fine) */
     gp_gpu_ref refs[GP_MAX_GPUS_PER_NODE];   /* obs.uuids: the assignment's GPU UUIDs */
 } gp_pod_view;
@@ -43,7 +48,8 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
 /* Copies (owned) holding only what gpupack reads: pods keep metadata name,
  * namespace, uid, resourceVersion, labels, deletionTimestamp, the gpupack.io/
  * and ALIYUN_COM_GPU_MEM_ annotations, spec.nodeName, the name and resources
- * of (init)containers, status.phase; nodes keep metadata name, uid,
+ * of (init)containers, status.phase, and for unbound pods the type, status
+ * and reason of the PodScheduled condition; nodes keep metadata name, uid,
  * resourceVersion, labels, annotations, status.capacity/allocatable. */
 json_t *k8s_obs_trim_pod(const json_t *pod);
 json_t *k8s_obs_trim_node(const json_t *node);

@@ -3,6 +3,8 @@
 #define GP_PODREQ_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "model/gpu.h"
 #include "lib/util.h"
@@ -15,14 +17,30 @@ typedef struct gp_resource_names {
     char core[GP_NAME_MAX];         /* default gpupack.io/gpu-core (percent) */
     char aliyun_mem[GP_NAME_MAX];   /* default aliyun.com/gpu-mem; "" disables the profile */
     int64_t aliyun_unit_mib;        /* default 1024 (GiB), 1 when configured as MiB */
+    /* Other systems' request formats accepted (model/formats.h): bits
+     * GP_FORMAT_BIT(GP_PROFILE_KAI) ...; default GP_FORMATS_OTHER (all). */
+    unsigned formats;
+    /* nvidia.com/gpu on its own (no HAMi key beside it) is gpupack's, read as
+     * HAMi reads it (whole GPUs); default false: it is the NVIDIA device
+     * plugin's resource and gpupack leaves it alone. */
+    bool nvidia_gpu;
 } gp_resource_names;
+
+#define GP_FORMAT_BIT(p) (1u << (p))
+#define GP_FORMATS_OTHER                                                                   \
+    (GP_FORMAT_BIT(GP_PROFILE_KAI) | GP_FORMAT_BIT(GP_PROFILE_HAMI) |                      \
+     GP_FORMAT_BIT(GP_PROFILE_VOLCANO) | GP_FORMAT_BIT(GP_PROFILE_TKE))
 
 void podreq_default_names(gp_resource_names *n);
 
 /* Decodes pod metadata and the GPU requests of its containers: limits, with
  * requests as a fallback; init containers flagged; quantities as strings or
  * numbers. A container with only gpu-count gets whole GPUs. Pods asking the
- * aliyun memory resource get the aliyun profile (one GPU per container).
+ * aliyun memory resource get the aliyun profile (one GPU per container); pods
+ * written for another GPU-sharing system (KAI, HAMi, Volcano, TKE: see
+ * model/formats.h) get that format, decoded as that system defines it, when
+ * `names` accepts it. The one entry point for every reader of pods (filter,
+ * bind, the watch, explain, the webhook, the e2e checker).
  * Returns 0 (out->nctrs == 0 means not a gpupack pod) or -1 with a message
  * that names the field. `pod` is borrowed. */
 int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out,
@@ -34,12 +52,15 @@ int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req 
  * absent or malformed. Never fails. `pod` is borrowed. */
 void podreq_host(const json_t *pod, int64_t *cpu_milli, int64_t *mem_mib);
 
-/* One container object (borrowed) of a pod: 1 when it asks gpupack resources
- * (out = its own request, not merged with its siblings as podreq_decode does
- * in the aliyun profile; *profile = which resources it asked), 0 when it asks
- * none, -1 with a message naming `where` when a value is malformed. */
-int podreq_container(const json_t *c, const char *where, const gp_resource_names *names,
-                     gp_ctr_req *out, gp_profile *profile, gp_err *err) GP_WUR;
+/* Container `index` of spec.containers (init_list false) or spec.initContainers
+ * (true) of `pod` (borrowed): 1 when it asks GPUs (out = its own request, not
+ * merged with its siblings as podreq_decode does in the aliyun profile or with
+ * sidecars; *profile = the pod's format), 0 when it asks none (or is not
+ * there), -1 with a message when the pod's request is malformed. KAI's
+ * annotations ask for one container only: the others answer 0. */
+int podreq_container(const json_t *pod, bool init_list, size_t index,
+                     const gp_resource_names *names, gp_ctr_req *out, gp_profile *profile,
+                     gp_err *err) GP_WUR;
 
 /* The pod's labels object (borrowed from pod; NULL when absent). */
 const json_t *podreq_labels(const json_t *pod);

@@ -2,6 +2,7 @@
 #ifndef GP_QUANTITY_H
 #define GP_QUANTITY_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "lib/util.h"
@@ -15,5 +16,14 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err) GP_WUR;
 /* For integer resources (GPU memory, counts, percent): rejects fractions
  * ("1.5", "500m") and negative values. Returns 0 or -1 with a message. */
 int quantity_parse_int(const char *s, int64_t *out, gp_err *err) GP_WUR;
+
+/* The value of resource `name` in a container's `resources` object
+ * (borrowed): limits, then requests (Kubernetes defaults requests from
+ * limits), as a quantity string or a JSON number, whole and non-negative.
+ * Returns 1 (found, *out set), 0 (absent or null) or -1 with a message that
+ * names the field, e.g. `where.resources.limits["name"]: quantity "1.5" is
+ * fractional ...`. */
+int quantity_resource(const json_t *resources, const char *name, const char *where, int64_t *out,
+                      gp_err *err) GP_WUR;
 
 #endif

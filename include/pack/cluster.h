@@ -119,18 +119,6 @@ typedef struct gp_unsettled {
 } gp_unsettled;
 size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, size_t max);
 
-/* What the watch (or the cluster file) knows of a pod. */
-typedef struct gp_pod_obs {
-    const char *uid, *ns, *name;
-    const char *node_name;         /* spec.nodeName; NULL or "" = not bound */
-    bool terminal;                 /* deleted, or phase Succeeded/Failed */
-    const gp_assignment *assign;   /* decoded from annotations; NULL = none */
-    const gp_gpu_ref *refs;        /* the assignment's GPUs with UUIDs (may be NULL) */
-    int nrefs;
-    const char *policy;            /* gpupack.io/policy-used, for /inspect; may be NULL */
-    int64_t cpu_milli, mem_mib;    /* host requests (podreq_host) */
-} gp_pod_obs;
-
 /* Applies an observation: terminal -> release; bound with an assignment whose
  * node matches -> record/confirm as BOUND (the annotations are the truth, even
  * if they differ from what was assumed); bound without gpupack annotations ->

@@ -18,7 +18,6 @@
 #include <stddef.h>
 
 #include "pack/placement.h"
-#include "sim/trace.h"
 
 /* What the measure needs of a node: each usable GPU's free share and model,
  * and the node's free CPU (-1 = unknown, never limits). */
@@ -48,15 +47,6 @@ int64_t frag_idle(const frag_view *v);
 /* The built-in task-shape distribution (the openb default trace's GPU shapes
  * covering 95 % of GPU pods), used when a policy gives none. Static. */
 const gp_shapes *frag_default_shapes(void);
-
-/* The paper's "typical pods": distinct (CPU, GPUs, share, allowed models)
- * shapes of a pod list by popularity, the most popular ones until `coverage`
- * (0..1] of pods (at most GP_MAX_SHAPES), weights renormalised to sum to 1.
- * `with_cpu` keeps the CPU request in the shape (and CPU-only pods as shapes).
- * `by_gpus` counts a multi-GPU pod once per GPU (popularity by GPU demand
- * rather than by pod count; the paper counts pods). */
-void frag_shapes_from_trace(const trace_pod *pods, size_t n, double coverage, bool with_cpu,
-                            bool by_gpus, gp_shapes *out);
 
 /* ---- strategy functions for placement's tables (see placement.h) ---- */
 

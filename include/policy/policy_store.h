@@ -77,9 +77,8 @@ void policy_store_get_status(policy_store *st, policy_store_status *out);
  * "lastAttempt", "lastSuccess", "lastErrors": [...]}. Returns owned JSON. */
 json_t *policy_store_inspect(policy_store *st);
 
-/* Appends the Prometheus text lines (gpupack_policy_*) to b. Returns 0, or
- * -1 when b's limit is reached. */
-int policy_store_metrics(policy_store *st, gp_buf *b) GP_WUR;
+/* metrics_fn (store: a policy_store *): the gpupack_policy_* families. */
+void policy_store_metrics(void *store, gp_buf *out);
 
 /* `gpupack policy check FILE|DIR...`: argv[0] is the subcommand name,
  * "check", or "policy" followed by "check" (anything else after "policy" is

@@ -93,7 +93,7 @@ void events_set_level(gp_events *ev, gp_events_level level);
 /* The bind hook: records GPUsAssigned (ok) or GPUBindFailed (why) on the
  * pod. Never blocks; a full queue drops the event. Thread-safe; ev may be NULL. */
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why);
-/* Appends gpupack_events_total{result}. */
-void events_metrics(gp_events *ev, gp_buf *out);
+/* metrics_fn (events: a gp_events *, may be NULL): gpupack_events_total{result}. */
+void events_metrics(void *events, gp_buf *out);
 
 #endif

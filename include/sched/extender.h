@@ -88,5 +88,8 @@ typedef struct gp_extender_stats {
     unsigned long fit_cache_hits, fit_cache_misses;   /* node verdicts reused across requests */
 } gp_extender_stats;
 void extender_stats(gp_extender *e, gp_extender_stats *out);
+/* metrics_fn (extender: a gp_extender *): gpupack_bind_errors_total and
+ * gpupack_bad_requests_total. */
+void extender_metrics(void *extender, gp_buf *out);
 
 #endif

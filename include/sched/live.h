@@ -60,7 +60,13 @@ typedef struct gp_live_stats {
     unsigned long binds_refused;        /* binds the gate refused (not the leader) */
 } gp_live_stats;
 void live_stats(gp_live *l, gp_live_stats *out);
-/* Appends live mode's histograms (Prometheus text) to out. Thread-safe. */
-void live_metrics(gp_live *l, gp_buf *out);
+/* metrics_fn (live: a gp_live *, or NULL in embedded mode, which reports
+ * ready 1, stale 0 and nothing else): gpupack_cluster_ready/_stale, the
+ * reflectors' watch/list counters, the Binding outcomes and the bind API
+ * histogram. Thread-safe. */
+void live_metrics(void *live, gp_buf *out);
+/* metrics_fn (live: a gp_live *): gpupack_binds_refused_total, the binds the
+ * leader gate refused; listed only when leader election is on. */
+void live_gate_metrics(void *live, gp_buf *out);
 
 #endif

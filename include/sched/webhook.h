@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "lib/base64.h"
 #include "model/podreq.h"
 #include "lib/util.h"
 
@@ -26,13 +27,10 @@ int webhook_review(const char *body, size_t len, const gp_resource_names *names,
  * appended to `warnings` (a borrowed JSON array) when it is not NULL. */
 json_t *webhook_patch(const json_t *pod, const gp_resource_names *names, json_t *warnings);
 
-/* Bind's check when the webhook is required: 0 when every container that
- * asks gpupack resources has NVIDIA_VISIBLE_DEVICES pointing at its
- * annotation (the webhook ran), -1 with a message naming the first that has
- * not (the pod was created while the webhook was down or not registered). */
-int webhook_check_pod(const json_t *pod, const gp_resource_names *names, gp_err *err) GP_WUR;
-
-/* Standard base64 (RFC 4648, padded) of n bytes; owned string. */
-char *webhook_base64(const void *data, size_t n);
+/* The old name of gp_base64_encode (lib/base64.h), kept for test/e2e. */
+static inline char *webhook_base64(const void *data, size_t n)
+{
+    return gp_base64_encode(data, n);
+}
 
 #endif

@@ -24,11 +24,11 @@
 #include "lib/util.h"
 
 /* The extender weight the shipped manifests configure
- * (manifests/scheduler-config.yaml, extenders[0].weight; test_sim checks). */
+ * (manifests/base/scheduler-config.yaml, extenders[0].weight; test_sim checks). */
 #define SIM_DEFAULT_WEIGHT 25
 
 /* What `gpupack simulate` plays by default: the shipped deployment. */
-#define SIM_SCHEDULER_CONFIG "manifests/scheduler-config.yaml"
+#define SIM_SCHEDULER_CONFIG "manifests/base/scheduler-config.yaml"
 #define SIM_POLICIES_DIR "policies"
 
 #define SIM_MAX_STEPS 64   /* report points at 10 % of capacity each */

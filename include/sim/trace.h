@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "model/gpu.h"
+#include "pack/placement.h"
 #include "lib/util.h"
 
 #define TRACE_LINE_MAX 4096       /* longer lines are an error */
@@ -73,11 +74,22 @@ void trace_node_to_gp(const trace_node *t, gp_node *out);
 
 /* A pod row as gpupack's request: CPU-only pods get nctrs == 0 (they only
  * need CPU and host memory); GPU pods get one container of `num_gpu` GPUs
- * with core = mem_permille = gpu_milli per GPU, and gpu_spec as the model
- * constraint. `name` becomes the pod and container name. */
+ * with core = gpu_milli per GPU and the same share of each GPU's memory
+ * (mem_ppm, GP_ASK_SHARE: rounded up), and gpu_spec as the model constraint.
+ * `name` becomes the pod and container name. */
 void trace_pod_to_req(const trace_pod *p, const char *name, gp_pod_req *out);
 
 /* Total GPU request of a pod in milli (num_gpu x gpu_milli). */
 int64_t trace_pod_gpu_milli(const trace_pod *p);
+
+/* The task shapes of the fragmentation measure (frag.h), from a trace: the
+ * paper's "typical pods", distinct (CPU, GPUs, share, allowed models)
+ * shapes of a pod list by popularity, the most popular ones until `coverage`
+ * (0..1] of pods (at most GP_MAX_SHAPES), weights renormalised to sum to 1.
+ * `with_cpu` keeps the CPU request in the shape (and CPU-only pods as shapes).
+ * `by_gpus` counts a multi-GPU pod once per GPU (popularity by GPU demand
+ * rather than by pod count; the paper counts pods). */
+void trace_shapes(const trace_pod *pods, size_t n, double coverage, bool with_cpu, bool by_gpus,
+                  gp_shapes *out);
 
 #endif

@@ -3,6 +3,7 @@
 #include "cli/explain_cli.h"
 
 #include <curl/curl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +13,35 @@
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
 #include "policy/policy_store.h"
+#include "lib/flags.h"
 #include "lib/yamljson.h"
 
 #define EXPLAIN_MAX_ANSWER (64u << 20)
 
-static const char usage_text[] =
-    "usage: gpupack explain NAMESPACE/POD [--server URL | --cluster FILE [--policies DIR]]\n"
-    "                       [--pod FILE|-] [--kubeconfig FILE] [--json]\n"
-    "  the pod comes from --pod (YAML or JSON, - = stdin), else from --cluster FILE,\n"
-    "  else from the API server (--kubeconfig FILE, or $KUBECONFIG)\n";
+typedef struct explain_opts {
+    const char *server, *cluster, *policies, *pod_file, *kubeconfig;
+    bool json;
+} explain_opts;
+
+#define O(field) offsetof(explain_opts, field)
+static const gp_flag explain_flags[] = {
+    GP_FLAG("--server", FLAG_STR, O(server), "URL",
+     "ask this running gpupack (POST /explain; default http://127.0.0.1:8765)"),
+    GP_FLAG("--cluster", FLAG_STR, O(cluster), "FILE",
+     "embedded mode: evaluate against this cluster file, in process"),
+    GP_FLAG("--policies", FLAG_STR, O(policies), "DIR", "with --cluster: the policy files to use"),
+    GP_FLAG("--pod", FLAG_STR, O(pod_file), "FILE|-", "the pod, YAML or JSON (- = stdin)"),
+    GP_FLAG("--kubeconfig", FLAG_STR, O(kubeconfig), "FILE",
+     "read the pod from the API server (default $KUBECONFIG)"),
+    GP_FLAG("--json", FLAG_BOOL, O(json), NULL, "print the answer as JSON"),
+};
+#undef O
+
+static const gp_command explain_cmd = {
+    "gpupack explain", "NAMESPACE/POD [flags]",
+    "Says why a pending pod fits no node, and what would make it fit. The pod comes from\n"
+    "--pod, else from --cluster FILE, else from the API server (--kubeconfig or $KUBECONFIG).",
+    explain_flags, GP_ARRAY_LEN(explain_flags), NULL, 1};
 
 static bool is_pod(const json_t *o, const char *ns, const char *name)
 {
@@ -150,34 +171,23 @@ done:
 
 int explain_main(int argc, char **argv)
 {
-    const char *server = NULL, *cluster = NULL, *policies = NULL, *pod_file = NULL;
-    const char *kubeconfig = getenv("KUBECONFIG"), *target = NULL;
-    bool as_json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **slot = strcmp(a, "--server") == 0       ? &server
-                            : strcmp(a, "--cluster") == 0    ? &cluster
-                            : strcmp(a, "--policies") == 0   ? &policies
-                            : strcmp(a, "--pod") == 0        ? &pod_file
-                            : strcmp(a, "--kubeconfig") == 0 ? &kubeconfig
-                                                             : NULL;
-        if (slot && i + 1 < argc) {
-            *slot = argv[++i];
-        } else if (strcmp(a, "--json") == 0) {
-            as_json = true;
-        } else if (!slot && a[0] != '-' && !target) {
-            target = a;
-        } else {
-            fputs(usage_text, stderr);
-            return 2;
-        }
-    }
-    const char *slash = target ? strchr(target, '/') : NULL;
-    if (!slash || slash == target || !slash[1] || strlen(target) >= 2 * GP_NAME_MAX ||
-        (server && cluster)) {
-        fputs(usage_text, stderr);
-        return 2;
-    }
+    explain_opts o = {.kubeconfig = getenv("KUBECONFIG")};
+    const char *args[1];
+    int nargs = 0;
+    int prc = flags_parse(&explain_cmd, argc, argv, &o, args, &nargs);
+    if (prc != FLAGS_OK)
+        return prc == FLAGS_HELP ? 0 : 2;
+    const char *server = o.server, *cluster = o.cluster, *policies = o.policies;
+    const char *pod_file = o.pod_file, *kubeconfig = o.kubeconfig;
+    bool as_json = o.json;
+    const char *target = nargs ? args[0] : NULL;
+    if (!target)
+        return flags_error(&explain_cmd, "which pod? give NAMESPACE/POD");
+    const char *slash = strchr(target, '/');
+    if (!slash || slash == target || !slash[1] || strlen(target) >= 2 * GP_NAME_MAX)
+        return flags_error(&explain_cmd, "%.300s is not NAMESPACE/POD", target);
+    if (server && cluster)
+        return flags_error(&explain_cmd, "--server and --cluster exclude each other");
     char ns[GP_NAME_MAX], name[GP_NAME_MAX];
     snprintf(ns, sizeof ns, "%.*s", (int)(slash - target), target);
     gp_strlcpy(name, slash + 1, sizeof name);

@@ -2,71 +2,15 @@
 #include "cli/inspect_cli.h"
 
 #include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "lib/flags.h"
 #include "lib/util.h"
+#include "sched/inspect.h"
 
 #define INSPECT_MAX_BODY (256u << 20)
-
-static const char *str(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "";
-}
-
-static void print_node(FILE *f, const json_t *n)
-{
-    const char *name = json_string_value(json_object_get(n, "name"));
-    const json_t *gpus = json_object_get(n, "gpus");
-    if (json_array_size(gpus) == 0) {
-        fprintf(f, "%-24s %-4s %-22s %s\n", name ? name : "?", "-", "(no GPUs)", "");
-        return;
-    }
-    size_t i;
-    const json_t *g;
-    json_array_foreach(gpus, i, g) {
-        const json_t *mem = json_object_get(g, "memoryMiB");
-        const json_t *core = json_object_get(g, "corePercent");
-        const json_t *pods = json_object_get(g, "pods");
-        char podlist[512] = "";
-        size_t off = 0;
-        size_t k;
-        const json_t *p;
-        json_array_foreach(pods, k, p) {
-            if (off >= sizeof podlist - 80)
-                break;
-            off += (size_t)snprintf(podlist + off, sizeof podlist - off, "%s%s/%s%s",
-                                    off ? " " : "",
-                                    str(p, "namespace"), str(p, "name"),
-                                    strcmp(str(p, "state"), "assumed") == 0 ? "(assumed)" : "");
-        }
-        char memtxt[48], coretxt[32];
-        snprintf(memtxt, sizeof memtxt, "%lld/%lld",
-                 (long long)json_integer_value(json_object_get(mem, "used")),
-                 (long long)json_integer_value(json_object_get(mem, "total")));
-        snprintf(coretxt, sizeof coretxt, "%g/%g",
-                 json_number_value(json_object_get(core, "used")),
-                 json_number_value(json_object_get(core, "total")));
-        fprintf(f, "%-24s %-4lld %-22.22s %-15s %-9s %-3s %s\n", i ? "" : name,
-                (long long)json_integer_value(json_object_get(g, "index")),
-                str(g, "model"), memtxt, coretxt,
-                json_is_true(json_object_get(g, "healthy")) ? "ok" : "BAD", podlist);
-    }
-}
-
-void inspect_print_table(FILE *f, const json_t *inspect)
-{
-    fprintf(f, "%-24s %-4s %-22s %-15s %-9s %-3s %s\n", "NODE", "GPU", "MODEL", "MEM MiB",
-            "CORE %", "OK", "PODS");
-    const json_t *one = json_object_get(inspect, "node");
-    if (one) {
-        print_node(f, one);
-        return;
-    }
-    size_t i;
-    const json_t *n;
-    json_array_foreach(json_object_get(inspect, "nodes"), i, n) print_node(f, n);
-}
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 {
@@ -74,23 +18,32 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return gp_buf_append(b, ptr, size * nmemb) ? 0 : size * nmemb;
 }
 
+typedef struct inspect_opts {
+    const char *server;
+    bool json;
+} inspect_opts;
+
+static const gp_flag inspect_flags[] = {
+    GP_FLAG("--server", FLAG_STR, offsetof(inspect_opts, server), "URL",
+     "the gpupack to ask (default http://127.0.0.1:8765)"),
+    GP_FLAG("--json", FLAG_BOOL, offsetof(inspect_opts, json), NULL, "print the /inspect answer as JSON"),
+};
+
+static const gp_command inspect_cmd = {
+    "gpupack inspect", "[flags] [NODE]",
+    "Prints a running gpupack's per-node, per-GPU allocation table (GET /inspect).",
+    inspect_flags, GP_ARRAY_LEN(inspect_flags), NULL, 1};
+
 int inspect_main(int argc, char **argv)
 {
-    const char *server = "http://127.0.0.1:8765";
-    const char *node = NULL;
-    int as_json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--server") == 0 && i + 1 < argc)
-            server = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
-            as_json = 1;
-        else if (argv[i][0] != '-' && !node)
-            node = argv[i];
-        else {
-            fprintf(stderr, "usage: gpupack inspect [--server URL] [--json] [NODE]\n");
-            return 2;
-        }
-    }
+    inspect_opts o = {"http://127.0.0.1:8765", false};
+    const char *args[1];
+    int nargs = 0;
+    int prc = flags_parse(&inspect_cmd, argc, argv, &o, args, &nargs);
+    if (prc != FLAGS_OK)
+        return prc == FLAGS_HELP ? 0 : 2;
+    const char *server = o.server, *node = nargs ? args[0] : NULL;
+    bool as_json = o.json;
     char *url = xasprintf("%s/inspect%s%s", server, node ? "/" : "", node ? node : "");
     gp_buf body;
     gp_buf_init(&body, INSPECT_MAX_BODY);

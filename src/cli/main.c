@@ -19,13 +19,25 @@
 #include "ha/leader_label.h"
 #include "ha/lease_kube.h"
 #include "sched/live.h"
+#include "lib/flags.h"
 #include "lib/log.h"
 #include "model/podreq.h"
 #include "policy/policy_store.h"
 #include "http/server.h"
 #include "sim/sim.h"
 
-#define GPUPACK_VERSION "0.1.0"
+/* The release this tree is heading for. A build from a git checkout says
+ * more: the Makefile passes `git describe` of a release tag
+ * (GPUPACK_GIT_VERSION) or the commit (GPUPACK_GIT_COMMIT); a tarball
+ * without .git says this. */
+#define GPUPACK_BASE_VERSION "0.1.0"
+#if defined(GPUPACK_GIT_VERSION)
+#define GPUPACK_VERSION GPUPACK_GIT_VERSION
+#elif defined(GPUPACK_GIT_COMMIT)
+#define GPUPACK_VERSION GPUPACK_BASE_VERSION "+g" GPUPACK_GIT_COMMIT
+#else
+#define GPUPACK_VERSION GPUPACK_BASE_VERSION
+#endif
 
 typedef struct serve_opts {
     const char *cluster_file, *kubeconfig, *listen, *url_prefix, *policies_dir;
@@ -43,91 +55,104 @@ typedef struct serve_opts {
     double lease_duration, renew_deadline, retry_period, takeover_quiet;
 } serve_opts;
 
-static void usage(FILE *f)
+static int set_log_level(void *base, const char *v, gp_err *err)
 {
-    fprintf(f,
-            "gpupack " GPUPACK_VERSION " -- a kube-scheduler extender that packs pods onto shared GPUs\n"
-            "\n"
-            "usage:\n"
-            "  gpupack serve [flags]          run the extender\n"
-            "  gpupack inspect [--server URL] [--json] [NODE]\n"
-            "                                 per-node, per-GPU allocation table\n"
-            "  gpupack explain NAMESPACE/POD [--server URL | --cluster FILE [--policies DIR]]\n"
-            "                [--pod FILE|-] [--kubeconfig FILE] [--json]\n"
-            "                                 why a pending pod fits no node, and what would help\n"
-            "  gpupack policy check FILE|DIR...  validate policy files (exit 1 on errors)\n"
-            "  gpupack simulate --nodes N.csv --pods P.csv --policy FILE [--seeds 42..51] ...\n"
-            "                                 replay a trace through the placement code\n"
-            "  gpupack version\n"
-            "\n"
-            "serve flags:\n"
-            "  --cluster FILE       embedded mode: nodes (and pods) from a YAML/JSON List, no API server\n"
-            "  --kubeconfig FILE    live mode with this kubeconfig (default: in-cluster service account)\n"
-            "  --listen HOST:PORT   address to serve on (default 127.0.0.1:8765)\n"
-            "  --url-prefix P       serve filter/prioritize/bind under P/ (match the urlPrefix)\n"
-            "  --policies DIR       packing policy files (*.yaml), reloaded when they change\n"
-            "  --tls-cert FILE --tls-key FILE   serve HTTPS\n"
-            "  --client-ca FILE     filter/prioritize/bind need a client certificate signed by\n"
-            "                       this CA (PEM; needs TLS); probes, /metrics, /inspect stay open\n"
-            "  --show-pod-uids true|false  /inspect shows pod uids (default false)\n"
-            "  --webhook-listen HOST:PORT --webhook-cert FILE --webhook-key FILE\n"
-            "                       also serve the mutating admission webhook (HTTPS, POST /mutate);\n"
-            "                       bind then refuses GPU pods the webhook did not mutate\n"
-            "  --max-body BYTES     largest request body accepted (default %u)\n"
-            "  --max-inflight BYTES memory all requests in flight may hold, bodies and decoding\n"
-            "                       (default %u; past it 503, or 413 for a request that never fits)\n"
-            "  --threads N          HTTP worker threads (default 2)\n"
-            "  --assume-ttl SEC     live mode: release GPUs of a bind that never reported (default 120)\n"
-            "  --watch-stall SEC    live mode: restart a watch silent this long (default 90)\n"
-            "  --bind-threads N     live mode: Bindings posted at once, off the HTTP threads (default 16)\n"
-            "  --aliyun-unit GiB|MiB  unit of aliyun.com/gpu-mem on nodes and pods (default GiB)\n"
-            "  --bind-events all|gpu|failures  live mode: which binds leave an Event on the pod\n"
-            "                       (default gpu: a pod without GPUs gets kube-scheduler's\n"
-            "                       Scheduled only, which says the same)\n"
-            "  --log-level L        debug, info, warn, error (default info)\n"
-            "  --leader-elect       run as one of several replicas: only the Lease holder binds\n"
-            "  --leader-elect-lease-duration D   (default 15s)\n"
-            "  --leader-elect-renew-deadline D   (default 10s)\n"
-            "  --leader-elect-retry-period D     (default 2s)\n"
-            "  --leader-elect-takeover-quiet D   no bind this long after taking over (default 1s)\n"
-            "  --leader-elect-resource-namespace NS  (default gpupack-system)\n"
-            "  --leader-elect-resource-name NAME     the Lease (default gpupack)\n"
-            "  --leader-elect-identity ID   (default HOSTNAME_RANDOM)\n"
-            "  --leader-elect-pod NS/NAME   this replica's Pod: the leader labels it gpupack.io/leader=true\n"
-            "                       (the Service selects it; standbys stay Ready). Without it a\n"
-            "                       standby reports not ready on /readyz instead\n",
-            GP_MAX_BODY_DEFAULT, GP_MAX_INFLIGHT_DEFAULT);
+    gp_log_level l;
+    if (gp_log_parse_level(v, &l))
+        return gp_fail(err, "debug, info, warn or error, not \"%s\"", v);
+    gp_log_set_level(l);
+    return 0;
 }
 
-typedef struct flag {
-    const char *name;
-    int kind;          /* 0 string, 1 size, 2 uint, 3 double, 4 duration (15s, 500ms, 1m), 5 bool */
-    size_t off;
-} flag;
+static int set_aliyun_unit(void *base, const char *v, gp_err *err)
+{
+    serve_opts *o = base;
+    if (strcmp(v, "GiB") == 0)
+        o->aliyun_unit_mib = 1024;
+    else if (strcmp(v, "MiB") == 0)
+        o->aliyun_unit_mib = 1;
+    else
+        return gp_fail(err, "GiB or MiB, not \"%s\"", v);
+    return 0;
+}
 
-#define F(n, k, field) {n, k, offsetof(serve_opts, field)}
-static const flag flags[] = {
-    F("--cluster", 0, cluster_file),   F("--kubeconfig", 0, kubeconfig),
-    F("--listen", 0, listen),          F("--url-prefix", 0, url_prefix),
-    F("--policies", 0, policies_dir),  F("--tls-cert", 0, tls_cert),
-    F("--tls-key", 0, tls_key),        F("--max-body", 1, max_body),
-    F("--threads", 2, threads),        F("--assume-ttl", 3, assume_ttl),
-    F("--watch-stall", 3, watch_stall), F("--bind-threads", 2, bind_threads),
-    F("--client-ca", 0, client_ca),    F("--max-inflight", 1, max_inflight),
-    F("--show-pod-uids", 5, show_uids),
-    F("--webhook-listen", 0, webhook_listen), F("--webhook-cert", 0, webhook_cert),
-    F("--webhook-key", 0, webhook_key),
-    F("--leader-elect-lease-duration", 4, lease_duration),
-    F("--leader-elect-renew-deadline", 4, renew_deadline),
-    F("--leader-elect-retry-period", 4, retry_period),
-    F("--leader-elect-takeover-quiet", 4, takeover_quiet),
-    F("--leader-elect-resource-namespace", 0, lease_ns),
-    F("--leader-elect-resource-name", 0, lease_name),
-    F("--leader-elect-identity", 0, identity),
-    F("--leader-elect-pod", 0, leader_pod),
+static int set_bind_events(void *base, const char *v, gp_err *err)
+{
+    serve_opts *o = base;
+    if (events_level_parse(v, &o->bind_events))
+        return gp_fail(err, "all, gpu or failures, not \"%s\"", v);
+    return 0;
+}
+
+#define O(field) offsetof(serve_opts, field)
+#define DUR(name, field, help) GP_FLAG(name, FLAG_DURATION, O(field), "D", help, .max = 3600)
+static const gp_flag serve_flags[] = {
+    GP_FLAG("--cluster", FLAG_STR, O(cluster_file), "FILE",
+     "embedded mode: nodes (and pods) from a YAML/JSON List, no API server"),
+    GP_FLAG("--kubeconfig", FLAG_STR, O(kubeconfig), "FILE",
+     "live mode with this kubeconfig (default: in-cluster service account)"),
+    GP_FLAG("--listen", FLAG_STR, O(listen), "HOST:PORT", "address to serve on (default 127.0.0.1:8765)"),
+    GP_FLAG("--url-prefix", FLAG_STR, O(url_prefix), "P",
+     "serve filter/prioritize/bind under P/ (match the urlPrefix)"),
+    GP_FLAG("--policies", FLAG_STR, O(policies_dir), "DIR",
+     "packing policy files (*.yaml), reloaded when they change"),
+    GP_FLAG("--tls-cert", FLAG_STR, O(tls_cert), "FILE", "serve HTTPS with this certificate (PEM)"),
+    GP_FLAG("--tls-key", FLAG_STR, O(tls_key), "FILE", "... and this key"),
+    GP_FLAG("--client-ca", FLAG_STR, O(client_ca), "FILE",
+     "filter/prioritize/bind need a client certificate signed by\n"
+     "this CA (PEM; needs TLS); probes, /metrics, /inspect stay open"),
+    GP_FLAG("--show-pod-uids", FLAG_BOOL_ARG, O(show_uids), "true|false",
+     "/inspect shows pod uids (default false)"),
+    GP_FLAG("--webhook-listen", FLAG_STR, O(webhook_listen), "HOST:PORT",
+     "also serve the mutating admission webhook (HTTPS, POST /mutate;\n"
+     "needs --webhook-cert and --webhook-key); bind then refuses GPU\n"
+     "pods the webhook did not mutate"),
+    GP_FLAG("--webhook-cert", FLAG_STR, O(webhook_cert), "FILE", "the webhook's certificate (PEM)"),
+    GP_FLAG("--webhook-key", FLAG_STR, O(webhook_key), "FILE", "the webhook's key (PEM)"),
+    GP_FLAG("--max-body", FLAG_SIZE, O(max_body), "BYTES",
+     "largest request body accepted (default 4 MiB)", .min = 1),
+    GP_FLAG("--max-inflight", FLAG_SIZE, O(max_inflight), "BYTES",
+     "memory all requests in flight may hold, bodies and decoding\n"
+     "(default 32 MiB; past it 503, or 413 for a request that never fits)",
+     .min = 1),
+    GP_FLAG("--threads", FLAG_UINT, O(threads), "N", "HTTP worker threads (default 2)", .min = 1, .max = 64),
+    GP_FLAG("--assume-ttl", FLAG_DOUBLE, O(assume_ttl), "SEC",
+     "live mode: release GPUs of a bind that never reported (default 120)", .min_open = true),
+    GP_FLAG("--watch-stall", FLAG_DOUBLE, O(watch_stall), "SEC",
+     "live mode: restart a watch silent this long (default 90)", .min_open = true),
+    GP_FLAG("--bind-threads", FLAG_UINT, O(bind_threads), "N",
+     "live mode: Bindings posted at once, off the HTTP threads (default 16)", .min = 1, .max = 64),
+    GP_FLAG("--aliyun-unit", FLAG_FN, 0, "GiB|MiB",
+     "unit of aliyun.com/gpu-mem on nodes and pods (default GiB)", .fn = set_aliyun_unit),
+    GP_FLAG("--bind-events", FLAG_FN, 0, "all|gpu|failures",
+     "live mode: which binds leave an Event on the pod (default gpu:\n"
+     "a pod without GPUs gets kube-scheduler's Scheduled only, which\n"
+     "says the same)", .fn = set_bind_events),
+    GP_FLAG("--log-level", FLAG_FN, 0, "L", "debug, info, warn, error (default info)", .fn = set_log_level),
+    GP_FLAG("--leader-elect", FLAG_BOOL, O(leader_elect), NULL,
+     "run as one of several replicas: only the Lease holder binds"),
+    DUR("--leader-elect-lease-duration", lease_duration, "(default 15s)"),
+    DUR("--leader-elect-renew-deadline", renew_deadline, "(default 10s)"),
+    DUR("--leader-elect-retry-period", retry_period, "(default 2s)"),
+    DUR("--leader-elect-takeover-quiet", takeover_quiet,
+        "no bind this long after taking over (default 1s)"),
+    GP_FLAG("--leader-elect-resource-namespace", FLAG_STR, O(lease_ns), "NS", "(default gpupack-system)"),
+    GP_FLAG("--leader-elect-resource-name", FLAG_STR, O(lease_name), "NAME", "the Lease (default gpupack)"),
+    GP_FLAG("--leader-elect-identity", FLAG_STR, O(identity), "ID", "(default HOSTNAME_RANDOM)"),
+    GP_FLAG("--leader-elect-pod", FLAG_STR, O(leader_pod), "NS/NAME",
+     "this replica's Pod: the leader labels it gpupack.io/leader=true\n"
+     "(the Service selects it; standbys stay Ready). Without it a\n"
+     "standby reports not ready on /readyz instead"),
 };
-#undef F
+#undef DUR
+#undef O
 
+static const gp_command serve_cmd = {
+    "gpupack serve", "[flags]",
+    "Runs the extender: filter, prioritize and bind for kube-scheduler, /inspect, /metrics, /ui.",
+    serve_flags, GP_ARRAY_LEN(serve_flags), NULL, 0};
+
+/* Returns FLAGS_OK, FLAGS_HELP or FLAGS_ERROR (flags.h). */
 static int parse_serve(int argc, char **argv, serve_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -138,127 +163,17 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     o->bind_events = GP_EVENTS_GPU;
     o->lease_ns = "gpupack-system";
     o->lease_name = "gpupack";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            exit(0);
-        }
-        /* the one boolean flag: --leader-elect[=true|false] */
-        if (strcmp(a, "--leader-elect") == 0 || strcmp(a, "--leader-elect=true") == 0 ||
-            strcmp(a, "--leader-elect=false") == 0) {
-            o->leader_elect = strcmp(a, "--leader-elect=false") != 0;
-            continue;
-        }
-        /* --flag value, or --flag=value */
-        char name[64];
-        const char *v;
-        const char *eq = strchr(a, '=');
-        if (eq && strncmp(a, "--", 2) == 0) {
-            if ((size_t)(eq - a) >= sizeof name) {
-                fprintf(stderr, "gpupack serve: unknown flag %s (see gpupack serve --help)\n", a);
-                return -1;
-            }
-            snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
-            v = eq + 1;
-        } else {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "gpupack serve: %s needs a value (or is unknown)\n", a);
-                return -1;
-            }
-            gp_strlcpy(name, a, sizeof name);
-            v = argv[++i];
-        }
-        a = name;
-        if (strcmp(a, "--log-level") == 0) {
-            gp_log_level l;
-            if (gp_log_parse_level(v, &l)) {
-                fprintf(stderr, "gpupack serve: --log-level: debug, info, warn or error\n");
-                return -1;
-            }
-            gp_log_set_level(l);
-            continue;
-        }
-        if (strcmp(a, "--bind-events") == 0) {
-            if (events_level_parse(v, &o->bind_events)) {
-                fprintf(stderr, "gpupack serve: --bind-events: all, gpu or failures\n");
-                return -1;
-            }
-            continue;
-        }
-        if (strcmp(a, "--aliyun-unit") == 0) {
-            if (strcmp(v, "GiB") == 0)
-                o->aliyun_unit_mib = 1024;
-            else if (strcmp(v, "MiB") == 0)
-                o->aliyun_unit_mib = 1;
-            else {
-                fprintf(stderr, "gpupack serve: --aliyun-unit: GiB or MiB\n");
-                return -1;
-            }
-            continue;
-        }
-        const flag *f = NULL;
-        for (size_t k = 0; k < GP_ARRAY_LEN(flags); k++)
-            if (strcmp(a, flags[k].name) == 0)
-                f = &flags[k];
-        if (!f) {
-            fprintf(stderr, "gpupack serve: unknown flag %s (see gpupack serve --help)\n", a);
-            return -1;
-        }
-        char *field = (char *)o + f->off, *end;
-        switch (f->kind) {
-        case 0:
-            *(const char **)field = v;
-            break;
-        case 1:
-        case 2: {
-            unsigned long long n = strtoull(v, &end, 10);
-            if (*end || !*v || n == 0 || (f->kind == 2 && n > 64)) {
-                fprintf(stderr, "gpupack serve: %s: %s is not a valid number\n", a, v);
-                return -1;
-            }
-            if (f->kind == 1)
-                *(size_t *)field = (size_t)n;
-            else
-                *(unsigned *)field = (unsigned)n;
-            break;
-        }
-        case 4: {
-            double d = strtod(v, &end);
-            double unit = strcmp(end, "ms") == 0 ? 0.001 : strcmp(end, "m") == 0 ? 60 : 1;
-            if ((*end && strcmp(end, "s") != 0 && unit == 1) || end == v || !(d > 0) || d * unit > 3600) {
-                fprintf(stderr, "gpupack serve: %s: %s is not a duration such as 15s or 500ms\n", a, v);
-                return -1;
-            }
-            *(double *)field = d * unit;
-            break;
-        }
-        case 5:
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-                fprintf(stderr, "gpupack serve: %s: true or false\n", a);
-                return -1;
-            }
-            *(bool *)field = v[0] == 't';
-            break;
-        default: {
-            double d = strtod(v, &end);
-            if (*end || !*v || d <= 0) {
-                fprintf(stderr, "gpupack serve: %s: %s is not a positive number\n", a, v);
-                return -1;
-            }
-            *(double *)field = d;
-        }
-        }
-    }
-    if (o->cluster_file && o->kubeconfig) {
-        fprintf(stderr, "gpupack serve: --cluster and --kubeconfig exclude each other\n");
-        return -1;
-    }
-    if (o->cluster_file && o->leader_elect) {
-        fprintf(stderr, "gpupack serve: --leader-elect needs live mode (not --cluster)\n");
-        return -1;
-    }
-    return 0;
+    int rc = flags_parse(&serve_cmd, argc, argv, o, NULL, NULL);
+    if (rc != FLAGS_OK)
+        return rc;
+    if (o->cluster_file && o->kubeconfig)
+        return flags_error(&serve_cmd, "--cluster and --kubeconfig exclude each other");
+    if (o->cluster_file && o->leader_elect)
+        return flags_error(&serve_cmd, "--leader-elect needs live mode (not --cluster)");
+    if (o->webhook_listen && (!o->webhook_cert || !o->webhook_key))
+        return flags_error(&serve_cmd, "--webhook-listen needs --webhook-cert and --webhook-key: "
+                                       "the API server calls webhooks over HTTPS only");
+    return FLAGS_OK;
 }
 
 /* ------------------------------------------------------------- hooks -- */
@@ -272,6 +187,7 @@ typedef struct app {
     gp_leader *leader;          /* NULL: no leader election, this replica binds */
     gp_lease_kube *lease;
     gp_leader_label *label;     /* NULL: standbys say not ready instead */
+    gp_metrics metrics;         /* the writers /metrics renders (wire_metrics) */
 } app;
 
 static void label_hook(void *ud, bool leading)
@@ -317,94 +233,21 @@ static bool ready_hook(void *ud, char *detail, size_t len)
     return true;
 }
 
-static void metrics_hook(void *ud, gp_buf *out)
+/* /metrics: after the listener's, the extender's and the store's families,
+ * each module's own writer, in this order. */
+static void wire_metrics(app *a)
 {
-    app *a = ud;
-    int stale = 0, ready = 1;
-    if (a->live) {
-        char why[8];
-        stale = live_stale(a->live, why, sizeof why);
-        ready = live_ready(a->live);
-    }
-    (void)!gp_buf_printf(out,
-                         "# HELP gpupack_cluster_ready 1 once the first full list was applied.\n"
-                         "# TYPE gpupack_cluster_ready gauge\ngpupack_cluster_ready %d\n"
-                         "# HELP gpupack_cluster_stale 1 while the API server watch is down.\n"
-                         "# TYPE gpupack_cluster_stale gauge\ngpupack_cluster_stale %d\n",
-                         ready, stale);
-    if (a->live) {
-        gp_live_stats ls;
-        live_stats(a->live, &ls);
-        const struct {
-            const char *res;
-            const gp_reflector_stats *st;
-        } rs[] = {{"nodes", &ls.nodes}, {"pods", &ls.pods}};
-        (void)!gp_buf_printf(out, "# HELP gpupack_watch_events_total Watch events applied, by resource and kind.\n"
-                                  "# TYPE gpupack_watch_events_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out,
-                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"event\"} %lu\n"
-                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"bookmark\"} %lu\n"
-                                 "gpupack_watch_events_total{resource=\"%s\",kind=\"malformed\"} %lu\n",
-                                 rs[i].res, rs[i].st->events, rs[i].res, rs[i].st->bookmarks,
-                                 rs[i].res, rs[i].st->bad_events);
-        (void)!gp_buf_printf(out, "# HELP gpupack_lists_total Full LISTs, by resource and outcome.\n"
-                                  "# TYPE gpupack_lists_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out,
-                                 "gpupack_lists_total{resource=\"%s\",result=\"ok\"} %lu\n"
-                                 "gpupack_lists_total{resource=\"%s\",result=\"failed\"} %lu\n",
-                                 rs[i].res, rs[i].st->lists, rs[i].res, rs[i].st->list_failures);
-        (void)!gp_buf_printf(out, "# HELP gpupack_list_page_shrinks_total LIST pages asked again with half the limit (too large).\n"
-                                  "# TYPE gpupack_list_page_shrinks_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out, "gpupack_list_page_shrinks_total{resource=\"%s\"} %lu\n",
-                                 rs[i].res, rs[i].st->page_shrinks);
-        (void)!gp_buf_printf(out, "# HELP gpupack_watches_total Watch requests, by resource and outcome.\n"
-                                  "# TYPE gpupack_watches_total counter\n");
-        for (size_t i = 0; i < GP_ARRAY_LEN(rs); i++)
-            (void)!gp_buf_printf(out,
-                                 "gpupack_watches_total{resource=\"%s\",result=\"ok\"} %lu\n"
-                                 "gpupack_watches_total{resource=\"%s\",result=\"failed\"} %lu\n"
-                                 "gpupack_watches_total{resource=\"%s\",result=\"expired\"} %lu\n",
-                                 rs[i].res, rs[i].st->watches, rs[i].res, rs[i].st->watch_failures,
-                                 rs[i].res, rs[i].st->expired);
-        (void)!gp_buf_printf(out,
-                             "# HELP gpupack_api_binds_total Bindings posted to the API server, by outcome.\n"
-                             "# TYPE gpupack_api_binds_total counter\n"
-                             "gpupack_api_binds_total{result=\"bound\"} %lu\n"
-                             "gpupack_api_binds_total{result=\"refused\"} %lu\n"
-                             "gpupack_api_binds_total{result=\"unknown\"} %lu\n"
-                             "# HELP gpupack_binds_settled_total Unknown bind outcomes settled by a GET, by what the GET showed.\n"
-                             "# TYPE gpupack_binds_settled_total counter\n"
-                             "gpupack_binds_settled_total{result=\"bound\"} %lu\n"
-                             "gpupack_binds_settled_total{result=\"released\"} %lu\n"
-                             "# HELP gpupack_assumed_expired_total Assumed pods released because their bind never reported.\n"
-                             "# TYPE gpupack_assumed_expired_total counter\n"
-                             "gpupack_assumed_expired_total %lu\n",
-                             ls.bound, ls.refused, ls.unknown, ls.settled_bound,
-                             ls.settled_released, ls.assumed_expired);
-        (void)!gp_buf_printf(out,
-                             "# HELP gpupack_pods_bypassed_total Pods found bound without gpupack's bind that ask its resources, accounted on their node.\n"
-                             "# TYPE gpupack_pods_bypassed_total counter\n"
-                             "gpupack_pods_bypassed_total %lu\n",
-                             ls.bypassed);
-        live_metrics(a->live, out);
-    }
-    events_metrics(a->events, out);
-    if (a->live)
-        kube_metrics(out);
+    metrics_init(&a->metrics);
+    metrics_add(&a->metrics, live_metrics, a->live);
+    metrics_add(&a->metrics, events_metrics, a->events);
+    if (a->live)   /* every API client of the process */
+        metrics_add(&a->metrics, kube_metrics, NULL);
     if (a->leader) {
-        gp_live_stats ls;
-        live_stats(a->live, &ls);
-        leader_metrics(a->leader, out);
-        (void)!gp_buf_printf(out,
-                             "# HELP gpupack_binds_refused_total Binds refused because this replica does not lead.\n"
-                             "# TYPE gpupack_binds_refused_total counter\ngpupack_binds_refused_total %lu\n",
-                             ls.binds_refused);
+        metrics_add(&a->metrics, leader_metrics, a->leader);
+        metrics_add(&a->metrics, live_gate_metrics, a->live);
     }
     if (a->policies)
-        (void)!policy_store_metrics(a->policies, out);
+        metrics_add(&a->metrics, policy_store_metrics, a->policies);
 }
 
 /* The bind path's one events hook: the binder's outcome becomes an Event. */
@@ -490,11 +333,110 @@ static int start_leader(const serve_opts *o, app *a, gp_err *err)
     return leader_start(a->leader, err);
 }
 
+/* The store's source: the cluster file (embedded mode), or the API server
+ * through live mode with its events sender, the bind path and, with
+ * --leader-elect, the election. Fills the extender's binder. */
+static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_config *ecfg,
+                        gp_err *err)
+{
+    if (o->cluster_file) {
+        gp_clusterfile_stats st;
+        if (clusterfile_load(c, o->cluster_file, o->aliyun_unit_mib, &st, err))
+            return -1;
+        LOG_INFO("embedded cluster %s: %d node%s, %d GPU%s, %d pod%s holding GPUs",
+                 o->cluster_file, st.nodes, gp_s(st.nodes), st.gpus, gp_s(st.gpus), st.pods,
+                 gp_s(st.pods));
+        malloc_trim(0);   /* give the parsed file's memory back before serving */
+        return 0;
+    }
+    gp_live_config lc = {.kubeconfig = o->kubeconfig, .assume_ttl_s = o->assume_ttl,
+                         .watch_stall_s = o->watch_stall, .aliyun_unit_mib = o->aliyun_unit_mib};
+    a->live = live_new(&lc, c, err);
+    if (!a->live)
+        return -1;
+    a->binder = live_binder();
+    a->binder_ud = a->live;
+    a->events = start_events(o->kubeconfig, c, err);
+    if (!a->events) {
+        char msg[sizeof err->msg];
+        gp_strlcpy(msg, err->msg, sizeof msg);
+        return gp_fail(err, "events: %s", msg);
+    }
+    events_set_level(a->events, o->bind_events);
+    ecfg->binder = bind_with_events;
+    ecfg->binder_ud = a;
+    ecfg->bind_threads = (int)o->bind_threads;
+    if (o->leader_elect && start_leader(o, a, err))
+        return -1;
+    return 0;
+}
+
+/* The extender's listener, and the admission webhook's when asked. */
+static int start_listeners(const serve_opts *o, app *a, gp_extender *e, gp_cluster *c,
+                           const gp_resource_names *wnames, gp_server **s, gp_server **ws,
+                           gp_err *err)
+{
+    gp_server_config scfg = {.listen = o->listen,       .url_prefix = o->url_prefix,
+                             .max_body = o->max_body,   .tls_cert = o->tls_cert,
+                             .tls_key = o->tls_key,     .threads = o->threads,
+                             .client_ca = o->client_ca, .max_inflight = o->max_inflight,
+                             .show_uids = o->show_uids};
+    wire_metrics(a);
+    gp_server_hooks hooks = {a, ready_hook, &a->metrics, inspect_hook};
+    *s = server_start(&scfg, e, c, &hooks, err);
+    if (!*s)
+        return -1;
+    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o->listen,
+             server_port(*s), o->url_prefix ? ", verbs under " : "",
+             o->url_prefix ? o->url_prefix : "");
+    if (!o->webhook_listen)
+        return 0;
+    gp_server_config wcfg = {.listen = o->webhook_listen, .max_body = o->max_body,
+                             .tls_cert = o->webhook_cert, .tls_key = o->webhook_key,
+                             .threads = 1, .max_inflight = o->max_inflight,
+                             .webhook = wnames};
+    *ws = server_start(&wcfg, e, c, NULL, err);
+    if (!*ws) {
+        char msg[sizeof err->msg];
+        gp_strlcpy(msg, err->msg, sizeof msg);
+        return gp_fail(err, "webhook: %s", msg);
+    }
+    LOG_INFO("admission webhook: POST https://%s/mutate, bound to port %d", o->webhook_listen,
+             server_port(*ws));
+    return 0;
+}
+
+/* Stop order: no request in flight, then the Lease handed over (no bind can
+ * follow), then the watchers, then the rest. Everything accepts NULL. */
+static void stop_all(app *a, gp_server *s, gp_server *ws, gp_extender *e, gp_cluster *c)
+{
+    gp_err err;
+    server_stop(ws);
+    server_stop(s);
+    if (a->leader) {
+        leader_stop(a->leader);
+        if (a->label)   /* the Service stops routing here before the next leader labels itself */
+            leader_label_sync(a->label, false);
+        if (leader_release(a->leader, &err))
+            LOG_WARN("leader election: could not release the lease (it expires instead): %s",
+                     err.msg);
+    }
+    leader_free(a->leader);
+    lease_kube_free(a->lease);
+    leader_label_free(a->label);
+    live_free(a->live);
+    events_free(a->events);
+    extender_free(e);
+    policy_store_free(a->policies);
+    cluster_free(c);
+}
+
 static int cmd_serve(int argc, char **argv)
 {
     serve_opts o;
-    if (parse_serve(argc, argv, &o))
-        return 2;
+    int prc = parse_serve(argc, argv, &o);
+    if (prc != FLAGS_OK)
+        return prc == FLAGS_HELP ? 0 : 2;
     /* glibc gives each thread that allocates (HTTP, bind, watch, Events) its own
      * arena, up to 8 per core, and each keeps what it freed: two arenas held
      * 6 MiB less at 5,000 nodes and 20,000 pods (bench/results/scale.md). The
@@ -521,45 +463,10 @@ static int cmd_serve(int argc, char **argv)
     gp_resource_names wnames;
     podreq_default_names(&wnames);
     wnames.aliyun_unit_mib = o.aliyun_unit_mib;
-    if (o.webhook_listen && (!o.webhook_cert || !o.webhook_key)) {
-        LOG_ERROR("--webhook-listen needs --webhook-cert and --webhook-key: the API server calls "
-                  "webhooks over HTTPS only");
-        goto out;
-    }
     ecfg.webhook_names = o.webhook_listen ? &wnames : NULL;
-
-    if (o.cluster_file) {
-        gp_clusterfile_stats st;
-        if (clusterfile_load(c, o.cluster_file, o.aliyun_unit_mib, &st, &err)) {
-            LOG_ERROR("%s", err.msg);
-            goto out;
-        }
-        LOG_INFO("embedded cluster %s: %d nodes, %d GPUs, %d pods holding GPUs", o.cluster_file,
-                 st.nodes, st.gpus, st.pods);
-        malloc_trim(0);   /* give the parsed file's memory back before serving */
-    } else {
-        gp_live_config lc = {.kubeconfig = o.kubeconfig, .assume_ttl_s = o.assume_ttl,
-                             .watch_stall_s = o.watch_stall, .aliyun_unit_mib = o.aliyun_unit_mib};
-        a.live = live_new(&lc, c, &err);
-        if (!a.live) {
-            LOG_ERROR("%s", err.msg);
-            goto out;
-        }
-        a.binder = live_binder();
-        a.binder_ud = a.live;
-        a.events = start_events(o.kubeconfig, c, &err);
-        if (!a.events) {
-            LOG_ERROR("events: %s", err.msg);
-            goto out;
-        }
-        events_set_level(a.events, o.bind_events);
-        ecfg.binder = bind_with_events;
-        ecfg.binder_ud = &a;
-        ecfg.bind_threads = (int)o.bind_threads;
-        if (o.leader_elect && start_leader(&o, &a, &err)) {
-            LOG_ERROR("%s", err.msg);
-            goto out;
-        }
+    if (start_source(&o, &a, c, &ecfg, &err)) {
+        LOG_ERROR("%s", err.msg);
+        goto out;
     }
     if (o.policies_dir) {
         if (policy_store_open(o.policies_dir, &a.policies, &err) ||
@@ -571,35 +478,10 @@ static int cmd_serve(int argc, char **argv)
         ecfg.policies_ud = a.policies;
     }
     e = extender_new(c, &ecfg);
-    if (a.live && live_start(a.live, e, &err)) {
+    if ((a.live && live_start(a.live, e, &err)) ||
+        start_listeners(&o, &a, e, c, &wnames, &s, &ws, &err)) {
         LOG_ERROR("%s", err.msg);
         goto out;
-    }
-    gp_server_config scfg = {.listen = o.listen,       .url_prefix = o.url_prefix,
-                             .max_body = o.max_body,   .tls_cert = o.tls_cert,
-                             .tls_key = o.tls_key,     .threads = o.threads,
-                             .client_ca = o.client_ca, .max_inflight = o.max_inflight,
-                             .show_uids = o.show_uids};
-    gp_server_hooks hooks = {&a, ready_hook, metrics_hook, inspect_hook};
-    s = server_start(&scfg, e, c, &hooks, &err);
-    if (!s) {
-        LOG_ERROR("%s", err.msg);
-        goto out;
-    }
-    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o.listen, server_port(s),
-             o.url_prefix ? ", verbs under " : "", o.url_prefix ? o.url_prefix : "");
-    if (o.webhook_listen) {
-        gp_server_config wcfg = {.listen = o.webhook_listen, .max_body = o.max_body,
-                                 .tls_cert = o.webhook_cert, .tls_key = o.webhook_key,
-                                 .threads = 1, .max_inflight = o.max_inflight,
-                                 .webhook = &wnames};
-        ws = server_start(&wcfg, e, c, NULL, &err);
-        if (!ws) {
-            LOG_ERROR("webhook: %s", err.msg);
-            goto out;
-        }
-        LOG_INFO("admission webhook: POST https://%s/mutate, bound to port %d", o.webhook_listen,
-                 server_port(ws));
     }
     if (o.cluster_file)
         print_try_it(o.listen, server_port(s));
@@ -614,29 +496,19 @@ static int cmd_serve(int argc, char **argv)
     LOG_INFO("signal %d: shutting down", sig);
     rc = 0;
 out:
-    server_stop(ws);
-    server_stop(s);       /* no request in flight after this */
-    if (a.leader) {       /* then hand the Lease over: no bind can follow */
-        leader_stop(a.leader);
-        if (a.label)      /* the Service stops routing here before the next leader labels itself */
-            leader_label_sync(a.label, false);
-        if (leader_release(a.leader, &err))
-            LOG_WARN("leader election: could not release the lease (it expires instead): %s", err.msg);
-    }
-    leader_free(a.leader);
-    lease_kube_free(a.lease);
-    leader_label_free(a.label);
-    live_free(a.live);    /* then the watchers */
-    events_free(a.events);
-    extender_free(e);
-    policy_store_free(a.policies);
-    cluster_free(c);
+    stop_all(&a, s, ws, e, c);
     curl_global_cleanup();
     return rc;
 }
 
+static const gp_command version_cmd = {"gpupack version", NULL, "Prints the version.",
+                                       NULL, 0, NULL, 0};
+
 static int cmd_version(int argc, char **argv)
 {
+    int rc = flags_parse(&version_cmd, argc, argv, NULL, NULL, NULL);
+    if (rc != FLAGS_OK)
+        return rc == FLAGS_HELP ? 0 : 2;
     printf("gpupack %s\n", GPUPACK_VERSION);
     return 0;
 }
@@ -668,16 +540,34 @@ static int cmd_simulate(int argc, char **argv)
 }
 
 static const struct command {
-    const char *name;
+    const char *name, *synopsis, *summary;
     int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"serve", cmd_serve},
-    {"inspect", cmd_inspect},
-    {"explain", cmd_explain},
-    {"policy", cmd_policy},
-    {"simulate", cmd_simulate},
-    {"version", cmd_version},
+    {"serve", "[flags]", "run the extender", cmd_serve},
+    {"inspect", "[flags] [NODE]", "per-node, per-GPU allocation table", cmd_inspect},
+    {"explain", "NAMESPACE/POD [flags]", "why a pending pod fits no node, and what would help",
+     cmd_explain},
+    {"policy", "check FILE|DIR...", "validate policy files (exit 1 on errors)", cmd_policy},
+    {"simulate", "--nodes N.csv --pods P.csv [flags]", "replay a trace through the placement code",
+     cmd_simulate},
+    {"version", "", "print the version (also --version, -V)", cmd_version},
 };
+
+static void usage(FILE *f)
+{
+    fprintf(f, "gpupack %s -- a kube-scheduler extender that packs pods onto shared GPUs\n\n",
+            GPUPACK_VERSION);
+    fprintf(f, "usage:\n");
+    for (size_t i = 0; i < GP_ARRAY_LEN(commands); i++) {
+        char head[96];
+        snprintf(head, sizeof head, "gpupack %s %s", commands[i].name, commands[i].synopsis);
+        if (strlen(head) < 44)
+            fprintf(f, "  %-44s %s\n", head, commands[i].summary);
+        else
+            fprintf(f, "  %s\n  %-44s %s\n", head, "", commands[i].summary);
+    }
+    fprintf(f, "\n'gpupack COMMAND --help' shows a command's flags.\n");
+}
 
 int main(int argc, char **argv)
 {
@@ -685,14 +575,16 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;
     }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
+        cmd = "version";
     for (size_t i = 0; i < GP_ARRAY_LEN(commands); i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+        if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "gpupack: unknown command %s\n\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "gpupack: unknown command %s\ntry 'gpupack --help'\n", argv[1]);
     return 2;
 }

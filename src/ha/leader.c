@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/metrics.h"
 
 #define DEFAULT_LEASE_S 15.0
 #define DEFAULT_RENEW_S 10.0
@@ -305,38 +306,30 @@ void leader_status(gp_leader *l, gp_leader_status *out)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* Prometheus label value: printable ASCII without quotes or backslashes. */
-static void label_value(const char *in, char *out, size_t len)
-{
-    size_t o = 0;
-    for (; *in && o + 1 < len; in++)
-        out[o++] = (*in >= 0x20 && *in < 0x7f && *in != '"' && *in != '\\') ? *in : '_';
-    out[o] = '\0';
-}
-
-void leader_metrics(gp_leader *l, gp_buf *out)
+void leader_metrics(void *leader, gp_buf *out)
 {
     gp_leader_status st;
-    leader_status(l, &st);
-    char id[GP_LEADER_ID_MAX], holder[GP_LEADER_ID_MAX];
-    label_value(st.identity, id, sizeof id);
-    label_value(st.holder, holder, sizeof holder);
-    (void)!gp_buf_printf(
-        out,
-        "# HELP gpupack_leader 1 while this replica leads and may bind (leader election).\n"
-        "# TYPE gpupack_leader gauge\ngpupack_leader %d\n"
-        "# HELP gpupack_leader_info This replica's identity and the Lease holder it last saw.\n"
-        "# TYPE gpupack_leader_info gauge\ngpupack_leader_info{identity=\"%s\",holder=\"%s\"} 1\n"
-        "# HELP gpupack_leader_transitions_total Times this replica became leader or stopped leading.\n"
-        "# TYPE gpupack_leader_transitions_total counter\n"
-        "gpupack_leader_transitions_total{kind=\"acquired\"} %lu\n"
-        "gpupack_leader_transitions_total{kind=\"lost\"} %lu\n"
-        "# HELP gpupack_leader_election_failures_total Lease attempts that failed or lost a race.\n"
-        "# TYPE gpupack_leader_election_failures_total counter\n"
-        "gpupack_leader_election_failures_total %lu\n"
-        "# HELP gpupack_leader_renew_age_seconds Since the last successful renew (-1: not leading).\n"
-        "# TYPE gpupack_leader_renew_age_seconds gauge\ngpupack_leader_renew_age_seconds %.3f\n",
-        st.may_bind, id, holder, st.acquired, st.lost, st.attempts_failed, st.since_renew_s);
+    leader_status(leader, &st);
+    char id[GP_LEADER_ID_MAX], holder[GP_LEADER_ID_MAX], labels[2 * GP_LEADER_ID_MAX + 32];
+    metrics_label_value(id, sizeof id, st.identity);
+    metrics_label_value(holder, sizeof holder, st.holder);
+    metrics_header(out, "gpupack_leader", "gauge",
+                   "1 while this replica leads and may bind (leader election).");
+    metrics_i(out, "gpupack_leader", NULL, st.may_bind);
+    metrics_header(out, "gpupack_leader_info", "gauge",
+                   "This replica's identity and the Lease holder it last saw.");
+    snprintf(labels, sizeof labels, "identity=\"%s\",holder=\"%s\"", id, holder);
+    metrics_i(out, "gpupack_leader_info", labels, 1);
+    metrics_header(out, "gpupack_leader_transitions_total", "counter",
+                   "Times this replica became leader or stopped leading.");
+    metrics_u(out, "gpupack_leader_transitions_total", "kind=\"acquired\"", st.acquired);
+    metrics_u(out, "gpupack_leader_transitions_total", "kind=\"lost\"", st.lost);
+    metrics_header(out, "gpupack_leader_election_failures_total", "counter",
+                   "Lease attempts that failed or lost a race.");
+    metrics_u(out, "gpupack_leader_election_failures_total", NULL, st.attempts_failed);
+    metrics_header(out, "gpupack_leader_renew_age_seconds", "gauge",
+                   "Since the last successful renew (-1: not leading).");
+    metrics_f(out, "gpupack_leader_renew_age_seconds", NULL, 3, st.since_renew_s);
 }
 
 json_t *leader_inspect(gp_leader *l)

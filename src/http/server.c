@@ -15,13 +15,17 @@
 
 #include "pack/clusterview.h"
 #include "sched/explain.h"
-#include "cli/inspect_cli.h"
+#include "sched/inspect.h"
 #include "lib/jsoncost.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "http/ui_page.h"
 #include "sched/webhook.h"
 #include "lib/yamljson.h"
+
+/* The /metrics page: a few hundred bytes per node (gpupack_node_gpu_memory_mib)
+ * over the largest clusters stays far below this. */
+#define METRICS_PAGE_MAX (256u << 20)
 
 typedef enum {
     V_FILTER, V_PRIORITIZE, V_BIND, V_HEALTHZ, V_READYZ, V_METRICS, V_INSPECT, V_MUTATE, V_UI,
@@ -100,6 +104,7 @@ typedef struct req_state {
     bool bind_queued, bind_answered, suspended;
     int bind_status;
     char *bind_out;
+    const char *location;   /* a redirect's Location (static text) */
 } req_state;
 
 typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *rs,
@@ -107,7 +112,7 @@ typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *
 
 typedef struct route {
     const char *method;
-    const char *path;       /* exact, or a prefix when it ends with '/' */
+    const char *path;       /* exact, or a prefix when it ends with '/' (but "/" is exact) */
     bool under_prefix;      /* the extender verbs follow --url-prefix */
     bool authenticated;     /* needs a trusted client certificate when --client-ca is set */
     verb v;
@@ -230,112 +235,85 @@ static int h_readyz(gp_server *s, struct MHD_Connection *c, req_state *rs, const
     return ready ? 200 : 503;
 }
 
-static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                     char **out, const char **ct)
+/* The listener's own families (metrics_fn). */
+static void server_metrics(void *ud, gp_buf *out)
 {
-    gp_buf b;
-    gp_buf_init(&b, SIZE_MAX / 2);
-    metrics_header(&b, "gpupack_http_requests_total", "counter",
+    gp_server *s = ud;
+    char labels[64];
+    metrics_header(out, "gpupack_http_requests_total", "counter",
                    "HTTP requests by route and status class.");
     for (int v = 0; v < V_COUNT; v++)
         for (int k = 1; k < 6; k++) {
             unsigned long n = atomic_load(&s->by_code[v][k]);
+            snprintf(labels, sizeof labels, "route=\"%s\",code=\"%dxx\"", verb_names[v], k);
             if (n)
-                (void)!gp_buf_printf(&b, "gpupack_http_requests_total{route=\"%s\",code=\"%dxx\"} %lu\n",
-                                     verb_names[v], k, n);
+                metrics_u(out, "gpupack_http_requests_total", labels, n);
         }
-    (void)!gp_buf_printf(&b, "gpupack_http_requests_total{route=\"unknown\",code=\"4xx\"} %lu\n",
-                         atomic_load(&s->not_found));
-    metrics_header(&b, "gpupack_http_request_too_large_total", "counter",
+    metrics_u(out, "gpupack_http_requests_total", "route=\"unknown\",code=\"4xx\"",
+              atomic_load(&s->not_found));
+    metrics_header(out, "gpupack_http_request_too_large_total", "counter",
                    "Requests refused with 413 (body over the limit).");
-    (void)!gp_buf_printf(&b, "gpupack_http_request_too_large_total %lu\n",
-                         atomic_load(&s->too_large));
-    metrics_header(&b, "gpupack_http_busy_total", "counter",
+    metrics_u(out, "gpupack_http_request_too_large_total", NULL, atomic_load(&s->too_large));
+    metrics_header(out, "gpupack_http_busy_total", "counter",
                    "Requests refused with 503: the in-flight memory budget was full.");
-    (void)!gp_buf_printf(&b, "gpupack_http_busy_total %lu\n", atomic_load(&s->busy));
-    metrics_header(&b, "gpupack_http_inflight_bytes", "gauge",
+    metrics_u(out, "gpupack_http_busy_total", NULL, atomic_load(&s->busy));
+    metrics_header(out, "gpupack_http_inflight_bytes", "gauge",
                    "Memory reserved by requests in flight (bodies, estimated decoding).");
-    (void)!gp_buf_printf(&b, "gpupack_http_inflight_bytes %zu\n", atomic_load(&s->inflight));
-    metrics_header(&b, "gpupack_http_unauthenticated_total", "counter",
+    metrics_u(out, "gpupack_http_inflight_bytes", NULL, atomic_load(&s->inflight));
+    metrics_header(out, "gpupack_http_unauthenticated_total", "counter",
                    "Verb calls refused for want of a trusted client certificate.");
-    (void)!gp_buf_printf(&b, "gpupack_http_unauthenticated_total{reason=\"no_certificate\"} %lu\n"
-                             "gpupack_http_unauthenticated_total{reason=\"untrusted\"} %lu\n",
-                         atomic_load(&s->refused[0]), atomic_load(&s->refused[1]));
-    metrics_header(&b, "gpupack_http_connections_total", "counter",
+    metrics_u(out, "gpupack_http_unauthenticated_total", "reason=\"no_certificate\"",
+              atomic_load(&s->refused[0]));
+    metrics_u(out, "gpupack_http_unauthenticated_total", "reason=\"untrusted\"",
+              atomic_load(&s->refused[1]));
+    metrics_header(out, "gpupack_http_connections_total", "counter",
                    "Connections accepted (each a TLS handshake when TLS is on); keep-alive "
                    "clients reuse them.");
-    (void)!gp_buf_printf(&b, "gpupack_http_connections_total %lu\n", atomic_load(&s->connections));
-    metrics_header(&b, "gpupack_http_client_chain_checks_total", "counter",
+    metrics_u(out, "gpupack_http_connections_total", NULL, atomic_load(&s->connections));
+    metrics_header(out, "gpupack_http_client_chain_checks_total", "counter",
                    "Client certificate chains checked against --client-ca: verified in full, or "
                    "the same chain verified before (cached).");
-    (void)!gp_buf_printf(&b, "gpupack_http_client_chain_checks_total{result=\"verified\"} %lu\n"
-                             "gpupack_http_client_chain_checks_total{result=\"cached\"} %lu\n",
-                         atomic_load(&s->chain_checks[0]), atomic_load(&s->chain_checks[1]));
-    metrics_header(&b, "gpupack_http_request_bytes_total", "counter",
+    metrics_u(out, "gpupack_http_client_chain_checks_total", "result=\"verified\"",
+              atomic_load(&s->chain_checks[0]));
+    metrics_u(out, "gpupack_http_client_chain_checks_total", "result=\"cached\"",
+              atomic_load(&s->chain_checks[1]));
+    metrics_header(out, "gpupack_http_request_bytes_total", "counter",
                    "Request body bytes received, by verb.");
-    for (int v = 0; v < V_COUNT; v++)
-        (void)!gp_buf_printf(&b, "gpupack_http_request_bytes_total{verb=\"%s\"} %llu\n",
-                             verb_names[v], atomic_load(&s->body_in[v]));
-    metrics_header(&b, "gpupack_http_response_bytes_total", "counter",
+    for (int v = 0; v < V_COUNT; v++) {
+        snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
+        metrics_u(out, "gpupack_http_request_bytes_total", labels, atomic_load(&s->body_in[v]));
+    }
+    metrics_header(out, "gpupack_http_response_bytes_total", "counter",
                    "Response body bytes sent, by verb.");
-    for (int v = 0; v < V_COUNT; v++)
-        (void)!gp_buf_printf(&b, "gpupack_http_response_bytes_total{verb=\"%s\"} %llu\n",
-                             verb_names[v], atomic_load(&s->body_out[v]));
-    metrics_header(&b, "gpupack_request_duration_seconds", "histogram",
+    for (int v = 0; v < V_COUNT; v++) {
+        snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
+        metrics_u(out, "gpupack_http_response_bytes_total", labels, atomic_load(&s->body_out[v]));
+    }
+    metrics_header(out, "gpupack_request_duration_seconds", "histogram",
                    "Time to answer a request, by verb.");
     for (int v = 0; v < V_COUNT; v++) {
-        char labels[48];
         snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
-        metrics_render_histo(&b, "gpupack_request_duration_seconds", labels, &s->latency[v]);
+        metrics_render_histo(out, "gpupack_request_duration_seconds", labels, &s->latency[v]);
     }
-    gp_extender_stats es;
-    extender_stats(s->e, &es);
-    metrics_header(&b, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
-    (void)!gp_buf_printf(&b, "gpupack_bind_errors_total %lu\n", es.bind_errors);
-    metrics_header(&b, "gpupack_fit_cache_total", "counter",
-                   "Node evaluations of filter and prioritize looked up in the cache of fits (a node "
-                   "state, pod shape and policy seen before), by result.");
-    (void)!gp_buf_printf(&b, "gpupack_fit_cache_total{result=\"hit\"} %lu\n"
-                             "gpupack_fit_cache_total{result=\"miss\"} %lu\n",
-                         es.fit_cache_hits, es.fit_cache_misses);
-    metrics_header(&b, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
-    (void)!gp_buf_printf(&b, "gpupack_bad_requests_total %lu\n", es.bad_requests);
-    gp_cluster_stats cs;
-    cluster_stats(s->c, &cs);
-    metrics_header(&b, "gpupack_store_lock_waits_total", "counter",
-                   "Store lock acquisitions that waited for another holder, by mode (filter and "
-                   "prioritize read; bind, reservations and the watch write).");
-    for (int w = 0; w < 2; w++)
-        (void)!gp_buf_printf(&b, "gpupack_store_lock_waits_total{mode=\"%s\"} %lu\n",
-                             w ? "write" : "read", cs.lock_waits[w]);
-    metrics_header(&b, "gpupack_store_lock_wait_seconds_total", "counter",
-                   "Time those acquisitions waited, by mode.");
-    for (int w = 0; w < 2; w++)
-        (void)!gp_buf_printf(&b, "gpupack_store_lock_wait_seconds_total{mode=\"%s\"} %.6f\n",
-                             w ? "write" : "read", cs.lock_wait_s[w]);
-    metrics_header(&b, "gpupack_nodes", "gauge", "Nodes in the store.");
-    (void)!gp_buf_printf(&b, "gpupack_nodes %zu\n", cs.nodes);
-    metrics_header(&b, "gpupack_gpus", "gauge", "GPUs in the store.");
-    (void)!gp_buf_printf(&b, "gpupack_gpus %zu\n", cs.gpus);
-    metrics_header(&b, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
-    (void)!gp_buf_printf(&b, "gpupack_pods{state=\"bound\"} %zu\ngpupack_pods{state=\"assumed\"} %zu\n",
-                         cs.pods_bound, cs.pods_assumed);
-    metrics_header(&b, "gpupack_pods_gpu_missing", "gauge",
-                   "Pods whose assignment names a GPU their node no longer reports (see /inspect missingGPUs).");
-    (void)!gp_buf_printf(&b, "gpupack_pods_gpu_missing %zu\n", cs.pods_gpu_missing);
-    metrics_header(&b, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
-    (void)!gp_buf_printf(&b, "gpupack_gpu_memory_mib{kind=\"total\"} %lld\ngpupack_gpu_memory_mib{kind=\"used\"} %lld\n",
-                         (long long)cs.mem_total, (long long)cs.mem_used);
-    metrics_header(&b, "gpupack_gpu_core_percent", "gauge",
-                   "GPU compute of healthy GPUs, in percent of one GPU.");
-    (void)!gp_buf_printf(&b, "gpupack_gpu_core_percent{kind=\"total\"} %.1f\ngpupack_gpu_core_percent{kind=\"used\"} %.1f\n",
-                         cs.core_total / 10.0, cs.core_used / 10.0);
-    clusterview cv;
-    clusterview_of_cluster(s->c, NULL, &cv);
-    clusterview_metrics(&cv, &b);
-    clusterview_node_metrics(s->c, &b);
-    if (s->hooks.metrics)
-        s->hooks.metrics(s->hooks.ud, &b);
+}
+
+/* The page: the listener's families, then the modules it serves (extender,
+ * store), then the writers main listed (hooks.metrics). */
+static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                     char **out, const char **ct)
+{
+    gp_buf b;
+    gp_buf_init(&b, METRICS_PAGE_MAX);
+    server_metrics(s, &b);
+    extender_metrics(s->e, &b);
+    clusterview_store_metrics(s->c, &b);
+    metrics_write(s->hooks.metrics, &b);
+    if (gp_buf_failed(&b)) {
+        gp_buf_free(&b);
+        LOG_ERROR("/metrics: the page exceeds %u bytes", METRICS_PAGE_MAX);
+        *out = error_json("the metrics page exceeds its size limit");
+        return 500;
+    }
     *ct = "text/plain; version=0.0.4; charset=utf-8";
     *out = b.data ? b.data : xstrdup("");
     return 200;
@@ -415,6 +393,18 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     return 200;
 }
 
+/* GET /: the operator's page. "ui" is relative, so the redirect also works
+ * through a proxy that serves gpupack under a path (kubectl proxy, the API
+ * server's service proxy). */
+static int h_root(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
+                  char **out, const char **ct)
+{
+    rs->location = "ui";
+    *ct = "text/plain; charset=utf-8";
+    *out = xstrdup("see /ui\n");
+    return 302;
+}
+
 static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                 char **out, const char **ct)
 {
@@ -473,8 +463,15 @@ static const route routes[] = {
     {"GET", "/inspect/", false, false, V_INSPECT, h_inspect, L_MAIN},
     {"POST", "/mutate", false, false, V_MUTATE, h_mutate, L_WEBHOOK},
     {"GET", "/ui", false, false, V_UI, h_ui, L_MAIN},
+    {"GET", "/", false, false, V_UI, h_root, L_MAIN},   /* counted with /ui */
     {"POST", "/explain", false, false, V_EXPLAIN, h_explain, L_MAIN},   /* read-only */
 };
+
+static bool is_prefix_route(const route *r)
+{
+    size_t n = strlen(r->path);
+    return n > 1 && r->path[n - 1] == '/';
+}
 
 /* Finds the route for a path; *tail gets what follows a prefix route. Returns
  * the index or -1; *method_ok tells whether some route has this path with
@@ -498,7 +495,7 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
                 continue;
         } else {
             size_t rl = strlen(r->path);
-            if (r->path[rl - 1] == '/') {
+            if (is_prefix_route(r)) {
                 if (strncmp(p, r->path, rl) != 0)
                     continue;
                 *tail = p + rl;
@@ -515,8 +512,8 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
 
 /* ------------------------------------------------------------ MHD glue -- */
 
-static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
-                               const char *ctype, const char *allow)
+static enum MHD_Result respond_to(struct MHD_Connection *conn, int status, char *body,
+                                  const char *ctype, const char *allow, const char *location)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -528,9 +525,17 @@ static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *bo
     if (status == 401)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Mutual-TLS realm=\"gpupack\"");
+    if (location)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
+                               const char *ctype, const char *allow)
+{
+    return respond_to(conn, status, body, ctype, allow, NULL);
 }
 
 static void count(gp_server *s, int ri, int status, double start)
@@ -847,7 +852,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return refuse_memory(s, conn, rs, need);
     }
     const char *tail = NULL;
-    if (r->path[strlen(r->path) - 1] == '/')
+    if (is_prefix_route(r))
         tail = url + strlen(r->path);
     char *out = NULL;
     const char *ctype = "application/json";
@@ -857,7 +862,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     atomic_fetch_add(&s->body_in[r->v], rs->body.len);
     atomic_fetch_add(&s->body_out[r->v], out ? strlen(out) : 0);
     count(s, rs->route, status, rs->start);
-    return respond(conn, status, out, ctype, NULL);
+    return respond_to(conn, status, out, ctype, NULL, rs->location);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "lib/log.h"
+#include "lib/metrics.h"
 
 #define KUBE_USER_AGENT "gpupack/0.1"
 #define KUBE_TOKEN_MAX (64u * 1024u)
@@ -213,30 +214,27 @@ static void share_unlock(CURL *h, curl_lock_data data, void *ud)
     pthread_mutex_unlock(&k->share_mu[data]);
 }
 
-/* Reads the token file into k->token (caller holds token_mu). */
+/* Reads the token file into k->token (caller holds token_mu). The file is
+ * stat'ed before it is read: a rotation in between shows as a change at the
+ * next request and the token is read again. */
 static int token_load(gp_kube *k, gp_err *err)
 {
-    FILE *f = fopen(k->auth.token_file, "rb");
-    if (!f)
-        return gp_fail(err, "token file %s: %s", k->auth.token_file, strerror(errno));
+    const char *path = k->auth.token_file;
     struct stat st;
+    if (stat(path, &st) < 0)
+        return gp_fail(err, "token file %s: %s", path, strerror(errno));
+    size_t n;
+    gp_err e;
+    char *buf = gp_read_file(path, KUBE_TOKEN_MAX, &n, &e);
+    if (!buf)
+        return gp_fail(err, "token file %s", e.msg);
     int rc = -1;
-    char *buf = xmalloc(KUBE_TOKEN_MAX + 1);
-    if (fstat(fileno(f), &st) < 0) {
-        gp_fail(err, "token file %s: %s", k->auth.token_file, strerror(errno));
-        goto out;
-    }
-    size_t n = fread(buf, 1, KUBE_TOKEN_MAX + 1, f);
-    if (n > KUBE_TOKEN_MAX) {
-        gp_fail(err, "token file %s is larger than %u bytes", k->auth.token_file, KUBE_TOKEN_MAX);
-        goto out;
-    }
     while (n > 0 && isspace((unsigned char)buf[n - 1]))
         n--;
     buf[n] = '\0';
     for (size_t i = 0; i < n; i++) {
         if (!isgraph((unsigned char)buf[i])) {
-            gp_fail(err, "token file %s holds a non-printable byte", k->auth.token_file);
+            gp_fail(err, "token file %s holds a non-printable byte", path);
             goto out;
         }
     }
@@ -247,7 +245,6 @@ static int token_load(gp_kube *k, gp_err *err)
     rc = 0;
 out:
     free(buf);
-    fclose(f);
     return rc;
 }
 
@@ -474,34 +471,43 @@ static void acct_done(acct_row *r, CURL *h, bool stream)
     atomic_fetch_add(&r->received, down > 0 ? (unsigned long long)down : 0);
 }
 
-void kube_metrics(gp_buf *out)
+void kube_metrics(void *unused, gp_buf *out)
 {
+    (void)unused;
     static const struct {
         const char *name, *help;
         int what;
     } fam[] = {
-        {"gpupack_kube_requests_total", "Requests to the API server, by verb (as kube-apiserver counts them) and resource.", 0},
-        {"gpupack_kube_request_sent_bytes_total", "Request body bytes sent to the API server, by verb and resource.", 1},
-        {"gpupack_kube_response_received_bytes_total", "Response body bytes received from the API server (watch streams included), by verb and resource.", 2},
+        {"gpupack_kube_requests_total",
+         "Requests to the API server, by verb (as kube-apiserver counts them) and resource.", 0},
+        {"gpupack_kube_request_sent_bytes_total",
+         "Request body bytes sent to the API server, by verb and resource.", 1},
+        {"gpupack_kube_response_received_bytes_total",
+         "Response body bytes received from the API server (watch streams included), by verb "
+         "and resource.", 2},
     };
     pthread_mutex_lock(&acct.mu);
+    size_t n = acct.n;
+    pthread_mutex_unlock(&acct.mu);   /* rows below n are set for good */
     for (size_t f = 0; f < GP_ARRAY_LEN(fam); f++) {
-        (void)!gp_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", fam[f].name, fam[f].help,
-                             fam[f].name);
-        for (size_t i = 0; i < acct.n; i++) {
+        metrics_header(out, fam[f].name, "counter", fam[f].help);
+        for (size_t i = 0; i < n; i++) {
             acct_row *r = &acct.rows[i];
+            char res[48], sub[24], labels[160];
+            metrics_label_value(res, sizeof res, r->resource);
+            metrics_label_value(sub, sizeof sub, r->sub);
+            snprintf(labels, sizeof labels, "verb=\"%s\",resource=\"%s\",subresource=\"%s\"", r->verb,
+                     res, sub);
             unsigned long long v = fam[f].what == 0   ? atomic_load(&r->requests)
                                    : fam[f].what == 1 ? atomic_load(&r->sent)
                                                       : atomic_load(&r->received);
-            (void)!gp_buf_printf(out, "%s{verb=\"%s\",resource=\"%s\",subresource=\"%s\"} %llu\n",
-                                 fam[f].name, r->verb, r->resource, r->sub, v);
+            metrics_u(out, fam[f].name, labels, v);
         }
     }
-    (void)!gp_buf_printf(out, "# HELP gpupack_kube_connections_total Connections (TCP and TLS handshakes) opened to the API server; the others reuse one.\n"
-                              "# TYPE gpupack_kube_connections_total counter\n"
-                              "gpupack_kube_connections_total %lu\n",
-                         atomic_load(&acct.connections));
-    pthread_mutex_unlock(&acct.mu);
+    metrics_header(out, "gpupack_kube_connections_total", "counter",
+                   "Connections (TCP and TLS handshakes) opened to the API server; the other "
+                   "requests reused one.");
+    metrics_u(out, "gpupack_kube_connections_total", NULL, atomic_load(&acct.connections));
 }
 
 /* ---------------------------------------------------------------------- */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "lib/base64.h"
+
 #define KUBECONFIG_MAX (4u * 1024u * 1024u)
 
 typedef struct kc {
@@ -94,58 +96,6 @@ static char *rel_path(const char *kcpath, const char *file)
     return xasprintf("%.*s/%s", (int)(slash - kcpath), kcpath, file);
 }
 
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-char *kubeconfig_base64_decode(const char *s, size_t *len)
-{
-    size_t n = strlen(s);
-    char *out = xmalloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            continue;
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64val(c);
-        if (v < 0 || pad) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    /* 6 leftover bits can never come from whole bytes */
-    if (bits >= 6 || pad > 2) {
-        free(out);
-        return NULL;
-    }
-    out[o] = '\0';
-    *len = o;
-    return out;
-}
-
 /* Fills file/blob from `key` (a path) or `key-data` (base64). */
 static int file_or_data(kc *k, const yaml_node_t *m, const char *key, char **file, char **blob,
                         size_t *blob_len)
@@ -156,7 +106,7 @@ static int file_or_data(kc *k, const yaml_node_t *m, const char *key, char **fil
     if (scalar(k, m, key, &f) < 0 || scalar(k, m, datakey, &d) < 0)
         return -1;
     if (d && *d) {
-        *blob = kubeconfig_base64_decode(d, blob_len);
+        *blob = gp_base64_decode(d, blob_len);
         if (!*blob || *blob_len == 0)
             return fail_at(k, map_get(k, m, datakey), "\"%s\" is not valid base64", datakey);
     } else if (f && *f) {
@@ -170,40 +120,12 @@ static int file_or_data(kc *k, const yaml_node_t *m, const char *key, char **fil
     return 0;
 }
 
-static int load_file(const char *path, char **data, size_t *len, gp_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gp_fail(err, "%s: %s", path, strerror(errno));
-    gp_buf b;
-    gp_buf_init(&b, KUBECONFIG_MAX);
-    char tmp[8192];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-        if (gp_buf_append(&b, tmp, n) < 0) {
-            rc = gp_fail(err, "%s: larger than %u bytes", path, KUBECONFIG_MAX);
-            break;
-        }
-    }
-    if (rc == 0 && ferror(f))
-        rc = gp_fail(err, "%s: read error", path);
-    fclose(f);
-    if (rc < 0) {
-        gp_buf_free(&b);
-        return -1;
-    }
-    *data = b.data ? b.data : xstrdup("");
-    *len = b.len;
-    return 0;
-}
-
 int kubeconfig_load(const char *path, const char *context, gp_kube_auth *out, gp_err *err)
 {
     memset(out, 0, sizeof *out);
-    char *data = NULL;
     size_t len = 0;
-    if (load_file(path, &data, &len, err) < 0)
+    char *data = gp_read_file(path, KUBECONFIG_MAX, &len, err);
+    if (!data)
         return -1;
     kc k = {.path = path, .err = err};
     yaml_parser_t parser;

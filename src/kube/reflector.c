@@ -123,6 +123,75 @@ static bool page_too_large(const gp_reflector *r, int rc, const gp_kube_resp *re
     return resp->status == 200 && resp->body.len > r->cfg.page_bytes_max;
 }
 
+/* Appends a LIST page's items (trimmed, one compact JSON line each) to
+ * items; returns false when items is full. */
+static bool page_to_lines(gp_reflector *r, const json_t *pitems, gp_buf *items, size_t *nitems)
+{
+    size_t i;
+    json_t *it;
+    json_array_foreach(pitems, i, it) {
+        json_t *t = r->ops->trim ? r->ops->trim(it) : json_incref(it);
+        char *line = json_dumps(t, JSON_COMPACT);   /* escapes '\n' inside strings */
+        json_decref(t);
+        if (!line)
+            continue;
+        gp_buf_append(items, line, strlen(line));
+        gp_buf_append(items, "\n", 1);
+        free(line);
+        if (gp_buf_failed(items))
+            return false;
+        (*nitems)++;
+    }
+    return true;
+}
+
+/* Applies a complete LIST (the lines page_to_lines kept) as one resync. */
+static void apply_lines(gp_reflector *r, const gp_buf *items)
+{
+    r->ops->resync_begin(r->ud);
+    for (size_t off = 0; off < items->len;) {
+        const char *line = items->data + off;
+        const char *nl = memchr(line, '\n', items->len - off);
+        size_t len = nl ? (size_t)(nl - line) : items->len - off;
+        json_t *obj = json_loadb(line, len, 0, NULL);
+        if (obj)
+            r->ops->apply(r->ud, GP_WATCH_ADDED, true, obj);
+        json_decref(obj);
+        off += len + 1;
+    }
+    r->ops->resync_end(r->ud);
+}
+
+/* GETs one LIST page (after `cont`, NULL = the first). A page too large
+ * for the client is asked again, same continue token, at half the limit:
+ * the API server accepts a new limit with a continue token. Returns
+ * kube_request's result; *limit keeps the smaller size for the next pages. */
+static int fetch_page(gp_reflector *r, const char *cont, int *limit, gp_kube_resp *resp,
+                      gp_err *err)
+{
+    for (;;) {
+        char *path;
+        if (cont) {
+            char *esc = kube_escape(cont);
+            path = xasprintf("%s?limit=%d&continue=%s", r->path, *limit, esc);
+            free(esc);
+        } else {
+            path = xasprintf("%s?limit=%d", r->path, *limit);
+        }
+        int rc = kube_request(r->kube, "GET", path, NULL, NULL, r->cfg.request_timeout_s,
+                              r->cancel, resp, err);
+        free(path);
+        if (!page_too_large(r, rc, resp, err) || *limit <= 1)
+            return rc;
+        int smaller = *limit / 2;
+        LOG_WARN("%s: a LIST page of %d objects is too large (%.200s); asking for %d per page",
+                 r->resource, *limit, rc < 0 ? err->msg : "over the page limit", smaller);
+        *limit = smaller;
+        STAT_ADD(r, page_shrinks, 1);
+        kube_resp_free(resp);
+    }
+}
+
 /* One full LIST. Applies it only when every page arrived. The items wait as
  * compact JSON lines (trimmed first): a parsed tree costs ten times more. */
 static step do_list(gp_reflector *r)
@@ -136,30 +205,9 @@ static step do_list(gp_reflector *r)
     char why[400] = "";   /* set = this LIST failed */
     int limit = r->cfg.page_limit;
     for (;;) {
-        char *path;
-        if (cont) {
-            char *esc = kube_escape(cont);
-            path = xasprintf("%s?limit=%d&continue=%s", r->path, limit, esc);
-            free(esc);
-        } else {
-            path = xasprintf("%s?limit=%d", r->path, limit);
-        }
         gp_kube_resp resp;
         gp_err err;
-        int rc = kube_request(r->kube, "GET", path, NULL, NULL, r->cfg.request_timeout_s, r->cancel,
-                              &resp, &err);
-        free(path);
-        if (page_too_large(r, rc, &resp, &err) && limit > 1) {
-            /* the same page (same continue token) again, in smaller pieces:
-             * the API server accepts a new limit with a continue token */
-            int smaller = limit / 2;
-            LOG_WARN("%s: a LIST page of %d objects is too large (%.200s); asking for %d per page",
-                     r->resource, limit, rc < 0 ? err.msg : "over the page limit", smaller);
-            limit = smaller;
-            STAT_ADD(r, page_shrinks, 1);
-            kube_resp_free(&resp);
-            continue;
-        }
+        int rc = fetch_page(r, cont, &limit, &resp, &err);
         if (rc < 0) {
             kube_resp_free(&resp);
             if (kube_cancel_fired(r->cancel)) {
@@ -198,21 +246,7 @@ static step do_list(gp_reflector *r)
             goto out;
         }
         STAT_ADD(r, list_pages, 1);
-        size_t i;
-        json_t *it;
-        bool full = false;
-        json_array_foreach(pitems, i, it) {
-            json_t *t = r->ops->trim ? r->ops->trim(it) : json_incref(it);
-            char *line = json_dumps(t, JSON_COMPACT);   /* escapes '\n' inside strings */
-            json_decref(t);
-            if (!line)
-                continue;
-            full = gp_buf_append(&items, line, strlen(line)) < 0 || gp_buf_append(&items, "\n", 1) < 0;
-            free(line);
-            if (full)
-                break;
-            nitems++;
-        }
+        bool full = !page_to_lines(r, pitems, &items, &nitems);
         const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
         const char *next = json_string_value(json_object_get(md, "continue"));
         if (!cont)
@@ -231,18 +265,7 @@ static step do_list(gp_reflector *r)
         snprintf(why, sizeof why, "LIST answer without metadata.resourceVersion");
         goto out;
     }
-    r->ops->resync_begin(r->ud);
-    for (size_t off = 0; off < items.len;) {
-        const char *line = items.data + off;
-        const char *nl = memchr(line, '\n', items.len - off);
-        size_t len = nl ? (size_t)(nl - line) : items.len - off;
-        json_t *obj = json_loadb(line, len, 0, NULL);
-        if (obj)
-            r->ops->apply(r->ud, GP_WATCH_ADDED, true, obj);
-        json_decref(obj);
-        off += len + 1;
-    }
-    r->ops->resync_end(r->ud);
+    apply_lines(r, &items);
     set_rv(r, list_rv);
     pthread_mutex_lock(&r->mu);
     if (!r->synced)

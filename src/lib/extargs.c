@@ -205,8 +205,18 @@ typedef struct keep {
     const char *key;
     const struct keep *sub;     /* keep only these members of the value (objects) */
     bool each;                  /* the value is an array: apply sub to every element */
-    const char *prefix;         /* object whose members are kept by key prefix */
+    const char *const *prefixes;   /* object whose members are kept by key prefix */
 } keep;
+
+const char *const extargs_annotation_prefixes[] = {
+    "gpupack.io/",              /* gpu-model, policy, assignment ... */
+    "ALIYUN_COM_GPU_MEM_",      /* aliyun assignments */
+    "gpu-fraction",             /* KAI: also gpu-fraction-num-devices, -container-name */
+    "gpu-memory",               /* KAI */
+    "nvidia.com/use-gputype",   /* HAMi, Volcano */
+    "nvidia.com/nouse-gputype",
+    NULL,
+};
 
 /* env: bind checks that the admission webhook injected NVIDIA_VISIBLE_DEVICES */
 static const keep env_keep[] = {{"name", NULL, false, NULL}, {"valueFrom", NULL, false, NULL}, {0}};
@@ -221,14 +231,15 @@ static const keep meta_keep[] = {{"name", NULL, false, NULL},
                                  {"uid", NULL, false, NULL},
                                  {"resourceVersion", NULL, false, NULL},   /* bind's precondition */
                                  {"labels", NULL, false, NULL},
-                                 {"annotations", NULL, false, "gpupack.io/"},
+                                 {"annotations", NULL, false, extargs_annotation_prefixes},
                                  {0}};
 static const keep pod_keep[] = {{"metadata", meta_keep, false, NULL}, {"spec", spec_keep, false, NULL}, {0}};
 
 static int copy_value(scan *s, gp_buf *out, const keep *k, int depth);
 
-/* Copies the members of an object that `rules` (or `prefix`) keep. */
-static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *prefix, int depth)
+/* Copies the members of an object that `rules` (or `prefixes`) keep. */
+static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *const *prefixes,
+                       int depth)
 {
     ws(s);
     if (depth > MAX_SCAN_DEPTH || s->p >= s->end || *s->p != '{')
@@ -254,9 +265,11 @@ static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *pref
         s->p++;
         const keep *k = NULL;
         bool take = false;
-        if (prefix) {
-            size_t pl = strlen(prefix);
-            take = klen >= pl && memcmp(key, prefix, pl) == 0;
+        if (prefixes) {
+            for (const char *const *p = prefixes; *p && !take; p++) {
+                size_t pl = strlen(*p);
+                take = klen >= pl && memcmp(key, *p, pl) == 0;
+            }
         } else {
             for (const keep *r = rules; r->key; r++)
                 if (strlen(r->key) == klen && memcmp(r->key, key, klen) == 0) {
@@ -291,7 +304,7 @@ static int copy_object(scan *s, gp_buf *out, const keep *rules, const char *pref
 static int copy_value(scan *s, gp_buf *out, const keep *k, int depth)
 {
     ws(s);
-    bool reduced = k && (k->sub || k->prefix);
+    bool reduced = k && (k->sub || k->prefixes);
     if (reduced && s->end - s->p >= 4 && memcmp(s->p, "null", 4) == 0) {
         s->p += 4;
         return gp_buf_append(out, "null", 4);
@@ -323,7 +336,7 @@ static int copy_value(scan *s, gp_buf *out, const keep *k, int depth)
         }
     }
     if (reduced)
-        return copy_object(s, out, k->sub, k->prefix, depth);
+        return copy_object(s, out, k->sub, k->prefixes, depth);
     const char *b = s->p;
     if (skip_value(s, depth))
         return -1;

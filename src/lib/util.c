@@ -1,6 +1,7 @@
 /* util.c -- allocation that aborts on OOM, bounded growable buffers, error text. */
 #include "lib/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +85,12 @@ void gp_buf_init(gp_buf *b, size_t max)
 
 int gp_buf_append(gp_buf *b, const void *p, size_t n)
 {
-    if (n > b->max || b->len > b->max - n)
+    if (b->failed)
         return -1;
+    if (n > b->max || b->len > b->max - n) {
+        b->failed = true;
+        return -1;
+    }
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
@@ -102,13 +107,17 @@ int gp_buf_append(gp_buf *b, const void *p, size_t n)
 
 int gp_buf_printf(gp_buf *b, const char *fmt, ...)
 {
+    if (b->failed)
+        return -1;
     char small[256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        b->failed = true;
         return -1;
+    }
     if ((size_t)n < sizeof small)
         return gp_buf_append(b, small, (size_t)n);
     char *big = xmalloc((size_t)n + 1);
@@ -120,9 +129,15 @@ int gp_buf_printf(gp_buf *b, const char *fmt, ...)
     return rc;
 }
 
+bool gp_buf_failed(const gp_buf *b)
+{
+    return b->failed;
+}
+
 void gp_buf_reset(gp_buf *b)
 {
     b->len = 0;
+    b->failed = false;
     if (b->data)
         b->data[0] = '\0';
 }
@@ -134,6 +149,38 @@ void gp_buf_free(gp_buf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->failed = false;
+}
+
+char *gp_read_file(const char *path, size_t max, size_t *len, gp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        gp_fail(err, "%s: %s", path, strerror(e));
+        errno = e;
+        return NULL;
+    }
+    gp_buf b;
+    gp_buf_init(&b, max);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && gp_buf_append(&b, chunk, n) == 0)
+        ;
+    int bad = ferror(f);
+    fclose(f);
+    if (gp_buf_failed(&b) || bad) {
+        if (bad)
+            gp_fail(err, "%s: read error", path);
+        else
+            gp_fail(err, "%s: larger than %zu bytes", path, max);
+        gp_buf_free(&b);
+        errno = bad ? EIO : EFBIG;
+        return NULL;
+    }
+    if (len)
+        *len = b.len;
+    return b.data ? b.data : xstrdup("");
 }
 
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize)

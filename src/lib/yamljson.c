@@ -334,41 +334,6 @@ json_t *yamljson_parse(const char *text, size_t len, gp_err *err)
     return docs;
 }
 
-char *gp_read_file(const char *path, size_t max, size_t *len, gp_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        gp_fail(err, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    gp_buf b;
-    gp_buf_init(&b, max);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (gp_buf_append(&b, chunk, n)) {
-            gp_fail(err, "%s: larger than %zu bytes", path, max);
-            fclose(f);
-            gp_buf_free(&b);
-            return NULL;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        gp_fail(err, "%s: read error", path);
-        gp_buf_free(&b);
-        return NULL;
-    }
-    if (gp_buf_append(&b, "", 0)) {
-        gp_buf_free(&b);
-        return NULL;
-    }
-    if (len)
-        *len = b.len;
-    return b.data;
-}
-
 json_t *yamljson_load_file(const char *path, gp_err *err)
 {
     size_t len;

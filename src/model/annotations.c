@@ -86,13 +86,15 @@ json_t *annotations_build(const gp_assignment *a, const gp_node *node, gp_profil
     gp_buf_init(&vis, 64 * GP_MAX_GPUS_PER_NODE * GP_UUID_MAX);
     for (int i = 0; i < nh; i++) {
         const gp_gpu_info *info = gpu_info(node, holds[i].index);
-        int rc = i ? gp_buf_append(&vis, ",", 1) : 0;
+        if (i)
+            gp_buf_append(&vis, ",", 1);
         if (info && info->uuid[0])
-            rc |= gp_buf_printf(&vis, "%s", info->uuid);
+            gp_buf_printf(&vis, "%s", info->uuid);
         else
-            rc |= gp_buf_printf(&vis, "%d", holds[i].index);
-        (void)rc;   /* the limit above cannot be reached by nh <= 64 entries */
+            gp_buf_printf(&vis, "%d", holds[i].index);
     }
+    if (gp_buf_failed(&vis))
+        abort();   /* the limit is above what nh <= 64 entries can write */
     json_object_set_new(ann, GP_ANN_VISIBLE, json_string(vis.data ? vis.data : ""));
     gp_buf_free(&vis);
 
@@ -134,15 +136,14 @@ void annotations_ctr_key(char key[GP_CTR_KEY_MAX], bool init, size_t index, gp_c
              annotations_ctr_vars[v].suffix);
 }
 
-/* The assignment entry of a container: by name in the native profile; in
- * the aliyun profile podreq merged the pod's containers into one regular and
- * one init entry, so the entry of the same kind. */
-static const gp_ctr_assign *grant_of(const gp_assignment *a, const char *name, bool init,
-                                     gp_profile profile)
+/* The assignment entry of a container: by name (Kubernetes keeps names unique
+ * across containers and initContainers; an entry's init flag says "runs
+ * once", which a sidecar listed in initContainers is not); in the aliyun
+ * profile podreq merged the pod's containers into its one entry. */
+static const gp_ctr_assign *grant_of(const gp_assignment *a, const char *name, gp_profile profile)
 {
     for (int c = 0; c < a->nctrs; c++)
-        if (a->ctrs[c].init == init &&
-            (profile == GP_PROFILE_ALIYUN || strcmp(a->ctrs[c].name, name) == 0))
+        if (profile == GP_PROFILE_ALIYUN || strcmp(a->ctrs[c].name, name) == 0)
             return &a->ctrs[c];
     return NULL;
 }
@@ -212,9 +213,9 @@ void annotations_add_containers(json_t *ann, const json_t *pod, const gp_assignm
             gp_ctr_req req;
             gp_profile profile;
             gp_err err;
-            if (podreq_container(c, lists[l].key, names, &req, &profile, &err) != 1)
+            if (podreq_container(pod, lists[l].init, i, names, &req, &profile, &err) != 1)
                 continue;
-            const gp_ctr_assign *ca = grant_of(a, req.name, lists[l].init, profile);
+            const gp_ctr_assign *ca = grant_of(a, req.name, profile);
             if (ca && ca->ngpus > 0)
                 ctr_values(ann, lists[l].init, i, ca, node,
                            profile == GP_PROFILE_ALIYUN ? req.mem_mib : 0);

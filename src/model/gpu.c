@@ -1,6 +1,7 @@
 /* gpu.c -- small pure helpers over the shared data model. */
 #include "model/gpu.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -91,12 +92,19 @@ int gp_node_gpu_pos(const gp_node *node, int index)
 
 int64_t gp_ctr_mem_on(const gp_ctr_req *c, int64_t alloc_mib)
 {
-    if (c->mem_mib > 0 || c->mem_permille <= 0)
+    if (c->mem_mib > 0 || c->mem_ppm <= 0)
         return c->mem_mib;
     if (alloc_mib <= 0)
         return 1;   /* nothing to share: never fits an empty GPU */
-    /* ceil(permille / 1000 * memory), as the trace protocol defines it */
-    return (alloc_mib * c->mem_permille + GP_CORE_FULL - 1) / GP_CORE_FULL;
+    if (alloc_mib > INT64_MAX / GP_PPM_FULL)
+        return alloc_mib;   /* beyond any GPU (inventories stop at 16 TiB) */
+    int64_t scaled = alloc_mib * (c->mem_ppm > GP_PPM_FULL ? GP_PPM_FULL : c->mem_ppm);
+    int64_t need;
+    if (c->ask == GP_ASK_FRACTION || c->ask == GP_ASK_PERCENT)
+        need = scaled / GP_PPM_FULL;   /* KAI: int64(total * portion); HAMi: total * pct / 100 */
+    else
+        need = (scaled + GP_PPM_FULL - 1) / GP_PPM_FULL;   /* the trace protocol's ceil */
+    return need > 0 ? need : 1;
 }
 
 static bool is_sep(char c)
@@ -118,6 +126,43 @@ static bool entry_matches(const char *entry, size_t len, const char *model)
             return true;
     }
     return false;
+}
+
+/* HAMi's and Volcano's match: an entry of the ','-separated list occurs in
+ * the model, ignoring case (device.CheckType in HAMi, checkGPUtype in
+ * Volcano's vgpu utils.go); blank entries never match. */
+static bool type_listed(const char *list, const char *model)
+{
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *e = p;
+        while (len && *e == ' ') {
+            e++;
+            len--;
+        }
+        while (len && e[len - 1] == ' ')
+            len--;
+        for (size_t off = 0; len && off + len <= strlen(model); off++)
+            if (strncasecmp(model + off, e, len) == 0)
+                return true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+bool gp_req_model_ok(const gp_pod_req *req, const char *model)
+{
+    if (!gp_model_allowed(req->models, model))
+        return false;
+    if (req->type_use[0] && !type_listed(req->type_use, model))
+        return false;
+    if (req->type_use[0] && req->profile == GP_PROFILE_VOLCANO)
+        return true;   /* Volcano reads nouse-gputype only without use-gputype */
+    return !req->type_nouse[0] || !type_listed(req->type_nouse, model);
 }
 
 bool gp_model_allowed(const char *list, const char *model)

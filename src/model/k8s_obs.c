@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/annotations.h"
+#include "model/formats.h"
 #include "model/podreq.h"
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
@@ -15,11 +16,14 @@ static const char *str_at(const json_t *o, const char *a, const char *b)
     return json_string_value(v);
 }
 
+/* "gpu" anywhere (gpupack.io/gpu-mem, nvidia.com/gpumem, volcano.sh/vgpu-number
+ * ...), or TKE's "vcuda" (tencent.com/vcuda-core). */
 static bool mentions_gpu(const char *k)
 {
     for (const char *p = k; *p; p++)
-        if (tolower((unsigned char)p[0]) == 'g' && tolower((unsigned char)p[1]) == 'p' &&
-            tolower((unsigned char)p[2]) == 'u')
+        if ((tolower((unsigned char)p[0]) == 'g' && tolower((unsigned char)p[1]) == 'p' &&
+             tolower((unsigned char)p[2]) == 'u') ||
+            strncmp(p, "vcuda", 5) == 0)
             return true;
     return false;
 }
@@ -41,6 +45,19 @@ static bool list_wants_gpu(const json_t *ctrs)
         }
     }
     return false;
+}
+
+/* The PodScheduled condition in status.conditions (borrowed), or NULL. */
+static const json_t *pod_scheduled_cond(const json_t *pod)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *type = str_at(c, "type", NULL);
+        if (type && strcmp(type, "PodScheduled") == 0)
+            return c;
+    }
+    return NULL;
 }
 
 int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod_view *out, gp_err *err)
@@ -84,8 +101,13 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
     }
     const json_t *spec = json_object_get(pod, "spec");
     out->wants_gpu = list_wants_gpu(json_object_get(spec, "containers")) ||
-                     list_wants_gpu(json_object_get(spec, "initContainers"));
+                     list_wants_gpu(json_object_get(spec, "initContainers")) ||
+                     json_object_get(ann, "gpu-fraction") || json_object_get(ann, "gpu-memory");
     out->pending = !terminal && out->node[0] == '\0' && !json_object_get(md, "deletionTimestamp");
+    const json_t *cond = out->pending ? pod_scheduled_cond(pod) : NULL;
+    const char *cst = str_at(cond, "status", NULL), *reason = str_at(cond, "reason", NULL);
+    out->parked = cst && strcmp(cst, "False") == 0;
+    out->sched_error = out->parked && reason && strcmp(reason, "SchedulerError") == 0;
     return 0;
 }
 
@@ -146,7 +168,7 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)ann, k, v) {
-            if (strncmp(k, "gpupack.io/", 11) == 0 || strncmp(k, "ALIYUN_COM_GPU_MEM_", 19) == 0)
+            if (formats_annotation_kept(k, strlen(k)))   /* decoding and restoring read these */
                 json_object_set_new(tann, k, json_deep_copy(v));
         }
         json_object_set_new(tmd, "annotations", tann);
@@ -166,6 +188,14 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
     json_t *tst = json_object();
     if (phase)
         json_object_set_new(tst, "phase", json_string(phase));
+    const json_t *cond = node ? NULL : pod_scheduled_cond(pod);
+    if (cond) {
+        /* kube-scheduler's verdict on an unbound pod: the requeue after an outage reads it */
+        json_t *tc = json_object();
+        static const char *const ckeys[] = {"type", "status", "reason"};
+        copy_keys(tc, cond, ckeys, GP_ARRAY_LEN(ckeys));
+        json_object_set_new(tst, "conditions", json_pack("[o]", tc));
+    }
     json_object_set_new(out, "status", tst);
     return out;
 }

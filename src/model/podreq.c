@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/formats.h"
 #include "model/quantity.h"
 
 #define ANN_GPU_MODEL "gpupack.io/gpu-model"
@@ -21,55 +22,14 @@ void podreq_default_names(gp_resource_names *n)
     gp_strlcpy(n->core, "gpupack.io/gpu-core", sizeof n->core);
     gp_strlcpy(n->aliyun_mem, "aliyun.com/gpu-mem", sizeof n->aliyun_mem);
     n->aliyun_unit_mib = 1024;
+    n->formats = GP_FORMATS_OTHER;
+    n->nvidia_gpu = false;
 }
 
 const json_t *podreq_labels(const json_t *pod)
 {
     const json_t *l = json_object_get(json_object_get(pod, "metadata"), "labels");
     return json_is_object(l) ? l : NULL;
-}
-
-/* A resource value: quantity string or JSON number. 1 found, 0 absent, -1 bad. */
-static int resource_int(const json_t *list, const char *name, const char *where, int64_t *out,
-                        gp_err *err)
-{
-    const json_t *v = json_object_get(list, name);
-    if (!v || json_is_null(v))
-        return 0;
-    gp_err e;
-    if (json_is_string(v)) {
-        if (quantity_parse_int(json_string_value(v), out, &e))
-            return gp_fail(err, "%s[\"%s\"]: %s", where, name, e.msg);
-        return 1;
-    }
-    if (json_is_integer(v)) {
-        if (json_integer_value(v) < 0)
-            return gp_fail(err, "%s[\"%s\"]: negative value", where, name);
-        *out = json_integer_value(v);
-        return 1;
-    }
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if (d < 0 || d != floor(d) || d > 9e15)
-            return gp_fail(err, "%s[\"%s\"]: %g is not a whole non-negative number", where, name,
-                           d);
-        *out = (int64_t)d;
-        return 1;
-    }
-    return gp_fail(err, "%s[\"%s\"]: must be a quantity string or a number", where, name);
-}
-
-/* limits, then requests (Kubernetes defaults requests from limits). */
-static int container_int(const json_t *res, const char *name, const char *where, int64_t *out,
-                         gp_err *err)
-{
-    char w[160];
-    snprintf(w, sizeof w, "%s.resources.limits", where);
-    int rc = resource_int(json_object_get(res, "limits"), name, w, out, err);
-    if (rc)
-        return rc;
-    snprintf(w, sizeof w, "%s.resources.requests", where);
-    return resource_int(json_object_get(res, "requests"), name, w, out, err);
 }
 
 /* Host cpu/memory in thousandths, clamped to 0..MAX_HOST_MILLI (these only
@@ -143,10 +103,10 @@ static int read_gpu_fields(const json_t *res, const char *name, const char *wher
                            const gp_resource_names *n, gpu_fields *f, gp_err *err)
 {
     memset(f, 0, sizeof *f);
-    if (container_int(res, n->mem, where, &f->gmem, err) < 0 ||
-        container_int(res, n->count, where, &f->count, err) < 0 ||
-        container_int(res, n->core, where, &f->core, err) < 0 ||
-        (n->aliyun_mem[0] && container_int(res, n->aliyun_mem, where, &f->amem, err) < 0))
+    if (quantity_resource(res, n->mem, where, &f->gmem, err) < 0 ||
+        quantity_resource(res, n->count, where, &f->count, err) < 0 ||
+        quantity_resource(res, n->core, where, &f->core, err) < 0 ||
+        (n->aliyun_mem[0] && quantity_resource(res, n->aliyun_mem, where, &f->amem, err) < 0))
         return -1;
     if (!f->gmem && !f->count && !f->core && !f->amem)
         return 0;
@@ -183,32 +143,84 @@ static gp_profile fill_req(const gpu_fields *f, const char *name, const gp_resou
     r->mem_mib = f->gmem * (n->mem_unit_mib > 0 ? n->mem_unit_mib : 1);
     r->core = (int)f->core * 10;
     if (r->mem_mib == 0 && r->core == 0) {
-        r->mem_permille = GP_CORE_FULL;
+        r->mem_ppm = GP_PPM_FULL;
+        r->ask = GP_ASK_WHOLE;
         r->core = GP_CORE_FULL;
     }
     return GP_PROFILE_NATIVE;
 }
 
-int podreq_container(const json_t *c, const char *where, const gp_resource_names *n,
-                     gp_ctr_req *out, gp_profile *profile, gp_err *err)
+/* One container under the pod's format `fmt` (formats_detect): 1 and *one
+ * (with *profile) when it asks, 0 when not, -1 with a message. KAI's request
+ * (kai, from the pod's annotations) belongs to the container at (kai_init,
+ * kai_index) only. */
+typedef struct kai_target {
+    bool init_list;
+    size_t index;
+    gp_ctr_req req;
+} kai_target;
+
+static int container_req(const json_t *c, const char *where, bool init_list, size_t index,
+                         gp_profile fmt, const kai_target *kai, const gp_resource_names *n,
+                         gp_ctr_req *one, gp_profile *profile, gp_err *err)
 {
-    memset(out, 0, sizeof *out);
-    *profile = GP_PROFILE_NATIVE;
-    if (!json_is_object(c))
-        return gp_fail(err, "%s: must be an object", where);
+    memset(one, 0, sizeof *one);
+    *profile = fmt;
+    if (fmt == GP_PROFILE_KAI) {
+        if (kai->init_list != init_list || kai->index != index)
+            return 0;
+        *one = kai->req;
+        return 1;
+    }
+    if (fmt != GP_PROFILE_NATIVE)
+        return formats_container(c, where, fmt, n, one, err);
     const json_t *res = json_object_get(c, "resources");
     if (!res)
         return 0;
-    if (!json_is_object(res))
-        return gp_fail(err, "%s.resources: must be an object", where);
     const json_t *jname = json_object_get(c, "name");
     const char *name = json_is_string(jname) ? json_string_value(jname) : "";
     gpu_fields f;
     int asks = read_gpu_fields(res, name, where, n, &f, err);
     if (asks <= 0)
         return asks;
-    *profile = fill_req(&f, name, n, out);
+    *profile = fill_req(&f, name, n, one);
     return 1;
+}
+
+/* The pod's format and, for KAI, its one request. */
+static int pod_format(const json_t *pod, const gp_resource_names *n, gp_profile *fmt,
+                      kai_target *kai, gp_err *err)
+{
+    memset(kai, 0, sizeof *kai);
+    if (formats_detect(pod, n, fmt, err))
+        return -1;
+    if (*fmt == GP_PROFILE_KAI &&
+        formats_kai(pod, &kai->req, &kai->init_list, &kai->index, err))
+        return -1;
+    return 0;
+}
+
+int podreq_container(const json_t *pod, bool init_list, size_t index,
+                     const gp_resource_names *n, gp_ctr_req *out, gp_profile *profile, gp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *profile = GP_PROFILE_NATIVE;
+    const char *list = init_list ? "initContainers" : "containers";
+    const json_t *c = json_array_get(json_object_get(json_object_get(pod, "spec"), list), index);
+    if (!c)
+        return 0;
+    char where[64];
+    snprintf(where, sizeof where, "spec.%s[%zu]", list, index);
+    if (!json_is_object(c))
+        return gp_fail(err, "%s: must be an object", where);
+    const json_t *res = json_object_get(c, "resources");
+    if (res && !json_is_object(res))
+        return gp_fail(err, "%s.resources: must be an object", where);
+    gp_profile fmt;
+    kai_target kai;
+    if (pod_format(pod, n, &fmt, &kai, err))
+        return -1;
+    return container_req(c, where, init_list, index, fmt, &kai, n, out, profile, err);
 }
 
 /* What a pod asks, accumulated over its containers the way kube-scheduler
@@ -236,8 +248,9 @@ static void max_into(int64_t *m, int64_t v)
         *m = v;
 }
 
-static int decode_container(const json_t *c, const char *where, bool init,
-                            const gp_resource_names *n, gp_pod_req *out, acc *a, gp_err *err)
+static int decode_container(const json_t *c, const char *where, bool init, size_t index,
+                            gp_profile fmt, const kai_target *kai, const gp_resource_names *n,
+                            gp_pod_req *out, acc *a, gp_err *err)
 {
     if (!json_is_object(c))
         return gp_fail(err, "%s: must be an object", where);
@@ -261,15 +274,11 @@ static int decode_container(const json_t *c, const char *where, bool init,
             a->mem_side = sat_add(a->mem_side, mem);
         }
     }
-    if (!res)
-        return 0;
-
-    gpu_fields f;
-    int asks = read_gpu_fields(res, name, where, n, &f, err);
+    gp_ctr_req one;
+    gp_profile profile;
+    int asks = container_req(c, where, init, index, fmt, kai, n, &one, &profile, err);
     if (asks <= 0)
         return asks;   /* 0: not a GPU container */
-    gp_ctr_req one;
-    gp_profile profile = fill_req(&f, name, n, &one);
 
     if (profile == GP_PROFILE_ALIYUN) {
         a->aliyun = true;
@@ -304,8 +313,8 @@ static int decode_container(const json_t *c, const char *where, bool init,
         goto too_many;
     *r = one;
     r->init = init && !sidecar;
-    if (r->mem_permille) {
-        /* whole GPUs: nothing to add */
+    if (r->mem_ppm) {
+        /* relative to each GPU (whole GPUs, fractions): nothing to add */
     } else if (sidecar) {
         a->gmem_side += r->mem_mib;
         a->gcore_side += r->core;
@@ -366,6 +375,10 @@ int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req 
     const json_t *spec = json_object_get(pod, "spec");
     if (!json_is_object(spec))
         return gp_fail(err, "Pod.spec: missing or not an object");
+    gp_profile fmt;
+    kai_target kai;
+    if (pod_format(pod, names, &fmt, &kai, err) || formats_pod_types(pod, fmt, out, err))
+        return -1;
     acc a = {0};
     static const struct {
         const char *key;
@@ -380,8 +393,8 @@ int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req 
         for (size_t i = 0; i < json_array_size(arr); i++) {
             char where[64];
             snprintf(where, sizeof where, "spec.%s[%zu]", lists[l].key, i);
-            if (decode_container(json_array_get(arr, i), where, lists[l].init, names, out, &a,
-                                 err))
+            if (decode_container(json_array_get(arr, i), where, lists[l].init, i, fmt, &kai,
+                                 names, out, &a, err))
                 return -1;
         }
     }
@@ -390,7 +403,7 @@ int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req 
         r->count = 1;
         r->mem_mib = a.al_sum > a.al_init ? a.al_sum : a.al_init;
     }
-    out->profile = a.aliyun ? GP_PROFILE_ALIYUN : GP_PROFILE_NATIVE;
+    out->profile = a.aliyun ? GP_PROFILE_ALIYUN : fmt;
     out->cpu_milli = a.cpu_sum > a.cpu_init ? a.cpu_sum : a.cpu_init;
     out->host_mem_mib = a.mem_sum > a.mem_init ? a.mem_sum : a.mem_init;
     return 0;

@@ -2,6 +2,8 @@
 #include "model/quantity.h"
 
 #include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -133,3 +135,49 @@ int quantity_parse_int(const char *s, int64_t *out, gp_err *err)
     *out = m / 1000;
     return 0;
 }
+
+/* ------------------------------------------------ container resources -- */
+
+/* A resource value: quantity string or JSON number. 1 found, 0 absent, -1 bad. */
+static int resource_int(const json_t *list, const char *name, const char *where, int64_t *out,
+                        gp_err *err)
+{
+    const json_t *v = json_object_get(list, name);
+    if (!v || json_is_null(v))
+        return 0;
+    gp_err e;
+    if (json_is_string(v)) {
+        if (quantity_parse_int(json_string_value(v), out, &e))
+            return gp_fail(err, "%s[\"%s\"]: %s", where, name, e.msg);
+        return 1;
+    }
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0)
+            return gp_fail(err, "%s[\"%s\"]: %lld is negative", where, name,
+                           (long long)json_integer_value(v));
+        *out = json_integer_value(v);
+        return 1;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d < 0 || d != floor(d) || d > 9e15)
+            return gp_fail(err, "%s[\"%s\"]: %g is not a whole non-negative number", where, name,
+                           d);
+        *out = (int64_t)d;
+        return 1;
+    }
+    return gp_fail(err, "%s[\"%s\"]: must be a quantity string or a number", where, name);
+}
+
+int quantity_resource(const json_t *res, const char *name, const char *where, int64_t *out,
+                      gp_err *err)
+{
+    char w[160];
+    snprintf(w, sizeof w, "%s.resources.limits", where);
+    int rc = resource_int(json_object_get(res, "limits"), name, w, out, err);
+    if (rc)
+        return rc;
+    snprintf(w, sizeof w, "%s.resources.requests", where);
+    return resource_int(json_object_get(res, "requests"), name, w, out, err);
+}
+

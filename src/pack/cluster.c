@@ -414,8 +414,8 @@ static int ns_share_check(const gp_cluster *c, const gp_node *node, const char *
     int cap = (int)(cap_share * node->ngpus + 1e-9);
     if (held + nh <= cap)
         return 0;
-    snprintf(why, whylen, "namespace %.60s would hold %d of %d GPUs, the policy allows %d", ns,
-             held + nh, node->ngpus, cap);
+    snprintf(why, whylen, "namespace %.60s would hold %d of %d GPU%s, the policy allows %d", ns,
+             held + nh, node->ngpus, gp_s(node->ngpus), cap);
     return -1;
 }
 
@@ -691,7 +691,7 @@ void cluster_pods_resync_end(gp_cluster *c)
     wrlock(c);
     int n = sweep_pods(c, unseen_bound, 0);
     if (n)
-        LOG_INFO("%d pods released: gone after relist", n);
+        LOG_INFO("%d pod%s released: gone after relist", n, gp_s(n));
     /* an accepted Binding whose pod the relist lacks: deleted meanwhile, or
      * listed just before the Binding; a GET will tell (cluster_unsettled) */
     size_t it = 0;

@@ -1,6 +1,7 @@
 /* clusterview.c -- cluster-wide figures for operators (summary, per model). */
 #include "pack/clusterview.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "pack/frag.h"
@@ -102,43 +103,36 @@ json_t *clusterview_json(const clusterview *v)
 
 /* Model names come from node inventories: keep label values printable and
  * free of the characters the text format escapes. */
-static void label_value(char *dst, size_t len, const char *s)
-{
-    size_t k = 0;
-    for (; *s && k + 1 < len; s++)
-        dst[k++] = (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) ? '_' : *s;
-    dst[k] = '\0';
-}
-
-#define EMIT(...) (void)!gp_buf_printf(out, __VA_ARGS__)
-
 void clusterview_metrics(const clusterview *v, gp_buf *out)
 {
+    char labels[GP_MODEL_MAX + 32];
     metrics_header(out, "gpupack_gpus_idle", "gauge", "Healthy GPUs no pod holds any part of.");
-    EMIT("gpupack_gpus_idle %zu\n", v->gpus_idle);
+    metrics_u(out, "gpupack_gpus_idle", NULL, v->gpus_idle);
     metrics_header(out, "gpupack_gpu_fragmentation_ratio", "gauge",
                    "Share of idle GPU capacity that typical pods cannot use (the simulator's "
                    "fragmentation measure).");
-    EMIT("gpupack_gpu_fragmentation_ratio %.6f\n", clusterview_frag_ratio(v));
+    metrics_f(out, "gpupack_gpu_fragmentation_ratio", NULL, 6, clusterview_frag_ratio(v));
     metrics_header(out, "gpupack_gpu_fragment_gpus", "gauge",
                    "Idle GPU capacity that typical pods cannot use, in whole GPUs.");
-    EMIT("gpupack_gpu_fragment_gpus %.3f\n", v->frag / GP_CORE_FULL);
+    metrics_f(out, "gpupack_gpu_fragment_gpus", NULL, 3, v->frag / GP_CORE_FULL);
     metrics_header(out, "gpupack_model_gpu_memory_mib", "gauge",
                    "GPU memory of healthy GPUs by model, total and allocated.");
     for (int i = 0; i < v->nmodels; i++) {
         char m[GP_MODEL_MAX];
-        label_value(m, sizeof m, v->models[i].model);
-        EMIT("gpupack_model_gpu_memory_mib{model=\"%s\",kind=\"total\"} %lld\n"
-             "gpupack_model_gpu_memory_mib{model=\"%s\",kind=\"used\"} %lld\n",
-             m, (long long)v->models[i].mem_total, m, (long long)v->models[i].mem_used);
+        metrics_label_value(m, sizeof m, v->models[i].model);
+        snprintf(labels, sizeof labels, "model=\"%s\",kind=\"total\"", m);
+        metrics_i(out, "gpupack_model_gpu_memory_mib", labels, v->models[i].mem_total);
+        snprintf(labels, sizeof labels, "model=\"%s\",kind=\"used\"", m);
+        metrics_i(out, "gpupack_model_gpu_memory_mib", labels, v->models[i].mem_used);
     }
     metrics_header(out, "gpupack_model_gpus", "gauge", "Healthy GPUs by model, idle or in use.");
     for (int i = 0; i < v->nmodels; i++) {
         char m[GP_MODEL_MAX];
-        label_value(m, sizeof m, v->models[i].model);
-        EMIT("gpupack_model_gpus{model=\"%s\",state=\"idle\"} %d\n"
-             "gpupack_model_gpus{model=\"%s\",state=\"used\"} %d\n",
-             m, v->models[i].gpus_idle, m, v->models[i].gpus - v->models[i].gpus_idle);
+        metrics_label_value(m, sizeof m, v->models[i].model);
+        snprintf(labels, sizeof labels, "model=\"%s\",state=\"idle\"", m);
+        metrics_i(out, "gpupack_model_gpus", labels, v->models[i].gpus_idle);
+        snprintf(labels, sizeof labels, "model=\"%s\",state=\"used\"", m);
+        metrics_i(out, "gpupack_model_gpus", labels, v->models[i].gpus - v->models[i].gpus_idle);
     }
 }
 
@@ -156,11 +150,50 @@ void clusterview_node_metrics(gp_cluster *c, gp_buf *out)
                 total += n->gpus[i].info.mem_total;
                 used += n->gpus[i].mem_used;
             }
-        char name[GP_NAME_MAX];
-        label_value(name, sizeof name, n->name);
-        EMIT("gpupack_node_gpu_memory_mib{node=\"%s\",kind=\"total\"} %lld\n"
-             "gpupack_node_gpu_memory_mib{node=\"%s\",kind=\"used\"} %lld\n",
-             name, (long long)total, name, (long long)used);
+        char name[GP_NAME_MAX], labels[GP_NAME_MAX + 32];
+        metrics_label_value(name, sizeof name, n->name);
+        snprintf(labels, sizeof labels, "node=\"%s\",kind=\"total\"", name);
+        metrics_i(out, "gpupack_node_gpu_memory_mib", labels, total);
+        snprintf(labels, sizeof labels, "node=\"%s\",kind=\"used\"", name);
+        metrics_i(out, "gpupack_node_gpu_memory_mib", labels, used);
     }
     cluster_unlock(c);
+}
+
+void clusterview_store_metrics(void *cluster, gp_buf *out)
+{
+    gp_cluster *c = cluster;
+    gp_cluster_stats cs;
+    cluster_stats(c, &cs);
+    metrics_header(out, "gpupack_nodes", "gauge", "Nodes in the store.");
+    metrics_u(out, "gpupack_nodes", NULL, cs.nodes);
+    metrics_header(out, "gpupack_gpus", "gauge", "GPUs in the store.");
+    metrics_u(out, "gpupack_gpus", NULL, cs.gpus);
+    metrics_header(out, "gpupack_pods", "gauge", "Pods holding GPUs, by state.");
+    metrics_u(out, "gpupack_pods", "state=\"bound\"", cs.pods_bound);
+    metrics_u(out, "gpupack_pods", "state=\"assumed\"", cs.pods_assumed);
+    metrics_header(out, "gpupack_pods_gpu_missing", "gauge",
+                   "Pods whose assignment names a GPU their node no longer reports (see /inspect "
+                   "missingGPUs).");
+    metrics_u(out, "gpupack_pods_gpu_missing", NULL, cs.pods_gpu_missing);
+    metrics_header(out, "gpupack_gpu_memory_mib", "gauge", "GPU memory of healthy GPUs.");
+    metrics_i(out, "gpupack_gpu_memory_mib", "kind=\"total\"", cs.mem_total);
+    metrics_i(out, "gpupack_gpu_memory_mib", "kind=\"used\"", cs.mem_used);
+    metrics_header(out, "gpupack_gpu_core_percent", "gauge",
+                   "GPU compute of healthy GPUs, in percent of one GPU.");
+    metrics_f(out, "gpupack_gpu_core_percent", "kind=\"total\"", 1, cs.core_total / 10.0);
+    metrics_f(out, "gpupack_gpu_core_percent", "kind=\"used\"", 1, cs.core_used / 10.0);
+    metrics_header(out, "gpupack_store_lock_waits_total", "counter",
+                   "Store lock acquisitions that waited for another holder, by mode (read: filter, "
+                   "prioritize; write: bind, reservations, the watch).");
+    metrics_u(out, "gpupack_store_lock_waits_total", "mode=\"read\"", cs.lock_waits[0]);
+    metrics_u(out, "gpupack_store_lock_waits_total", "mode=\"write\"", cs.lock_waits[1]);
+    metrics_header(out, "gpupack_store_lock_wait_seconds_total", "counter",
+                   "Time those acquisitions waited, by mode.");
+    metrics_f(out, "gpupack_store_lock_wait_seconds_total", "mode=\"read\"", 6, cs.lock_wait_s[0]);
+    metrics_f(out, "gpupack_store_lock_wait_seconds_total", "mode=\"write\"", 6, cs.lock_wait_s[1]);
+    clusterview cv;
+    clusterview_of_cluster(c, NULL, &cv);
+    clusterview_metrics(&cv, out);
+    clusterview_node_metrics(c, out);
 }

@@ -2,6 +2,7 @@
 #include "pack/placement.h"
 
 #include "pack/frag.h"   /* fragmentation-aware and baseline strategy rows */
+#include "model/formats.h"
 #include "pack/frag_la.h"
 
 #include <math.h>
@@ -251,7 +252,7 @@ static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req
     x->node = node;
     x->opts = o;
     x->init_phase = false;
-    bool any_models = req->models[0] || o->models[0];
+    bool any_models = req->models[0] || o->models[0] || req->type_use[0] || req->type_nouse[0];
     for (int i = 0; i < node->ngpus; i++) {
         const gp_gpu *g = &node->gpus[i];
         x->base_mem[i] = alloc_mem(g, o) - (empty ? 0 : g->mem_used);
@@ -260,9 +261,27 @@ static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req
         x->reg_core[i] = x->init_core[i] = 0;
         x->touched[i] = false;
         x->allowed[i] = g->info.healthy &&
-                        (!any_models || (gp_model_allowed(req->models, g->info.model) &&
+                        (!any_models || (gp_req_model_ok(req, g->info.model) &&
                                          gp_model_allowed(o->models, g->info.model)));
     }
+}
+
+/* 100 % compute is exclusive: a container asking all of a GPU's compute gets
+ * a GPU that no other pod (nor, for a regular container, another container
+ * of its own pod) uses, and a GPU whose compute is all held takes no
+ * container that leaves compute unconstrained (core 0). HAMi and Volcano rule
+ * it so ("Coresreq=100 indicates it want this card exclusively", "You can't
+ * allocate core=0 job to an already full GPU"); a share of compute asked
+ * explicitly is refused by the plain compute check anyway. */
+static bool exclusive_ok(const gp_place_ctx *x, int pos, const gp_ctr_req *r, bool empty)
+{
+    int free_core = r->init ? x->base_core[pos] : x->base_core[pos] - x->reg_core[pos];
+    if (r->core == 0)
+        return free_core > 0;
+    if (r->core < GP_CORE_FULL)
+        return true;
+    int others = empty ? 0 : x->node->gpus[pos].pods;
+    return others == 0 && (r->init || !x->touched[pos]);
 }
 
 static bool gpu_fits(const gp_place_ctx *x, int pos, const gp_ctr_req *r, bool empty)
@@ -279,6 +298,8 @@ static bool gpu_fits(const gp_place_ctx *x, int pos, const gp_ctr_req *r, bool e
                r->core > x->base_core[pos] - x->reg_core[pos]) {
         return false;
     }
+    if (!exclusive_ok(x, pos, r, empty))
+        return false;
     int max = x->opts->max_pods_per_gpu;
     if (max > 0 && !x->touched[pos] && (empty ? 0 : g->pods) >= max)
         return false;
@@ -304,11 +325,66 @@ static void sort_cands(cand *c, int n)
     }
 }
 
+/* Another system's request whose memory does not fit, said in the terms the
+ * pod wrote it (formats_describe), on the GPU model where it misses by least:
+ * "container main: gpu-fraction 0.5 of a T4 (7680 MiB) does not fit: largest
+ * free 4096 MiB". */
+static void describe_mem_format(const gp_place_ctx *x, const gp_pod_req *req,
+                                const gp_ctr_req *r, int mem_ok, char *out, size_t len)
+{
+    const gp_node *n = x->node;
+    int best = -1;
+    int64_t best_short = 0, best_need = 0;
+    for (int i = 0; i < n->ngpus; i++) {
+        if (!x->allowed[i])
+            continue;
+        int64_t need = gp_ctr_mem_on(r, alloc_mem(&n->gpus[i], x->opts));
+        int64_t fm = r->init ? x->base_mem[i] : x->base_mem[i] - x->reg_mem[i];
+        if (best < 0 || need - fm < best_short) {
+            best = i;
+            best_short = need - fm;
+            best_need = need;
+        }
+    }
+    if (best < 0) {
+        snprintf(out, len, "no GPU to place it on");
+        return;
+    }
+    /* a relative request is said on one model: the free memory of that model's
+     * GPUs; an amount in MiB is the same everywhere: the node's largest */
+    const char *model = n->gpus[best].info.model;
+    bool relative = r->mem_mib == 0;
+    int64_t largest = 0;
+    for (int i = 0; i < n->ngpus; i++) {
+        if (!x->allowed[i] || (relative && strcmp(n->gpus[i].info.model, model) != 0))
+            continue;
+        int64_t fm = r->init ? x->base_mem[i] : x->base_mem[i] - x->reg_mem[i];
+        if (fm > largest)
+            largest = fm;
+    }
+    char what[192];
+    formats_describe(req->profile, r, model, best_need, what, sizeof what);
+    const char *kind = r->init ? "init container" : "container";
+    char line[512];   /* room for every part; the caller's buffer may cut it */
+    if (r->count == 1)
+        snprintf(line, sizeof line, "%s %s: %s does not fit: largest free %lld MiB", kind,
+                 r->name, what, (long long)largest);
+    else
+        snprintf(line, sizeof line, "%s %s: %s on each of %d GPUs does not fit: %d GPU%s that "
+                 "much free", kind, r->name, what, r->count, mem_ok, mem_ok == 1 ? " has" : "s have");
+    gp_strlcpy(out, line, len);
+}
+
+static bool other_format(const gp_pod_req *req)
+{
+    return req->profile != GP_PROFILE_NATIVE && req->profile != GP_PROFILE_ALIYUN;
+}
+
 static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp_ctr_req *r,
                           char *out, size_t len)
 {
     const gp_node *n = x->node;
-    int allowed = 0, mem_ok = 0, both_ok = 0, unhealthy = 0, full_pods = 0;
+    int allowed = 0, mem_ok = 0, both_ok = 0, unhealthy = 0, full_pods = 0, excl = 0;
     int64_t best_mem = -1, best_alloc = 0;
     int best_core = -1;
     for (int i = 0; i < n->ngpus; i++) {
@@ -332,7 +408,9 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
             if (fc >= r->core) {
                 both_ok++;
                 int max = x->opts->max_pods_per_gpu;
-                if (max > 0 && !x->touched[i] && n->gpus[i].pods >= max)
+                if (!exclusive_ok(x, i, r, false))
+                    excl++;
+                else if (max > 0 && !x->touched[i] && n->gpus[i].pods >= max)
                     full_pods++;
             }
         }
@@ -342,21 +420,36 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
     if (n->ngpus == 0) {
         snprintf(out, len, "node has no GPUs known to gpupack");
     } else if (allowed == 0 && unhealthy == n->ngpus) {
-        snprintf(out, len, "all %d GPUs of the node are unhealthy", n->ngpus);
+        snprintf(out, len, "all %d GPU%s of the node %s unhealthy", n->ngpus, gp_s(n->ngpus),
+                 n->ngpus == 1 ? "is" : "are");
+    } else if (allowed == 0 && !req->models[0] && !x->opts->models[0]) {
+        /* only the HAMi/Volcano type annotations can have excluded them all */
+        char line[400], use[128] = "", nouse[128] = "";
+        if (req->type_use[0])
+            snprintf(use, sizeof use, " nvidia.com/use-gputype \"%.60s\" allows", req->type_use);
+        if (req->type_nouse[0])
+            snprintf(nouse, sizeof nouse, "%s nvidia.com/nouse-gputype \"%.60s\" does not exclude",
+                     use[0] ? " and" : "", req->type_nouse);
+        snprintf(line, sizeof line, "no healthy GPU of a type%s%s (node has %.63s)", use, nouse,
+                 n->gpus[0].info.model[0] ? n->gpus[0].info.model : "GPUs of unknown model");
+        gp_strlcpy(out, line, len);
     } else if (allowed == 0) {
         const char *models = req->models[0] ? req->models : x->opts->models;
         snprintf(out, len, "no healthy GPU of model %.100s on node (node has %.63s)", models,
                  n->gpus[0].info.model[0] ? n->gpus[0].info.model : "GPUs of unknown model");
     } else if (allowed < r->count) {
-        snprintf(out, len, "%s %s needs %d GPUs, node has %d usable", what, r->name, r->count,
-                 allowed);
+        snprintf(out, len, "%s %s needs %d GPU%s, node has %d usable", what, r->name, r->count,
+                 gp_s(r->count), allowed);
+    } else if (mem_ok < r->count && other_format(req)) {
+        describe_mem_format(x, req, r, mem_ok, out, len);
     } else if (mem_ok < r->count) {
         if (r->count == 1)
             snprintf(out, len, "largest free GPU has %lld MiB, %s %s needs %lld MiB per GPU",
                      (long long)(best_mem < 0 ? 0 : best_mem), what, r->name, (long long)need0);
         else
-            snprintf(out, len, "%d GPUs have %lld MiB free, %s %s needs %d of them", mem_ok,
-                     (long long)need0, what, r->name, r->count);
+            snprintf(out, len, "%d GPU%s %s %lld MiB free, %s %s needs %d of them", mem_ok,
+                     gp_s(mem_ok), mem_ok == 1 ? "has" : "have", (long long)need0, what, r->name,
+                     r->count);
     } else if (both_ok < r->count) {
         if (r->count == 1)
             snprintf(out, len,
@@ -364,12 +457,18 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
                      "%d.%d%%",
                      best_core / 10, best_core % 10, what, r->name, r->core / 10, r->core % 10);
         else
-            snprintf(out, len, "%d GPUs have %lld MiB and %d.%d%% compute free, %s %s needs %d",
-                     both_ok, (long long)need0, r->core / 10, r->core % 10, what, r->name,
-                     r->count);
+            snprintf(out, len, "%d GPU%s %s %lld MiB and %d.%d%% compute free, %s %s needs %d",
+                     both_ok, gp_s(both_ok), both_ok == 1 ? "has" : "have", (long long)need0,
+                     r->core / 10, r->core % 10, what, r->name, r->count);
+    } else if (excl > 0 && r->core >= GP_CORE_FULL) {
+        snprintf(out, len, "%s %s asks all the compute of a GPU (100%%), which takes a GPU no "
+                 "other pod uses: every GPU with room hosts pods", what, r->name);
+    } else if (excl > 0) {
+        snprintf(out, len, "GPUs with room have all their compute held (a pod asking 100%% has "
+                 "its GPU alone); %s %s asks no compute share", what, r->name);
     } else if (full_pods > 0) {
-        snprintf(out, len, "GPUs with room already host the policy's maximum of %d pods",
-                 x->opts->max_pods_per_gpu);
+        snprintf(out, len, "GPUs with room already host the policy's maximum of %d pod%s",
+                 x->opts->max_pods_per_gpu, gp_s(x->opts->max_pods_per_gpu));
     } else {
         snprintf(out, len, "containers of the pod do not fit together on the node's GPUs");
     }

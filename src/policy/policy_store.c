@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "lib/flags.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "policy/policy_yaml.h"
 
 /* The directory's *.yaml files as read in one scan. */
@@ -102,25 +104,16 @@ static int list_dir(const char *dir, char ***out, int *n, gp_err *err)
     return rc;
 }
 
+/* A policy file's text, or NULL with why in err (the caller names the file). */
 static char *read_text(const char *path, size_t *len, gp_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        gp_fail(err, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    char *buf = xmalloc(POLICY_FILE_MAX + 2);
-    size_t n = fread(buf, 1, POLICY_FILE_MAX + 1, f);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        gp_fail(err, "cannot read");
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    gp_err e;
+    char *text = gp_read_file(path, POLICY_FILE_MAX, len, &e);
+    if (!text && errno == EFBIG)
+        gp_fail(err, "larger than %d bytes", POLICY_FILE_MAX);
+    else if (!text)
+        gp_fail(err, "cannot %s: %s", errno == EIO ? "read" : "open", strerror(errno));
+    return text;
 }
 
 /* Reads the directory once; a scan error is kept in s->error and folded
@@ -466,31 +459,30 @@ json_t *policy_store_inspect(policy_store *st)
     return o;
 }
 
-int policy_store_metrics(policy_store *st, gp_buf *b)
+void policy_store_metrics(void *store, gp_buf *out)
 {
+    policy_store *st = store;
     policy_store_status s;
     policy_store_get_status(st, &s);
     gp_policy_set *set = policy_store_current(st);
-    int rc = gp_buf_printf(
-        b,
-        "# HELP gpupack_policy_loads_total Policy directory loads by outcome.\n"
-        "# TYPE gpupack_policy_loads_total counter\n"
-        "gpupack_policy_loads_total{result=\"ok\"} %lu\n"
-        "gpupack_policy_loads_total{result=\"failed\"} %lu\n"
-        "# HELP gpupack_policy_last_load_ok 1 when the newest policy files are the ones serving.\n"
-        "# TYPE gpupack_policy_last_load_ok gauge\n"
-        "gpupack_policy_last_load_ok %d\n"
-        "# HELP gpupack_policy_last_success_timestamp_seconds When the active set was loaded.\n"
-        "# TYPE gpupack_policy_last_success_timestamp_seconds gauge\n"
-        "gpupack_policy_last_success_timestamp_seconds %lld\n"
-        "# HELP gpupack_policy_active Policies of the active set, in selection order.\n"
-        "# TYPE gpupack_policy_active gauge\n",
-        s.loads_ok, s.loads_failed, s.last_ok ? 1 : 0, (long long)(s.last_ok_ns / 1000000000));
-    for (int i = 0; rc == 0 && i < policy_set_count(set); i++)
-        rc = gp_buf_printf(b, "gpupack_policy_active{policy=\"%s\",rank=\"%d\"} 1\n",
-                           policy_set_name_at(set, i), i);
+    metrics_header(out, "gpupack_policy_loads_total", "counter", "Policy directory loads by outcome.");
+    metrics_u(out, "gpupack_policy_loads_total", "result=\"ok\"", s.loads_ok);
+    metrics_u(out, "gpupack_policy_loads_total", "result=\"failed\"", s.loads_failed);
+    metrics_header(out, "gpupack_policy_last_load_ok", "gauge",
+                   "1 when the newest policy files are the ones serving.");
+    metrics_i(out, "gpupack_policy_last_load_ok", NULL, s.last_ok ? 1 : 0);
+    metrics_header(out, "gpupack_policy_last_success_timestamp_seconds", "gauge",
+                   "When the active set was loaded.");
+    metrics_i(out, "gpupack_policy_last_success_timestamp_seconds", NULL,
+              (long long)(s.last_ok_ns / 1000000000));
+    metrics_header(out, "gpupack_policy_active", "gauge",
+                   "Policies of the active set, in selection order.");
+    for (int i = 0; i < policy_set_count(set); i++) {
+        char labels[GP_NAME_MAX + 48];
+        snprintf(labels, sizeof labels, "policy=\"%s\",rank=\"%d\"", policy_set_name_at(set, i), i);
+        metrics_i(out, "gpupack_policy_active", labels, 1);
+    }
     policy_set_unref(set);
-    return rc;
 }
 
 /* ============================================================ policy check */
@@ -501,41 +493,59 @@ static void add_path(char ***paths, int *n, char *path)
     (*paths)[(*n)++] = path;
 }
 
+static const gp_command policy_cmd = {
+    "gpupack policy", "check FILE|DIR...",
+    "Policy files. The one subcommand, check, validates PackingPolicy files together, as\n"
+    "one --policies directory: every error as file:line:column: message; exit 0 when\n"
+    "valid, 1 when not, 2 on usage errors.",
+    NULL, 0, NULL, 0};
+
+static const gp_command check_cmd = {
+    "gpupack policy check", "FILE|DIR...",
+    "Validates PackingPolicy files together, as one --policies directory (a directory's\n"
+    "*.yaml files). Prints every error as file:line:column: message; exit 0 when valid,\n"
+    "1 when not, 2 on usage errors.",
+    NULL, 0, NULL, 1 << 20};
+
 int policy_check_main(int argc, char **argv)
 {
-    int first = 1;
     if (argc > 0 && !strcmp(argv[0], "policy")) {   /* called with the "policy" word */
-        if (argc < 2 || strcmp(argv[1], "check") != 0) {
-            fprintf(stderr, "gpupack policy: unknown subcommand%s%s (expected: check)\n",
-                    argc < 2 ? "" : " ", argc < 2 ? "" : argv[1]);
-            return 2;
+        if (argc < 2)
+            return flags_error(&policy_cmd, "which subcommand? (expected: check)");
+        if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+            flags_usage(&policy_cmd, stdout);
+            return 0;
         }
-        first = 2;
+        if (strcmp(argv[1], "check") != 0)
+            return flags_error(&policy_cmd, "unknown subcommand %s (expected: check)", argv[1]);
+        argc--;
+        argv++;
     }
-    if (argc <= first || !strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
-        fprintf(argc <= first ? stderr : stdout,
-                "usage: gpupack policy check FILE|DIR...\n"
-                "  Validates PackingPolicy files together, as one --policies directory.\n"
-                "  Prints every error as file:line:column: message; exit 0 when valid,\n"
-                "  1 when not, 2 on usage errors.\n");
-        return argc <= first ? 2 : 0;
+    const char **files = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
+    int nfiles = 0;
+    int prc = flags_parse(&check_cmd, argc, argv, NULL, files, &nfiles);
+    if (prc == FLAGS_OK && nfiles == 0)
+        prc = flags_error(&check_cmd, "which files? give FILE|DIR...");
+    if (prc != FLAGS_OK) {
+        free(files);
+        return prc == FLAGS_HELP ? 0 : 2;
     }
     char **paths = NULL;
     int n = 0, rc = 0;
     policy_diag diag = {0};
-    for (int i = first; i < argc; i++) {
+    for (int i = 0; i < nfiles; i++) {
         struct stat sb;
-        if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (stat(files[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
             char **sub = NULL;
             int nsub = 0;
             gp_err err;
-            if (list_dir(argv[i], &sub, &nsub, &err) < 0)
-                policy_diag_add(&diag, argv[i], 1, 1, "%s", err.msg);
+            if (list_dir(files[i], &sub, &nsub, &err) < 0)
+                policy_diag_add(&diag, files[i], 1, 1, "%s", err.msg);
             for (int j = 0; j < nsub; j++)
                 add_path(&paths, &n, sub[j]);
             free(sub);
         } else {
-            add_path(&paths, &n, xstrdup(argv[i]));
+            add_path(&paths, &n, xstrdup(files[i]));
         }
     }
     gp_policy_set *set = NULL;
@@ -559,5 +569,6 @@ int policy_check_main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         free(paths[i]);
     free(paths);
+    free(files);
     return rc;
 }

@@ -360,23 +360,6 @@ static bool iana_name_ok(const char *name)
     return true;
 }
 
-static unsigned char *read_small_file(const char *path, size_t max, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    unsigned char *buf = xmalloc(max + 1);
-    size_t n = fread(buf, 1, max + 1, f);
-    bool bad = ferror(f) || n > max;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 int policy_tz_load(const char *name, policy_tz **out, gp_err *err)
 {
     int rc = -1;
@@ -405,7 +388,8 @@ int policy_tz_load(const char *name, policy_tz **out, gp_err *err)
     const char *dir = getenv("TZDIR");
     path = xasprintf("%s/%s", dir && *dir ? dir : TZ_DEFAULT_DIR, name);
     size_t len = 0;
-    data = read_small_file(path, TZ_FILE_MAX, &len);
+    gp_err rerr;
+    data = (unsigned char *)gp_read_file(path, TZ_FILE_MAX, &len, &rerr);
     if (!data) {
         gp_fail(err, "unknown time zone \"%s\" (no readable zone file %s)", name, path);
         goto done;

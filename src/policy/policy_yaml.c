@@ -8,6 +8,8 @@
  * map sizes are capped, and a node budget per document backs that up. */
 #include "policy/policy_yaml.h"
 
+#include "model/formats.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -130,6 +132,9 @@ typedef struct pctx {
     size_t plen;
     bool allow_seen;
     bool native_only;
+    bool formats_given;                    /* spec.resources.formats was written */
+    unsigned formats;                      /* ... and what it lists (GP_FORMAT_BIT) */
+    const yaml_node_t *k_formats, *k_nvgpu;
     const yaml_node_t *k_match, *k_schedule, *k_priority;   /* for check_default */
     double w_mem, w_core;
 } pctx;
@@ -800,6 +805,41 @@ static void h_r_profile(pctx *c, yaml_node_t *v, void *obj)
     c->native_only = get_enum(c, v, profile_names, "resource profile") == 1;
 }
 
+/* formats: the other systems' request formats the policy accepts (model/formats.h). */
+static const char *const format_names[] = {"aliyun", "kai", "hami", "volcano", "tke", NULL};
+
+static void format_item(pctx *c, yaml_node_t *it, void *obj)
+{
+    int i = get_enum(c, it, format_names, "request format");
+    if (i < 0)
+        return;
+    unsigned bit = GP_FORMAT_BIT(formats_by_name(format_names[i]));
+    if (c->formats & bit)
+        fail_at(c, it, "request format \"%s\" is listed twice", format_names[i]);
+    c->formats |= bit;
+}
+
+static void h_r_formats(pctx *c, yaml_node_t *v, void *obj)
+{
+    c->formats_given = true;
+    c->formats = 0;
+    c->k_formats = v;
+    walk_seq(c, v, POLICY_LIST_MAX, format_item, obj);
+}
+
+/* nvidiaGPU: who owns nvidia.com/gpu on its own: the NVIDIA device plugin
+ * (gpupack leaves those pods alone) or gpupack (whole GPUs, as HAMi reads it). */
+static const char *const nvgpu_names[] = {"device-plugin", "gpupack", NULL};
+
+static void h_r_nvgpu(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_policy *p = obj;
+    int i = get_enum(c, v, nvgpu_names, "owner of nvidia.com/gpu");
+    c->k_nvgpu = v;
+    if (i >= 0)
+        p->names.nvidia_gpu = i == 1;
+}
+
 static const key_def resource_keys[] = {
     {"memory", YAML_SCALAR_NODE, h_r_memory, false},
     {"memoryUnit", YAML_SCALAR_NODE, h_r_mem_unit, false},
@@ -808,6 +848,8 @@ static const key_def resource_keys[] = {
     {"aliyunMemory", YAML_SCALAR_NODE, h_r_aliyun, false},
     {"aliyunMemoryUnit", YAML_SCALAR_NODE, h_r_aliyun_unit, false},
     {"profile", YAML_SCALAR_NODE, h_r_profile, false},
+    {"formats", YAML_SEQUENCE_NODE, h_r_formats, false},
+    {"nvidiaGPU", YAML_SCALAR_NODE, h_r_nvgpu, false},
 };
 
 static void h_resources(pctx *c, yaml_node_t *v, void *obj)
@@ -817,13 +859,30 @@ static void h_resources(pctx *c, yaml_node_t *v, void *obj)
     walk_map(c, v, resource_keys, GP_ARRAY_LEN(resource_keys), obj);
     if (c->errors != before)
         return;
+    unsigned aliyun = GP_FORMAT_BIT(GP_PROFILE_ALIYUN);
+    if (c->formats_given) {
+        if ((c->formats & aliyun) && (c->native_only || !p->names.aliyun_mem[0]))
+            fail_at(c, c->k_formats, "formats lists aliyun, but %s disables the aliyun profile",
+                    c->native_only ? "profile: native" : "aliyunMemory: \"\"");
+        if (!(c->formats & aliyun))
+            p->names.aliyun_mem[0] = '\0';
+        p->names.formats = c->formats & GP_FORMATS_OTHER;
+    }
+    if (p->names.nvidia_gpu && !(p->names.formats & GP_FORMAT_BIT(GP_PROFILE_HAMI)))
+        fail_at(c, c->k_nvgpu, "nvidiaGPU: gpupack reads nvidia.com/gpu as HAMi does; list hami "
+                "in formats");
     if (c->native_only)   /* wherever aliyunMemory was written */
         p->names.aliyun_mem[0] = '\0';
     const char *names[] = {p->names.mem, p->names.count, p->names.core, p->names.aliyun_mem};
-    for (size_t i = 0; i < GP_ARRAY_LEN(names); i++)
+    for (size_t i = 0; i < GP_ARRAY_LEN(names); i++) {
         for (size_t j = i + 1; j < GP_ARRAY_LEN(names); j++)
             if (*names[i] && !strcmp(names[i], names[j]))
                 fail_at(c, v, "resource name \"%s\" is used for two purposes", show(names[i]).s);
+        const char *owner = formats_resource_owner(names[i], p->names.formats);
+        if (*names[i] && owner)
+            fail_at(c, v, "resource name \"%s\" is %s's, which this policy also accepts (drop "
+                    "%s from formats, or name another resource)", show(names[i]).s, owner, owner);
+    }
 }
 
 /* ------------------------------------------------------------ spec.match */
@@ -1378,22 +1437,18 @@ int policy_yaml_parse(const char *file, const char *text, size_t len, gp_policy 
 
 int policy_yaml_parse_file(const char *path, gp_policy ***pols, int *npols, policy_diag *diag)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        policy_diag_add(diag, path, 1, 1, "cannot open: %s", strerror(errno));
+    gp_err e;
+    size_t n;
+    char *buf = gp_read_file(path, POLICY_FILE_MAX, &n, &e);
+    if (!buf) {
+        if (errno == EFBIG)
+            policy_diag_add(diag, path, 1, 1, "larger than %d bytes", POLICY_FILE_MAX);
+        else
+            policy_diag_add(diag, path, 1, 1, "cannot %s: %s", errno == EIO ? "read" : "open",
+                            strerror(errno));
         return -1;
     }
-    char *buf = xmalloc(POLICY_FILE_MAX + 2);
-    size_t n = fread(buf, 1, POLICY_FILE_MAX + 1, f);
-    int rc;
-    if (ferror(f)) {
-        policy_diag_add(diag, path, 1, 1, "cannot read: %s", strerror(errno));
-        rc = -1;
-    } else {
-        buf[n] = '\0';
-        rc = policy_yaml_parse(path, buf, n, pols, npols, diag);
-    }
-    fclose(f);
+    int rc = policy_yaml_parse(path, buf, n, pols, npols, diag);
     free(buf);
     return rc;
 }

@@ -113,9 +113,9 @@ static char *binding_body(const gp_bind_call *call, const char *rv)
     if (!b)
         abort();   /* only strings the extender validated */
     json_t *md = json_object_get(b, "metadata");
-    /* kube-apiserver wipes metadata.uid of a created object (Binding
-     * included), so the uid alone is no precondition: resourceVersion is, and
-     * a pod deleted and re-created under the name has another one */
+    /* both preconditions: the uid is checked where the server honours it
+     * (1.26.4+, 1.27+), and wiped harmlessly where it does not; the
+     * resourceVersion is checked everywhere (a re-created pod has another) */
     if (call->uid && *call->uid)
         json_object_set_new(md, "uid", json_string(call->uid));
     if (rv && *rv)
@@ -183,16 +183,39 @@ done:
     return out;
 }
 
-gp_bind_outcome binder_bind(gp_kube *k, const gp_bind_call *call, double timeout_s, gp_err *err)
+gp_bind_outcome binder_bind(gp_kube *k, const gp_bind_call *call, bool server_checks_uid,
+                            double timeout_s, gp_err *err)
 {
-    char fresh[64];
-    gp_bind_outcome out = post_binding(k, call, call->rv, timeout_s, fresh, sizeof fresh, err);
+    char fresh[64], rv[64];
+    gp_strlcpy(rv, call->rv ? call->rv : "", sizeof rv);
+    if (!rv[0] && !server_checks_uid) {
+        /* a Binding without a resourceVersion on a server that ignores its uid
+         * would land on whatever pod has the name now: read the pod first, and
+         * bind it only if it is still the one kube-scheduler meant */
+        gp_err why;
+        gp_bind_outcome o = check_pod(k, call, timeout_s, fresh, sizeof fresh, &why);
+        if (o == GP_BIND_BOUND) {
+            LOG_INFO("bind %s/%s: already bound to %s with these GPUs (a retried bind)", call->ns,
+                     call->name, call->node);
+            return o;
+        }
+        if (!fresh[0]) {
+            /* nothing was sent: gone, re-created, bound elsewhere, or the GET failed */
+            gp_fail(err, "binding of pod %s/%s to node %s not sent (the API server ignores the "
+                         "Binding's uid, and the pod's resourceVersion is unknown): %s",
+                    call->ns, call->name, call->node, why.msg);
+            return GP_BIND_REFUSED;
+        }
+        gp_strlcpy(rv, fresh, sizeof rv);
+    }
+    gp_bind_outcome out = post_binding(k, call, rv[0] ? rv : NULL, timeout_s, fresh, sizeof fresh, err);
     if (out == GP_BIND_REFUSED && fresh[0]) {
         /* the pod changed since bind decided (a status or label update), it is
          * still the same pod (uid), unbound: bind it as it is now, once */
         LOG_DEBUG("bind %s/%s: pod changed (resourceVersion %s -> %s), binding again", call->ns,
-                  call->name, call->rv ? call->rv : "-", fresh);
-        out = post_binding(k, call, fresh, timeout_s, fresh, sizeof fresh, err);
+                  call->name, rv[0] ? rv : "-", fresh);
+        gp_strlcpy(rv, fresh, sizeof rv);
+        out = post_binding(k, call, rv, timeout_s, fresh, sizeof fresh, err);
     }
     return out;
 }

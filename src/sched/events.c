@@ -436,18 +436,16 @@ void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const 
     pthread_mutex_unlock(&ev->mu);
 }
 
-void events_metrics(gp_events *ev, gp_buf *out)
+void events_metrics(void *events, gp_buf *out)
 {
+    gp_events *ev = events;
     if (!ev)
         return;
     metrics_header(out, "gpupack_events_total", "counter",
                    "Kubernetes Events on bound pods: created, counted on an existing Event "
                    "(aggregated), dropped by the rate limit or a full queue, failed.");
-    (void)!gp_buf_printf(out,
-                         "gpupack_events_total{result=\"created\"} %lu\n"
-                         "gpupack_events_total{result=\"aggregated\"} %lu\n"
-                         "gpupack_events_total{result=\"dropped\"} %lu\n"
-                         "gpupack_events_total{result=\"failed\"} %lu\n",
-                         atomic_load(&ev->sent), atomic_load(&ev->aggregated),
-                         atomic_load(&ev->dropped), atomic_load(&ev->failed));
+    metrics_u(out, "gpupack_events_total", "result=\"created\"", atomic_load(&ev->sent));
+    metrics_u(out, "gpupack_events_total", "result=\"aggregated\"", atomic_load(&ev->aggregated));
+    metrics_u(out, "gpupack_events_total", "result=\"dropped\"", atomic_load(&ev->dropped));
+    metrics_u(out, "gpupack_events_total", "result=\"failed\"", atomic_load(&ev->failed));
 }

@@ -9,6 +9,7 @@
 #include "policy/policy.h"
 
 #define EXPLAIN_MAX_PODS 256   /* pods considered per node in the what-if */
+#define EXPLAIN_BODY_MAX (256u << 20)   /* the filter body: the pod and every node's name */
 
 /* ------------------------------------------------------------ what-if -- */
 
@@ -141,16 +142,48 @@ out:
 
 /* ------------------------------------------------------------ grouping -- */
 
+/* After a count, the singular forms the reasons use ("1 GPU has") and the
+ * plural ones they stand for in a key ("# GPUs have"): a reason with one of
+ * something groups with the same reason with several. */
+static const struct {
+    const char *one, *many;
+} after_count[] = {
+    {" GPU has ", " GPUs have "}, {" GPU of the node is ", " GPUs of the node are "},
+    {" GPU,", " GPUs,"},          {" GPU ", " GPUs "},  {" GPU", " GPUs"},
+    {" pod", " pods"},
+};
+
+static size_t put(char *key, size_t k, size_t len, const char *s)
+{
+    for (; *s && k + 1 < len; s++)
+        key[k++] = *s;
+    return k;
+}
+
 void explain_reason_key(const char *reason, char *key, size_t len)
 {
     size_t k = 0;
     for (const char *p = reason; *p && k + 1 < len; p++) {
-        if (isdigit((unsigned char)*p)) {
-            while (isdigit((unsigned char)p[1]) || (p[1] == '.' && isdigit((unsigned char)p[2])))
-                p++;
-            key[k++] = '#';
-        } else {
+        if (!isdigit((unsigned char)*p)) {
             key[k++] = *p;
+            continue;
+        }
+        while (isdigit((unsigned char)p[1]) || (p[1] == '.' && isdigit((unsigned char)p[2])))
+            p++;
+        key[k++] = '#';
+        for (size_t i = 0; i < GP_ARRAY_LEN(after_count); i++) {
+            size_t n = strlen(after_count[i].one);
+            if (strncmp(p + 1, after_count[i].one, n) != 0)
+                continue;
+            /* a whole word: the singular ends in a space or comma, or is
+             * followed by one or by the end (p + 1 + n is within the string:
+             * the n bytes before it matched) */
+            char last = after_count[i].one[n - 1], next = p[1 + n];
+            if (last == ' ' || last == ',' || next == '\0' || next == ' ' || next == ',') {
+                k = put(key, k, len, after_count[i].many);
+                p += n;
+                break;
+            }
         }
     }
     key[k] = '\0';
@@ -283,18 +316,20 @@ json_t *explain_pod(gp_extender *e, gp_cluster *c, const json_t *pod, gp_err *er
         goto done;
     /* filter over every node the store knows, as kube-scheduler would ask */
     gp_buf body;
-    gp_buf_init(&body, SIZE_MAX / 2);
-    (void)!jsonw_raw(&body, "{\"Pod\":");
-    (void)!jsonw_value(&body, pod);
-    (void)!jsonw_raw(&body, ",\"NodeNames\":[");
+    gp_buf_init(&body, EXPLAIN_BODY_MAX);
+    jsonw_raw(&body, "{\"Pod\":");
+    jsonw_value(&body, pod);
+    jsonw_raw(&body, ",\"NodeNames\":[");
     cluster_rdlock(c);
     size_t it = 0, k = 0;
     const gp_node *n;
-    while ((n = cluster_rd_node_at(c, &it)))
-        (void)!(jsonw_raw(&body, k++ ? "," : "") | jsonw_str(&body, n->name));
+    while ((n = cluster_rd_node_at(c, &it))) {
+        jsonw_raw(&body, k++ ? "," : "");
+        jsonw_str(&body, n->name);
+    }
     cluster_unlock(c);
-    (void)!jsonw_raw(&body, "]}");
-    int st = extender_filter(e, body.data, body.len, &answer);
+    jsonw_raw(&body, "]}");
+    int st = gp_buf_failed(&body) ? 500 : extender_filter(e, body.data, body.len, &answer);
     gp_buf_free(&body);
     json_t *ans = json_loads(answer ? answer : "", 0, NULL);
     if (st != 200 || !ans) {
@@ -343,8 +378,8 @@ void explain_print(FILE *f, const json_t *ex)
         fprintf(f, "asks for no gpupack resources; gpupack lets it onto every node\n");
         return;
     }
-    fprintf(f, "fits %zu of %lld nodes", json_array_size(fitl),
-            (long long)json_integer_value(json_object_get(ex, "nodes")));
+    long long nnodes = (long long)json_integer_value(json_object_get(ex, "nodes"));
+    fprintf(f, "fits %zu of %lld node%s", json_array_size(fitl), nnodes, gp_s(nnodes));
     size_t i;
     const json_t *v;
     json_array_foreach(fitl, i, v) {

@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include "model/annotations.h"
-#include "sched/webhook.h"
+#include "model/formats.h"
+#include "model/podenv.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
 #include "lib/keycache.h"
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "model/podreq.h"
 #include "lib/strmap.h"
 #include "lib/workq.h"
@@ -106,6 +108,21 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     keycache_stats(e->fits, &out->fit_cache_hits, &out->fit_cache_misses);
 }
 
+void extender_metrics(void *extender, gp_buf *out)
+{
+    gp_extender_stats es;
+    extender_stats(extender, &es);
+    metrics_header(out, "gpupack_bind_errors_total", "counter", "Binds that returned an Error.");
+    metrics_u(out, "gpupack_bind_errors_total", NULL, es.bind_errors);
+    metrics_header(out, "gpupack_bad_requests_total", "counter", "Requests answered with 400.");
+    metrics_u(out, "gpupack_bad_requests_total", NULL, es.bad_requests);
+    metrics_header(out, "gpupack_fit_cache_total", "counter",
+                   "Node evaluations of filter and prioritize looked up in the cache of verdicts "
+                   "(a node state, pod shape and policy seen before), by result.");
+    metrics_u(out, "gpupack_fit_cache_total", "result=\"hit\"", es.fit_cache_hits);
+    metrics_u(out, "gpupack_fit_cache_total", "result=\"miss\"", es.fit_cache_misses);
+}
+
 static gp_policy_set *policies_get(gp_extender *e)
 {
     if (e->cfg.policies)
@@ -119,7 +136,10 @@ static char *error_body(const char *msg)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    if (jsonw_raw(&b, "{\"Error\":") || jsonw_str(&b, msg) || jsonw_raw(&b, "}"))
+    jsonw_raw(&b, "{\"Error\":");
+    jsonw_str(&b, msg);
+    jsonw_raw(&b, "}");
+    if (gp_buf_failed(&b))
         abort();
     return b.data;
 }
@@ -156,7 +176,7 @@ static json_t *trim_pod(const json_t *pod)
         const char *k;
         json_t *v;
         json_object_foreach(ann, k, v) {
-            if (strncmp(k, "gpupack.io/", 11) == 0)
+            if (formats_annotation_kept(k, strlen(k)))   /* what podreq_decode reads */
                 json_object_set(tann, k, v);
         }
         json_object_set_new(tmd, "annotations", tann);
@@ -446,7 +466,7 @@ static void verdicts_init(verdicts *vs, size_t n)
     vs->v = xmalloc((n ? n : 1) * sizeof *vs->v);
     for (int w = 0; w < EVAL_MAX_WORKERS; w++) {
         gp_buf_init(&vs->reasons[w], (size_t)1 << 30);
-        (void)!gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
+        gp_buf_append(&vs->reasons[w], "", 1);   /* offset 0 = "" */
     }
 }
 
@@ -508,8 +528,8 @@ typedef struct eval_job {
  * the asserts below stop a new field from being left out silently. */
 #define FIT_FAILS INFINITY                 /* cached value of a failure ... */
 #define FIT_NEVER (-INFINITY)              /* ... and of an unresolvable one */
-_Static_assert(sizeof(gp_ctr_req) == 88, "a new gp_ctr_req field: add it to fit_shape_key");
-_Static_assert(sizeof(gp_pod_req) == 2520, "a new gp_pod_req field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_ctr_req) == 96, "a new gp_ctr_req field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_pod_req) == 3160, "a new gp_pod_req field: add it to fit_shape_key");
 _Static_assert(sizeof(gp_place_opts) == 312, "a new gp_place_opts field: add it to fit_shape_key");
 _Static_assert(sizeof(gp_shape) == 280, "a new gp_shape field: add it to fit_shape_key");
 
@@ -538,11 +558,13 @@ static uint64_t fit_shape_key(const gp_pod_req *req, const gp_policy_view *view,
     h = mix(mix(h, (uint64_t)req->profile), (uint64_t)req->nctrs);
     for (int i = 0; i < req->nctrs; i++) {
         const gp_ctr_req *c = &req->ctrs[i];
-        h = mix(mix(mix(mix(mix(h, c->init), (uint64_t)c->count), (uint64_t)c->mem_mib),
-                    (uint64_t)c->mem_permille),
-                (uint64_t)c->core);
+        h = mix(mix(mix(mix(mix(mix(h, c->init), (uint64_t)c->count), (uint64_t)c->mem_mib),
+                        (uint64_t)c->mem_ppm),
+                    (uint64_t)c->core),
+                c->ask);
     }
-    h = mix(mix(mix_str(h, req->models), (uint64_t)req->cpu_milli), (uint64_t)req->host_mem_mib);
+    h = mix_str(mix_str(mix_str(h, req->models), req->type_use), req->type_nouse);
+    h = mix(mix(h, (uint64_t)req->cpu_milli), (uint64_t)req->host_mem_mib);
     const gp_place_opts *o = &view->place;
     /* strategies are static tables: their addresses name them */
     h = mix(mix(h, (uint64_t)(uintptr_t)o->gpu), (uint64_t)(uintptr_t)o->node);
@@ -744,42 +766,48 @@ static char *filter_answer(const node_list *nl, const verdicts *vs, bool failed)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    int rc = 0;
     if (!nl->nodes_mode) {
-        rc |= jsonw_raw(&b, "{\"NodeNames\":[");
+        jsonw_raw(&b, "{\"NodeNames\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (!vs->v[i].fits)
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_str(&b, node_list_name(nl, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "],\"Nodes\":null");
+        jsonw_raw(&b, "],\"Nodes\":null");
     } else {
-        rc |= jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
+        jsonw_raw(&b, "{\"Nodes\":{\"metadata\":{},\"items\":[");
         bool first = true;
         for (size_t i = 0; i < nl->n; i++) {
             if (!vs->v[i].fits)
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_value(&b, json_array_get(nl->items, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_value(&b, json_array_get(nl->items, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "]},\"NodeNames\":null");
+        jsonw_raw(&b, "]},\"NodeNames\":null");
     }
     for (int pass = 0; pass < 2; pass++) {
-        rc |= jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
+        jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
         bool first = true;
         for (size_t i = 0; i < nl->n && (failed || pass == 1); i++) {
             if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
                 continue;
-            rc |= (first ? 0 : jsonw_raw(&b, ",")) | jsonw_str(&b, node_list_name(nl, i)) |
-                  jsonw_raw(&b, ":") | jsonw_str(&b, reason_of(vs, i));
+            if (!first)
+                jsonw_raw(&b, ",");
+            jsonw_str(&b, node_list_name(nl, i));
+            jsonw_raw(&b, ":");
+            jsonw_str(&b, reason_of(vs, i));
             first = false;
         }
-        rc |= jsonw_raw(&b, "}");
+        jsonw_raw(&b, "}");
     }
-    rc |= jsonw_raw(&b, ",\"Error\":\"\"}");
-    if (rc)
+    jsonw_raw(&b, ",\"Error\":\"\"}");
+    if (gp_buf_failed(&b))
         abort();   /* MAX_ANSWER_BYTES is far above any answer MAX_NODES_PER_REQUEST allows */
     return b.data;
 }
@@ -924,15 +952,16 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     }
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
-    int rc = jsonw_raw(&b, "[");
+    jsonw_raw(&b, "[");
     for (size_t i = 0; i < nl->n; i++) {
         char score[32];
         snprintf(score, sizeof score, ",\"Score\":%d}", scores[i]);
-        rc |= jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":") |
-              jsonw_str(&b, node_list_name(nl, i)) | jsonw_raw(&b, score);
+        jsonw_raw(&b, i ? ",{\"Host\":" : "{\"Host\":");
+        jsonw_str(&b, node_list_name(nl, i));
+        jsonw_raw(&b, score);
     }
-    rc |= jsonw_raw(&b, "]");
-    if (rc)
+    jsonw_raw(&b, "]");
+    if (gp_buf_failed(&b))
         abort();   /* see filter_answer */
     verdicts_free(&vs);
     free(scores);
@@ -1058,7 +1087,7 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         if (cluster_place_and_assume(e->c, node, &req, &view.place, 0, view.name,
                                      e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err))
             j->a.nctrs = 0;   /* a node gpupack does not know: nothing to record */
-    } else if (e->cfg.webhook_names && webhook_check_pod(pod, e->cfg.webhook_names, &err)) {
+    } else if (e->cfg.webhook_names && podenv_check(pod, e->cfg.webhook_names, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.ns_share_cap, view.name,
                                         e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err)) {
@@ -1067,9 +1096,11 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         cluster_rdlock(e->c);
         const gp_node *n = cluster_rd_node(e->c, node);
         if (n) {
+            int64_t now = gp_now_ns();
             j->ann = annotations_build(&j->a, n, req.profile, view.names.aliyun_unit_mib,
-                                       view.name, gp_now_ns());
+                                       view.name, now);
             annotations_add_containers(j->ann, pod, &j->a, n, &view.names);
+            formats_plugin_annotations(j->ann, pod, req.profile, &j->a, n, now);
         }
         cluster_unlock(e->c);
         if (!j->ann) {

@@ -4,11 +4,14 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/binder.h"
+#include "sched/requeue.h"
+#include "kube/apiversion.h"
 #include "model/k8s_obs.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
@@ -20,6 +23,8 @@
 #define LIVE_DEFAULT_STALL_S 90.0
 #define LIVE_SETTLE_BATCH 64        /* UNKNOWN binds checked per housekeeping round */
 #define LIVE_DEFAULT_ALIYUN_UNIT 1024
+#define LIVE_VERSION_RETRY_S 1.0    /* GET /version at most this often until it answers */
+#define LIVE_VERSION_TIMEOUT_S 3.0
 
 struct gp_live {
     gp_live_config cfg;
@@ -34,7 +39,53 @@ struct gp_live {
     gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
     gp_live_gate gate;              /* NULL fn: every bind may go ahead */
     atomic_ulong binds_refused;
+    pthread_mutex_t ver_mu;         /* guards ver, ver_tried */
+    gp_apiversion ver;              /* what /version said (ver.known false: not yet) */
+    double ver_tried;               /* monotonic time of the last GET /version */
+    gp_requeue *rq;                 /* nudges parked pods after regaining service */
 };
+
+/* ----------------------------------------------------------- version --- */
+
+/* GET /version unless known, or asked less than LIVE_VERSION_RETRY_S ago. */
+static void version_refresh(gp_live *l)
+{
+    pthread_mutex_lock(&l->ver_mu);
+    bool ask = !l->ver.known && gp_mono_s() - l->ver_tried >= LIVE_VERSION_RETRY_S;
+    if (ask)
+        l->ver_tried = gp_mono_s();
+    pthread_mutex_unlock(&l->ver_mu);
+    if (!ask)
+        return;
+    gp_apiversion v;
+    gp_err err;
+    if (apiversion_fetch(l->kube, LIVE_VERSION_TIMEOUT_S, &v, &err) < 0) {
+        LOG_WARN("API server version unknown (asked again later): %s", err.msg);
+        return;
+    }
+    char d[80];
+    apiversion_describe(&v, d, sizeof d);
+    bool errs = apiversion_has(&v, GP_FACT_REQUEUE_NUDGES), nodes = apiversion_has(&v, GP_FACT_NODE_PRECHECK);
+    LOG_INFO("API server %s: Binding uid precondition %s; %s", d,
+             apiversion_has(&v, GP_FACT_BINDING_UID) ? "honoured (sent with the resourceVersion)"
+                                                     : "ignored (bind relies on the resourceVersion)",
+             errs || nodes ? "kube-scheduler may park pods where a newer one would retry them: "
+                             "gpupack nudges them (see docs/kubernetes-versions.md)"
+                           : "kube-scheduler retries parked pods by itself: no nudges");
+    pthread_mutex_lock(&l->ver_mu);
+    l->ver = v;
+    pthread_mutex_unlock(&l->ver_mu);
+}
+
+static bool version_has(gp_live *l, gp_api_fact f, bool *known)
+{
+    pthread_mutex_lock(&l->ver_mu);
+    bool has = apiversion_has(&l->ver, f);
+    if (known)
+        *known = l->ver.known;
+    pthread_mutex_unlock(&l->ver_mu);
+    return has;
+}
 
 /* ------------------------------------------------------------- nodes --- */
 
@@ -65,6 +116,17 @@ static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t 
         cluster_remove_node(l->c, name);
         return;
     }
+    /* more GPU memory than before on this node: parked GPU pods may fit now */
+    int64_t had = 0, has = 0;
+    for (int g = 0; g < inv.n; g++)
+        has += inv.gpus[g].healthy ? inv.gpus[g].mem_total : 0;
+    cluster_rdlock(l->c);
+    const gp_node *old = cluster_rd_node(l->c, name);
+    for (int g = 0; old && g < old->ngpus; g++)
+        had += old->gpus[g].info.healthy ? old->gpus[g].info.mem_total : 0;
+    cluster_unlock(l->c);
+    if (has > had)
+        requeue_capacity_grew(l->rq);
     if (rc == 1) {
         /* status heartbeats repeat MODIFIED often: say it loudly once */
         if (listed || type == GP_WATCH_ADDED)
@@ -172,6 +234,18 @@ static void account_bypassed(gp_live *l, const json_t *obj, bool announce, gp_po
              rc == 1 ? "; this OVER-COMMITS the node" : "");
 }
 
+/* What the requeue needs to know of a pod. */
+static gp_requeue_seen requeue_seen(const gp_pod_view *v, const json_t *obj)
+{
+    if (v->pending) {
+        if (v->sched_error)
+            return GP_REQUEUE_PARKED_ERROR;
+        return v->parked ? GP_REQUEUE_PARKED : GP_REQUEUE_PENDING;
+    }
+    (void)obj;
+    return v->node[0] && !v->obs.terminal ? GP_REQUEUE_BOUND : GP_REQUEUE_GONE;
+}
+
 static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
 {
     gp_live *l = ud;
@@ -187,6 +261,7 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     if (!v->obs.terminal && v->node[0] && !v->obs.assign && !v->assign_err[0] && v->wants_gpu)
         account_bypassed(l, obj, listed || type == GP_WATCH_ADDED, v);
     cluster_pod_observed(l->c, &v->obs);
+    requeue_observe(l->rq, v->uid, v->ns, v->name, requeue_seen(v, obj), v->wants_gpu);
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
@@ -202,6 +277,14 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
 {
     gp_live *l = ud;
     double timeout = GP_BINDER_TIMEOUT_S, budget = 0;
+    if (!live_ready(l)) {
+        /* placed on a map without every pod yet (a restart's first LISTs): its GPUs
+         * may be another pod's; kube-scheduler asks again once the map is complete */
+        atomic_fetch_add(&l->binds_refused, 1);
+        gp_fail(err, "gpupack is not ready: the first full list of nodes and pods is not "
+                     "applied yet; kube-scheduler retries the pod");
+        return GP_BIND_REFUSED;   /* nothing was sent */
+    }
     if (l->gate.fn) {
         /* leader election: only the leader binds, and within its fencing budget
          * (a bind makes up to three API calls) */
@@ -216,7 +299,8 @@ static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err
     }
     atomic_fetch_add(&l->binds, 1);
     double t0 = gp_mono_s();
-    gp_bind_outcome o = binder_bind(l->kube, call, timeout, err);
+    gp_bind_outcome o = binder_bind(l->kube, call, version_has(l, GP_FACT_BINDING_UID, NULL),
+                                    timeout, err);
     metrics_observe(&l->bind_api, gp_mono_s() - t0);
     atomic_ulong *by[] = {[GP_BIND_BOUND] = &l->bound, [GP_BIND_REFUSED] = &l->refused,
                           [GP_BIND_UNKNOWN] = &l->unknown};
@@ -280,6 +364,7 @@ static void *housekeeping(void *arg)
     if (period < 0.05)
         period = 0.05;
     while (!kube_cancel_sleep(l->stop, period)) {
+        version_refresh(l);
         settle_unknown(l);
         /* a silent watch may be hiding the event that would confirm a pod */
         if (!reflector_synced(l->pods) || !reflector_healthy(l->pods, NULL, 0))
@@ -292,6 +377,26 @@ static void *housekeeping(void *arg)
         }
     }
     return NULL;
+}
+
+/* ----------------------------------------------------------- requeue --- */
+
+/* This replica serves the verbs: its map is complete, and it may bind. */
+static bool live_serving(void *ud)
+{
+    gp_live *l = ud;
+    double budget;
+    return live_ready(l) && (!l->gate.fn || l->gate.fn(l->gate.ud, &budget));
+}
+
+static int live_requeue_needed(void *ud)
+{
+    gp_live *l = ud;
+    version_refresh(l);
+    bool known;
+    unsigned need = (version_has(l, GP_FACT_REQUEUE_NUDGES, &known) ? GP_REQUEUE_ERRORS : 0) |
+                    (version_has(l, GP_FACT_NODE_PRECHECK, NULL) ? GP_REQUEUE_NODES : 0);
+    return known ? (int)need : -1;
 }
 
 /* -------------------------------------------------------------- life --- */
@@ -321,6 +426,9 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
         l->cfg.watch_stall_s = LIVE_DEFAULT_STALL_S;
     l->c = c;
     l->kube = k;
+    pthread_mutex_init(&l->ver_mu, NULL);
+    gp_requeue_config rcfg = {.serving = live_serving, .needed = live_requeue_needed, .ud = l};
+    l->rq = requeue_new(k, &rcfg);
     atomic_init(&l->ext, NULL);
     l->stop = kube_cancel_new();
     /* A healthy API server ends each watch at timeoutSeconds (60 s) and gpupack re-watches at
@@ -350,7 +458,7 @@ int live_start(gp_live *l, gp_extender *e, gp_err *err)
     if (rc != 0)
         return gp_fail(err, "cannot start the housekeeping thread: %s", strerror(rc));
     l->hk_started = true;
-    return 0;
+    return requeue_start(l->rq, err);
 }
 
 bool live_ready(gp_live *l)
@@ -390,13 +498,104 @@ void live_stats(gp_live *l, gp_live_stats *out)
     out->binds_refused = atomic_load(&l->binds_refused);
 }
 
-void live_metrics(gp_live *l, gp_buf *out)
+/* One family over both reflectors: `name{resource="nodes",<key>="<v>"}` for
+ * each (key value, counter) pair. */
+typedef struct refl_sample {
+    const char *value;
+    size_t off;   /* offsetof the counter in gp_reflector_stats */
+} refl_sample;
+
+static void refl_family(gp_buf *out, const gp_live_stats *ls, const char *name, const char *help,
+                        const char *key, const refl_sample *smp, size_t n)
 {
+    const struct {
+        const char *res;
+        const gp_reflector_stats *st;
+    } rs[] = {{"nodes", &ls->nodes}, {"pods", &ls->pods}};
+    metrics_header(out, name, "counter", help);
+    for (size_t r = 0; r < GP_ARRAY_LEN(rs); r++)
+        for (size_t i = 0; i < n; i++) {
+            char labels[96];
+            if (key)
+                snprintf(labels, sizeof labels, "resource=\"%s\",%s=\"%s\"", rs[r].res, key,
+                         smp[i].value);
+            else
+                snprintf(labels, sizeof labels, "resource=\"%s\"", rs[r].res);
+            unsigned long v = *(const unsigned long *)((const char *)rs[r].st + smp[i].off);
+            metrics_u(out, name, labels, v);
+        }
+}
+
+#define RS(field, value) {value, offsetof(gp_reflector_stats, field)}
+
+void live_metrics(void *live, gp_buf *out)
+{
+    gp_live *l = live;
+    char why[8];
+    metrics_header(out, "gpupack_cluster_ready", "gauge", "1 once the first full list was applied.");
+    metrics_i(out, "gpupack_cluster_ready", NULL, l ? live_ready(l) : 1);
+    metrics_header(out, "gpupack_cluster_stale", "gauge", "1 while the API server watch is down.");
+    metrics_i(out, "gpupack_cluster_stale", NULL, l ? live_stale(l, why, sizeof why) : 0);
     if (!l)
         return;
+    gp_live_stats ls;
+    live_stats(l, &ls);
+    static const refl_sample events[] = {RS(events, "event"), RS(bookmarks, "bookmark"),
+                                         RS(bad_events, "malformed")};
+    refl_family(out, &ls, "gpupack_watch_events_total",
+                "Watch events applied, by resource and kind.", "kind", events,
+                GP_ARRAY_LEN(events));
+    static const refl_sample lists[] = {RS(lists, "ok"), RS(list_failures, "failed")};
+    refl_family(out, &ls, "gpupack_lists_total", "Full LISTs, by resource and outcome.", "result",
+                lists, GP_ARRAY_LEN(lists));
+    static const refl_sample shrinks[] = {RS(page_shrinks, "")};
+    refl_family(out, &ls, "gpupack_list_page_shrinks_total",
+                "LIST pages asked again with half the limit (too large).", NULL, shrinks, 1);
+    static const refl_sample watches[] = {RS(watches, "ok"), RS(watch_failures, "failed"),
+                                          RS(expired, "expired")};
+    refl_family(out, &ls, "gpupack_watches_total", "Watch requests, by resource and outcome.",
+                "result", watches, GP_ARRAY_LEN(watches));
+    metrics_header(out, "gpupack_api_binds_total", "counter",
+                   "Bindings posted to the API server, by outcome.");
+    metrics_u(out, "gpupack_api_binds_total", "result=\"bound\"", ls.bound);
+    metrics_u(out, "gpupack_api_binds_total", "result=\"refused\"", ls.refused);
+    metrics_u(out, "gpupack_api_binds_total", "result=\"unknown\"", ls.unknown);
+    metrics_header(out, "gpupack_binds_settled_total", "counter",
+                   "Unknown bind outcomes settled by a GET, by what the GET showed.");
+    metrics_u(out, "gpupack_binds_settled_total", "result=\"bound\"", ls.settled_bound);
+    metrics_u(out, "gpupack_binds_settled_total", "result=\"released\"", ls.settled_released);
+    metrics_header(out, "gpupack_assumed_expired_total", "counter",
+                   "Assumed pods released because their bind never reported.");
+    metrics_u(out, "gpupack_assumed_expired_total", NULL, ls.assumed_expired);
+    metrics_header(out, "gpupack_pods_bypassed_total", "counter",
+                   "Pods found bound without gpupack's bind that ask its resources, accounted on "
+                   "their node.");
+    metrics_u(out, "gpupack_pods_bypassed_total", NULL, ls.bypassed);
     metrics_header(out, "gpupack_api_bind_duration_seconds", "histogram",
                    "Time one bind spends in its API calls (the Binding, and a GET/retry after a 409).");
     metrics_render_histo(out, "gpupack_api_bind_duration_seconds", "", &l->bind_api);
+    pthread_mutex_lock(&l->ver_mu);
+    gp_apiversion v = l->ver;
+    pthread_mutex_unlock(&l->ver_mu);
+    char d[80];
+    apiversion_describe(&v, d, sizeof d);
+    metrics_header(out, "gpupack_kubernetes_info", "gauge",
+                   "The API server's version (/version) and what gpupack does about it.");
+    (void)!gp_buf_printf(out, "gpupack_kubernetes_info{version=\"%s\"", d);
+    for (int f = 0; f < GP_FACT_COUNT; f++)
+        (void)!gp_buf_printf(out, ",%s=\"%s\"", apiversion_fact_name((gp_api_fact)f),
+                             apiversion_has(&v, (gp_api_fact)f) ? "true" : "false");
+    (void)!gp_buf_printf(out, "} 1\n");
+    requeue_metrics(l->rq, out);
+}
+
+void live_gate_metrics(void *live, gp_buf *out)
+{
+    gp_live_stats ls;
+    live_stats(live, &ls);
+    metrics_header(out, "gpupack_binds_refused_total", "counter",
+                   "Binds refused because this replica does not lead.");
+    metrics_u(out, "gpupack_binds_refused_total", NULL, ls.binds_refused);
 }
 
 void live_free(gp_live *l)
@@ -404,11 +603,13 @@ void live_free(gp_live *l)
     if (!l)
         return;
     kube_cancel_fire(l->stop);
+    requeue_free(l->rq);   /* its thread asks the reflectors and the gate */
     reflector_free(l->pods);
     reflector_free(l->nodes);
     if (l->hk_started)
         pthread_join(l->hk, NULL);
     kube_cancel_free(l->stop);
     kube_free(l->kube);
+    pthread_mutex_destroy(&l->ver_mu);
     free(l);
 }

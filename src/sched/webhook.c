@@ -6,72 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base64.h"
 #include "model/annotations.h"
+#include "model/podenv.h"
 
 #define REVIEW_API "admission.k8s.io/v1"
-
-/* ------------------------------------------------------------ base64 -- */
-
-char *webhook_base64(const void *data, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const unsigned char *p = data;
-    char *out = xmalloc((n + 2) / 3 * 4 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        out[o++] = tab[(v >> 18) & 63];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tab[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* ----------------------------------------------------- env injection -- */
-
-static const struct {
-    const char *key;
-    bool init;
-} ctr_lists[] = {{"containers", false}, {"initContainers", true}};
-
-/* The fieldPath a variable of this container must carry. */
-static void field_path(char *buf, size_t len, bool init, size_t index, gp_ctr_var v)
-{
-    char key[GP_CTR_KEY_MAX];
-    annotations_ctr_key(key, init, index, v);
-    snprintf(buf, len, "metadata.annotations['%s']", key);
-}
-
-static json_t *env_entry(bool init, size_t index, gp_ctr_var v)
-{
-    char fp[GP_CTR_KEY_MAX + 32];
-    field_path(fp, sizeof fp, init, index, v);
-    return json_pack("{s:s,s:{s:{s:s,s:s}}}", "name", annotations_ctr_vars[v].env, "valueFrom",
-                     "fieldRef", "apiVersion", "v1", "fieldPath", fp);
-}
-
-/* True when an env entry is the one gpupack injects (apiVersion may have
- * been defaulted by the API server, so only the fieldPath counts). */
-static bool is_ours(const json_t *e, bool init, size_t index, gp_ctr_var v)
-{
-    char fp[GP_CTR_KEY_MAX + 32];
-    field_path(fp, sizeof fp, init, index, v);
-    const json_t *p = json_object_get(
-        json_object_get(json_object_get(e, "valueFrom"), "fieldRef"), "fieldPath");
-    return json_is_string(p) && strcmp(json_string_value(p), fp) == 0;
-}
-
-static const char *env_name(const json_t *e)
-{
-    const json_t *n = json_object_get(e, "name");
-    return json_is_string(n) ? json_string_value(n) : "";
-}
 
 static void warn(json_t *warnings, const char *fmt, ...) GP_PRINTF(2, 3);
 
@@ -105,7 +44,7 @@ static void inject(json_t *ops, const json_t *c, const char *list, bool init, si
     if (!env || json_is_null(env)) {
         json_t *arr = json_array();
         for (int v = 0; v < GP_CTR_NVARS; v++)
-            json_array_append_new(arr, env_entry(init, index, (gp_ctr_var)v));
+            json_array_append_new(arr, podenv_entry(init, index, (gp_ctr_var)v));
         add_op(ops, "add", base, arr);
         return;
     }
@@ -121,14 +60,14 @@ static void inject(json_t *ops, const json_t *c, const char *list, bool init, si
         size_t k;
         const json_t *e;
         json_array_foreach(env, k, e) {
-            if (strcmp(env_name(e), var) != 0)
+            if (strcmp(podenv_name(e), var) != 0)
                 continue;
             found = true;
-            if (is_ours(e, init, index, (gp_ctr_var)v))
+            if (podenv_is_ours(e, init, index, (gp_ctr_var)v))
                 continue;
             if (v == GP_CTR_VISIBLE) {
                 snprintf(path, sizeof path, "%s/%zu", base, k);
-                add_op(ops, "replace", path, env_entry(init, index, (gp_ctr_var)v));
+                add_op(ops, "replace", path, podenv_entry(init, index, (gp_ctr_var)v));
                 warn(warnings, "gpupack: %s[%zu] (%s): its own %s is replaced by the GPUs gpupack assigns",
                      list, index, name, var);
             } else {
@@ -136,7 +75,7 @@ static void inject(json_t *ops, const json_t *c, const char *list, bool init, si
             }
         }
         if (!found)
-            json_array_append_new(appends, env_entry(init, index, (gp_ctr_var)v));
+            json_array_append_new(appends, podenv_entry(init, index, (gp_ctr_var)v));
     }
     snprintf(path, sizeof path, "%s/-", base);
     size_t k;
@@ -158,46 +97,17 @@ json_t *webhook_patch(const json_t *pod, const gp_resource_names *names, json_t 
     if (req.nctrs == 0)
         return ops;
     const json_t *spec = json_object_get(pod, "spec");
-    for (size_t l = 0; l < GP_ARRAY_LEN(ctr_lists); l++) {
+    for (size_t l = 0; l < GP_ARRAY_LEN(podenv_lists); l++) {
         size_t i;
         const json_t *c;
-        json_array_foreach(json_object_get(spec, ctr_lists[l].key), i, c) {
+        json_array_foreach(json_object_get(spec, podenv_lists[l].key), i, c) {
             gp_ctr_req one;
             gp_profile profile;
-            if (podreq_container(c, ctr_lists[l].key, names, &one, &profile, &err) == 1)
-                inject(ops, c, ctr_lists[l].key, ctr_lists[l].init, i, one.name, warnings);
+            if (podreq_container(pod, podenv_lists[l].init, i, names, &one, &profile, &err) == 1)
+                inject(ops, c, podenv_lists[l].key, podenv_lists[l].init, i, one.name, warnings);
         }
     }
     return ops;
-}
-
-int webhook_check_pod(const json_t *pod, const gp_resource_names *names, gp_err *err)
-{
-    const json_t *spec = json_object_get(pod, "spec");
-    for (size_t l = 0; l < GP_ARRAY_LEN(ctr_lists); l++) {
-        size_t i;
-        const json_t *c;
-        json_array_foreach(json_object_get(spec, ctr_lists[l].key), i, c) {
-            gp_ctr_req one;
-            gp_profile profile;
-            gp_err e;
-            if (podreq_container(c, ctr_lists[l].key, names, &one, &profile, &e) != 1)
-                continue;
-            size_t k;
-            const json_t *ev;
-            bool ok = false;
-            json_array_foreach(json_object_get(c, "env"), k, ev)
-                ok |= strcmp(env_name(ev), annotations_ctr_vars[GP_CTR_VISIBLE].env) == 0 &&
-                      is_ours(ev, ctr_lists[l].init, i, GP_CTR_VISIBLE);
-            if (!ok)
-                return gp_fail(err,
-                               "%s[%zu] (%s) lacks the NVIDIA_VISIBLE_DEVICES the gpupack webhook "
-                               "injects (created while the webhook was down?); delete and recreate "
-                               "the pod",
-                               ctr_lists[l].key, i, one.name);
-        }
-    }
-    return 0;
 }
 
 /* --------------------------------------------------- AdmissionReview -- */
@@ -274,7 +184,7 @@ int webhook_review(const char *body, size_t len, const gp_resource_names *names,
                 if (!p)
                     abort();
                 json_object_set_new(resp, "patchType", json_string("JSONPatch"));
-                char *b64 = webhook_base64(p, strlen(p));
+                char *b64 = gp_base64_encode(p, strlen(p));
                 json_object_set_new(resp, "patch", json_string(b64));
                 free(b64);
                 free(p);

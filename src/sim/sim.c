@@ -7,16 +7,20 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <errno.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "sim/kubesim.h"
 #include "policy/policy.h"
 #include "policy/policy_store.h"
+#include "lib/flags.h"
 
 /* ---------------------------------------------------------------- rng -- */
 
@@ -564,6 +568,78 @@ static int cmp_event(const void *pa, const void *pb)
     return a->pod < b->pod ? -1 : (a->pod > b->pod);
 }
 
+/* The run's node copies, kube-scheduler's accounts and the scratch arrays. */
+static void run_init(run *R, const sim_config *cfg)
+{
+    R->nodes = xcalloc(R->nn, sizeof *R->nodes);
+    R->ver = xcalloc(R->nn, sizeof *R->ver);
+    R->ka = xcalloc(R->nn ? R->nn : 1, sizeof *R->ka);
+    R->blind = cfg->kube && !cfg->extender_cpu;
+    for (size_t i = 0; i < R->nn; i++) {
+        gp_node *n = &R->nodes[i];
+        trace_node_to_gp(&cfg->nodes[i], n);
+        R->ka[i] = (kacct){n->cpu_alloc_milli, n->host_mem_alloc_mib, n->cpu_used_milli,
+                           n->host_mem_used_mib, n->cpu_used_milli, n->host_mem_used_mib};
+        if (R->blind) {
+            n->cpu_alloc_milli = n->cpu_used_milli = 0;
+            n->host_mem_alloc_mib = n->host_mem_used_mib = 0;
+        }
+        R->ver[i] = 1;
+    }
+    R->cls = xmalloc(cfg->npods * sizeof *R->cls);
+    R->ncls = classify(cfg->pods, cfg->npods, R->cls);
+    /* memoising is exact when a pod's fit and score depend only on the node
+     * state and its request; the random GPU strategy also hashes the pod name */
+    R->cache_on = cfg->cache &&
+                  !(cfg->place.gpu == placement_gpu_strategy("random") &&
+                    cfg->place.node != placement_node_strategy("random"));
+    if (R->cache_on)
+        R->cache = xcalloc(R->nn * (size_t)R->ncls, sizeof *R->cache);
+    R->raw = xmalloc(R->nn * sizeof *R->raw);
+    R->fits = xmalloc(R->nn * sizeof *R->fits);
+    R->norm = xmalloc(R->nn * sizeof *R->norm);
+}
+
+static void run_free(run *R)
+{
+    free(R->norm);
+    free(R->fits);
+    free(R->raw);
+    free(R->cache);
+    free(R->cls);
+    free(R->ver);
+    free(R->ka);
+    free(R->nodes);
+}
+
+/* The events to replay: creations and deletions by time (--departures, with
+ * *pl the placements to undo), else arrivals in the run's order. Returns how
+ * many; *ev owned by the caller. */
+static size_t make_events(run *R, const sim_config *cfg, event **ev, placed **pl)
+{
+    size_t nev = 0;
+    if (cfg->departures) {
+        *ev = xmalloc((2 * cfg->npods + 1) * sizeof **ev);
+        for (size_t i = 0; i < cfg->npods; i++) {
+            (*ev)[nev++] = (event){cfg->pods[i].creation, 0, i};
+            if (cfg->pods[i].deletion >= 0)
+                (*ev)[nev++] = (event){cfg->pods[i].deletion, 1, i};
+        }
+        qsort(*ev, nev, sizeof **ev, cmp_event);
+        *pl = xmalloc((cfg->npods ? cfg->npods : 1) * sizeof **pl);
+        for (size_t i = 0; i < cfg->npods; i++)
+            (*pl)[i].node = -1;
+        return nev;
+    }
+    size_t *order = NULL;
+    nev = arrival_order(R, &order);
+    *ev = xmalloc((nev ? nev : 1) * sizeof **ev);
+    for (size_t i = 0; i < nev; i++)
+        (*ev)[i] = (event){(int64_t)i, 0, order[i]};
+    free(order);
+    return nev;
+}
+
 int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
 {
     double t0 = gp_mono_s();
@@ -574,11 +650,6 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     R.cfg = cfg;
     R.r.s = seed;
     R.nn = cfg->nnodes;
-    int rc = -1;
-    size_t *order = NULL;
-    event *ev = NULL;
-    placed *pl = NULL;
-
     if (!cfg->shapes)
         return gp_fail(err, "simulator: no task shapes for the fragmentation metric");
     if (cfg->departures)
@@ -590,56 +661,10 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     sim_capacity(cfg->nodes, cfg->nnodes, &R.gpus, &R.cap_milli);
     if (R.cap_milli <= 0)
         return gp_fail(err, "simulator: the node list has no GPUs");
-
-    R.nodes = xcalloc(R.nn, sizeof *R.nodes);
-    R.ver = xcalloc(R.nn, sizeof *R.ver);
-    R.ka = xcalloc(R.nn ? R.nn : 1, sizeof *R.ka);
-    R.blind = cfg->kube && !cfg->extender_cpu;
-    for (size_t i = 0; i < R.nn; i++) {
-        gp_node *n = &R.nodes[i];
-        trace_node_to_gp(&cfg->nodes[i], n);
-        R.ka[i] = (kacct){n->cpu_alloc_milli, n->host_mem_alloc_mib, n->cpu_used_milli,
-                          n->host_mem_used_mib, n->cpu_used_milli, n->host_mem_used_mib};
-        if (R.blind) {
-            n->cpu_alloc_milli = n->cpu_used_milli = 0;
-            n->host_mem_alloc_mib = n->host_mem_used_mib = 0;
-        }
-        R.ver[i] = 1;
-    }
-    R.cls = xmalloc(cfg->npods * sizeof *R.cls);
-    R.ncls = classify(cfg->pods, cfg->npods, R.cls);
-    /* memoising is exact when a pod's fit and score depend only on the node
-     * state and its request; the random GPU strategy also hashes the pod name */
-    R.cache_on = cfg->cache &&
-                 !(cfg->place.gpu == placement_gpu_strategy("random") &&
-                   cfg->place.node != placement_node_strategy("random"));
-    if (R.cache_on)
-        R.cache = xcalloc(R.nn * (size_t)R.ncls, sizeof *R.cache);
-    R.raw = xmalloc(R.nn * sizeof *R.raw);
-    R.fits = xmalloc(R.nn * sizeof *R.fits);
-    R.norm = xmalloc(R.nn * sizeof *R.norm);
-
-    size_t nev;
-    if (cfg->departures) {
-        ev = xmalloc(2 * cfg->npods * sizeof *ev);
-        nev = 0;
-        for (size_t i = 0; i < cfg->npods; i++) {
-            ev[nev++] = (event){cfg->pods[i].creation, 0, i};
-            if (cfg->pods[i].deletion >= 0)
-                ev[nev++] = (event){cfg->pods[i].deletion, 1, i};
-        }
-        qsort(ev, nev, sizeof *ev, cmp_event);
-        pl = xmalloc(cfg->npods * sizeof *pl);
-        for (size_t i = 0; i < cfg->npods; i++)
-            pl[i].node = -1;
-    } else {
-        size_t n = arrival_order(&R, &order);
-        ev = xmalloc((n ? n : 1) * sizeof *ev);
-        for (size_t i = 0; i < n; i++)
-            ev[i] = (event){(int64_t)i, 0, order[i]};
-        nev = n;
-    }
-
+    run_init(&R, cfg);
+    event *ev = NULL;
+    placed *pl = NULL;
+    size_t nev = make_events(&R, cfg, &ev, &pl);
     int64_t arrived = 0;
     int next_step = 0;
     char name[GP_NAME_MAX];
@@ -671,20 +696,10 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     out->end = point_now(&R, arrived);
     out->unalloc_gpus = (1.0 - out->end.alloc) * R.gpus;
     out->wall_s = gp_mono_s() - t0;
-    rc = 0;
-
     free(pl);
     free(ev);
-    free(order);
-    free(R.norm);
-    free(R.fits);
-    free(R.raw);
-    free(R.cache);
-    free(R.cls);
-    free(R.ver);
-    free(R.ka);
-    free(R.nodes);
-    return rc;
+    run_free(&R);
+    return 0;
 }
 
 /* --------------------------------------------------------------- CLI -- */
@@ -710,64 +725,12 @@ typedef struct cli {
     bool quiet;
     bool by_gpus;                 /* typical shapes weighted by GPU demand */
     bool emit_shapes;             /* print the trace's shapes as spec.shapes and stop */
+    double inflate;               /* --inflate */
+    int weight;                   /* --weight */
+    sim_ties ties;                /* --ties */
+    sim_cpu_pods cpu_pods;        /* --cpu-pods */
+    bool departures, no_shuffle, no_cache;
 } cli;
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gpupack simulate --nodes NODES.csv --pods PODS.csv [options]\n"
-            "  --scheduler-config FILE\n"
-            "                         play kube-scheduler v1.26 as this KubeSchedulerConfiguration\n"
-            "                         says (default: manifests/scheduler-config.yaml, the shipped\n"
-            "                         deployment); \"none\" = ideal mode: gpupack places every pod\n"
-            "                         over every node (--weight, --ties, --cpu-pods imply it)\n"
-            "  --policies DIR         the policy set `gpupack serve --policies DIR` would use,\n"
-            "                         trace pods matched as namespace \"trace\", no labels\n"
-            "                         (default with a scheduler configuration: policies/)\n"
-            "  --extender-no-cpu      with a scheduler configuration: gpupack does not see host\n"
-            "                         CPU and memory and passes CPU-only pods everywhere (what\n"
-            "                         gpupack did before it tracked them)\n"
-            "  --policy FILE          packing policy (YAML); default: the built-in default\n"
-            "  --node-strategy NAME   override the policy's node strategy\n"
-            "  --gpu-strategy NAME    override the policy's GPU strategy\n"
-            "  --mode filter|prioritize|both\n"
-            "                         deployment mode (default: the policy's nodeDecision)\n"
-            "  --weight N             extender weight in prioritize mode (default 25, as\n"
-            "                         manifests/scheduler-config.yaml ships it)\n"
-            "  --ties random|kube     filter mode: break equal best scores by RNG (default)\n"
-            "                         or by kube-scheduler's LeastAllocated score, as live\n"
-            "  --cpu-pods policy|kube CPU-only pods scored by the policy (default, as the\n"
-            "                         paper's simulator) or by kube-scheduler alone (as live)\n"
-            "  --seeds A..B | A,B,... (default 42..51)\n"
-            "  --inflate X            re-sample to X x GPU capacity (default 1.3; 0 = off)\n"
-            "  --departures           replay creation/deletion times (no shuffle, no inflation)\n"
-            "  --no-shuffle           keep the file order\n"
-            "  --shapes trace|trace-gpu|policy\n"
-            "                         typical task shapes the strategies use: the pod list's\n"
-            "                         with CPU, its GPU pods only, or the policy's (its\n"
-            "                         spec.shapes, else the built-in ones, as live gpupack;\n"
-            "                         the default with a scheduler configuration, else trace)\n"
-            "  --coverage X           share of pods the typical shapes cover (default 0.95)\n"
-            "  --shape-weight pods|gpus\n"
-            "                         shape popularity by pod count (the paper) or by GPUs,\n"
-            "                         a multi-GPU pod counting once per GPU (default)\n"
-            "  --format table|csv|json, --csv, --json\n"
-            "  --label NAME           policy name in the reports\n"
-            "  --plot FILE.png        chart allocation and fragmentation against arrived load\n"
-            "                         (mean over seeds, one curve per mode; needs gnuplot)\n"
-            "  --jobs N               seeds run in parallel (default: online CPUs)\n"
-            "  --no-cache             evaluate every node for every pod (slow; for checking)\n"
-            "  --emit-shapes          print the pod list's typical shapes (--coverage,\n"
-            "                         --shape-weight) as a policy's spec.shapes, and stop\n"
-            "  --quiet                no progress on stderr\n"
-            "strategies: node:");
-    for (const char *const *n = placement_node_strategy_names(); *n; n++)
-        fprintf(f, " %s", *n);
-    fprintf(f, "; gpu:");
-    for (const char *const *n = placement_gpu_strategy_names(); *n; n++)
-        fprintf(f, " %s", *n);
-    fprintf(f, "\n");
-}
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -828,6 +791,191 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     *out = v;
     return 0;
 }
+
+/* ------------------------------------------------------------ flags -- */
+
+static int f_sched(void *base, const char *v, gp_err *err)
+{
+    cli *c = base;
+    c->sched_path = strcmp(v, "none") == 0 ? NULL : v;
+    c->sched_explicit = true;
+    return 0;
+}
+
+static int f_mode(void *base, const char *v, gp_err *err)
+{
+    cli *c = base;
+    static const struct {
+        const char *name;
+        int n;
+        sim_mode m[2];
+    } modes[] = {{"filter", 1, {SIM_MODE_FILTER}},
+                 {"prioritize", 1, {SIM_MODE_PRIORITIZE}},
+                 {"both", 2, {SIM_MODE_FILTER, SIM_MODE_PRIORITIZE}}};
+    for (size_t i = 0; i < GP_ARRAY_LEN(modes); i++)
+        if (strcmp(v, modes[i].name) == 0) {
+            c->mode_set = true;
+            c->nmodes = modes[i].n;
+            memcpy(c->modes, modes[i].m, sizeof c->modes);
+            return 0;
+        }
+    return gp_fail(err, "filter, prioritize or both, not \"%s\"", v);
+}
+
+static int f_weight(void *base, const char *v, gp_err *err)
+{
+    cli *c = base;
+    double w = 0;
+    if (parse_double("--weight", v, 1, 100, &w, err))
+        return -1;
+    c->weight = (int)w;
+    c->ideal_knob = true;
+    return 0;
+}
+
+static int f_ties(void *base, const char *v, gp_err *err)
+{
+    cli *c = base;
+    c->ideal_knob = true;
+    if (strcmp(v, "random") == 0)
+        c->ties = SIM_TIES_RANDOM;
+    else if (strcmp(v, "kube") == 0)
+        c->ties = SIM_TIES_KUBE;
+    else
+        return gp_fail(err, "random or kube, not \"%s\"", v);
+    return 0;
+}
+
+static int f_cpu_pods(void *base, const char *v, gp_err *err)
+{
+    cli *c = base;
+    c->ideal_knob = true;
+    if (strcmp(v, "policy") == 0)
+        c->cpu_pods = SIM_CPU_PODS_POLICY;
+    else if (strcmp(v, "kube") == 0)
+        c->cpu_pods = SIM_CPU_PODS_KUBE;
+    else
+        return gp_fail(err, "policy or kube, not \"%s\"", v);
+    return 0;
+}
+
+static int f_jobs(void *base, const char *v, gp_err *err)
+{
+    double j = 0;
+    if (parse_double("--jobs", v, 1, 64, &j, err))
+        return -1;
+    ((cli *)base)->jobs = (int)j;
+    return 0;
+}
+
+static int f_seeds(void *base, const char *v, gp_err *err)
+{
+    return parse_seeds(v, base, err);
+}
+
+static int f_shapes(void *base, const char *v, gp_err *err)
+{
+    if (strcmp(v, "trace") && strcmp(v, "trace-gpu") && strcmp(v, "policy"))
+        return gp_fail(err, "trace, trace-gpu or policy, not \"%s\"", v);
+    ((cli *)base)->shapes_src = v;
+    return 0;
+}
+
+static int f_shape_weight(void *base, const char *v, gp_err *err)
+{
+    if (strcmp(v, "pods") && strcmp(v, "gpus"))
+        return gp_fail(err, "pods or gpus, not \"%s\"", v);
+    ((cli *)base)->by_gpus = strcmp(v, "gpus") == 0;
+    return 0;
+}
+
+static int f_format(void *base, const char *v, gp_err *err)
+{
+    if (strcmp(v, "table") && strcmp(v, "csv") && strcmp(v, "json"))
+        return gp_fail(err, "table, csv or json, not \"%s\"", v);
+    ((cli *)base)->format = v;
+    return 0;
+}
+
+static int f_csv(void *base, const char *v, gp_err *err)
+{
+    ((cli *)base)->format = "csv";
+    return 0;
+}
+
+static int f_json(void *base, const char *v, gp_err *err)
+{
+    ((cli *)base)->format = "json";
+    return 0;
+}
+
+#define O(field) offsetof(cli, field)
+#define FN(name, fn_, arg, help) GP_FLAG(name, FLAG_FN, 0, arg, help, .fn = fn_)
+static const gp_flag sim_flags[] = {
+    GP_FLAG("--nodes", FLAG_STR, O(nodes_path), "NODES.csv", "the trace's nodes (required)"),
+    GP_FLAG("--pods", FLAG_STR, O(pods_path), "PODS.csv", "the trace's pods (required)"),
+    FN("--scheduler-config", f_sched, "FILE",
+       "play kube-scheduler v1.26 as this KubeSchedulerConfiguration\n"
+       "says (default: manifests/base/scheduler-config.yaml, the shipped\n"
+       "deployment); \"none\" = ideal mode: gpupack places every pod\n"
+       "over every node (--weight, --ties, --cpu-pods imply it)"),
+    GP_FLAG("--policies", FLAG_STR, O(policies_dir), "DIR",
+     "the policy set `gpupack serve --policies DIR` would use,\n"
+     "trace pods matched as namespace \"trace\", no labels\n"
+     "(default with a scheduler configuration: policies/)"),
+    GP_FLAG("--extender-no-cpu", FLAG_BOOL, O(extender_no_cpu), NULL,
+     "with a scheduler configuration: gpupack does not see host\n"
+     "CPU and memory and passes CPU-only pods everywhere (what\n"
+     "gpupack did before it tracked them)"),
+    GP_FLAG("--policy", FLAG_STR, O(policy_path), "FILE",
+     "packing policy (YAML); default: the built-in default"),
+    GP_FLAG("--node-strategy", FLAG_STR, O(node_strategy), "NAME", "override the policy's node strategy"),
+    GP_FLAG("--gpu-strategy", FLAG_STR, O(gpu_strategy), "NAME", "override the policy's GPU strategy"),
+    FN("--mode", f_mode, "filter|prioritize|both",
+       "deployment mode (default: the policy's nodeDecision)"),
+    FN("--weight", f_weight, "N",
+       "extender weight in prioritize mode (default 25, as\n"
+       "manifests/base/scheduler-config.yaml ships it)"),
+    FN("--ties", f_ties, "random|kube",
+       "filter mode: break equal best scores by RNG (default)\n"
+       "or by kube-scheduler's LeastAllocated score, as live"),
+    FN("--cpu-pods", f_cpu_pods, "policy|kube",
+       "CPU-only pods scored by the policy (default, as the\n"
+       "paper's simulator) or by kube-scheduler alone (as live)"),
+    FN("--seeds", f_seeds, "A..B|A,B,...", "(default 42..51)"),
+    GP_FLAG("--inflate", FLAG_DOUBLE, O(inflate), "X",
+     "re-sample to X x GPU capacity (default 1.3; 0 = off)", .min = 0, .max = 100),
+    GP_FLAG("--departures", FLAG_BOOL, O(departures), NULL,
+     "replay creation/deletion times (no shuffle, no inflation)"),
+    GP_FLAG("--no-shuffle", FLAG_BOOL, O(no_shuffle), NULL, "keep the file order"),
+    FN("--shapes", f_shapes, "trace|trace-gpu|policy",
+       "typical task shapes the strategies use: the pod list's\n"
+       "with CPU, its GPU pods only, or the policy's (its\n"
+       "spec.shapes, else the built-in ones, as live gpupack;\n"
+       "the default with a scheduler configuration, else trace)"),
+    GP_FLAG("--coverage", FLAG_DOUBLE, O(coverage), "X",
+     "share of pods the typical shapes cover (default 0.95)", .min = 0.01, .max = 1),
+    FN("--shape-weight", f_shape_weight, "pods|gpus",
+       "shape popularity by pod count (the paper) or by GPUs,\n"
+       "a multi-GPU pod counting once per GPU (default)"),
+    FN("--format", f_format, "table|csv|json", "report format (default table)"),
+    GP_FLAG("--csv", FLAG_FN, 0, NULL, "--format csv", .fn = f_csv, .fn_no_value = true),
+    GP_FLAG("--json", FLAG_FN, 0, NULL, "--format json", .fn = f_json, .fn_no_value = true),
+    GP_FLAG("--label", FLAG_STR, O(label), "NAME", "policy name in the reports"),
+    GP_FLAG("--plot", FLAG_STR, O(plot_path), "FILE.png",
+     "chart allocation and fragmentation against arrived load\n"
+     "(mean over seeds, one curve per mode; needs gnuplot)"),
+    FN("--jobs", f_jobs, "N", "seeds run in parallel (default: online CPUs)"),
+    GP_FLAG("--no-cache", FLAG_BOOL, O(no_cache), NULL,
+     "evaluate every node for every pod (slow; for checking)"),
+    GP_FLAG("--emit-shapes", FLAG_BOOL, O(emit_shapes), NULL,
+     "print the pod list's typical shapes (--coverage,\n"
+     "--shape-weight) as a policy's spec.shapes, and stop"),
+    GP_FLAG("--quiet", FLAG_BOOL, O(quiet), NULL, "no progress on stderr"),
+};
+#undef FN
+#undef O
+
 
 /* ---------------------------------------------------------- workers -- */
 
@@ -1149,369 +1297,283 @@ static int load_policy(const char *path, const char *dir, gp_policy_view *view,
     return rc;
 }
 
+static const gp_command sim_cmd = {
+    "gpupack simulate", "--nodes NODES.csv --pods PODS.csv [flags]",
+    "Replays a trace through gpupack's placement code (and a model of kube-scheduler) and\n"
+    "reports allocation, fragmentation and failed pods per seed.",
+    sim_flags, GP_ARRAY_LEN(sim_flags), NULL, 0};
+
+static void print_strategies(FILE *f)
+{
+    fprintf(f, "\nstrategies: node:");
+    for (const char *const *n = placement_node_strategy_names(); *n; n++)
+        fprintf(f, " %s", *n);
+    fprintf(f, "; gpu:");
+    for (const char *const *n = placement_gpu_strategy_names(); *n; n++)
+        fprintf(f, " %s", *n);
+    fprintf(f, "\n");
+}
+
+/* The command line into c, with the defaults; FLAGS_OK, FLAGS_HELP or
+ * FLAGS_ERROR (flags.h). */
+static int sim_parse(int argc, char **argv, cli *c)
+{
+    memset(c, 0, sizeof *c);
+    c->format = "table";
+    c->shapes_src = NULL;   /* default: policy with a scheduler configuration, else trace */
+    c->coverage = 0.95;
+    c->by_gpus = true;
+    c->jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (c->jobs < 1)
+        c->jobs = 1;
+    c->inflate = 1.3;
+    c->weight = SIM_DEFAULT_WEIGHT;
+    c->ties = SIM_TIES_RANDOM;
+    c->cpu_pods = SIM_CPU_PODS_POLICY;
+    for (uint64_t s = 42; s <= 51; s++)
+        c->seeds[c->nseeds++] = s;
+    int rc = flags_parse(&sim_cmd, argc, argv, c, NULL, NULL);
+    if (rc == FLAGS_HELP)
+        print_strategies(stdout);
+    if (rc != FLAGS_OK)
+        return rc;
+    if (!c->nodes_path || !c->pods_path)
+        return flags_error(&sim_cmd, "--nodes and --pods are required");
+    if (c->node_strategy && !placement_node_strategy(c->node_strategy))
+        return flags_error(&sim_cmd, "unknown node strategy \"%s\"", c->node_strategy);
+    if (c->gpu_strategy && !placement_gpu_strategy(c->gpu_strategy))
+        return flags_error(&sim_cmd, "unknown GPU strategy \"%s\"", c->gpu_strategy);
+    return FLAGS_OK;
+}
+
+/* One simulate command: what it loaded, how it is configured, what it found. */
+typedef struct sim_run {
+    trace_node *nodes;
+    trace_pod *pods;
+    size_t nnodes, npods;
+    schedcfg kube;
+    gp_policy_set *set;
+    gp_policy_view view;
+    gp_shapes *shapes;
+    sim_config cfg;
+    sim_result *res[2];
+    int gpus;
+    int64_t cap_milli;
+    char label[256];
+} sim_job;
+
+/* The scheduler configuration, the policy (with --node-strategy and
+ * --gpu-strategy applied) and the trace. */
+static int sim_load(cli *c, sim_job *r, gp_err *err)
+{
+    if (!c->sched_explicit && !c->ideal_knob) {
+        if (access(SIM_SCHEDULER_CONFIG, R_OK) == 0)
+            c->sched_path = SIM_SCHEDULER_CONFIG;
+        else
+            fprintf(stderr, "simulate: no %s here (run from the repository root, or give "
+                            "--scheduler-config FILE): ideal mode\n", SIM_SCHEDULER_CONFIG);
+    }
+    if (c->sched_path) {
+        if (schedcfg_load(c->sched_path, &r->kube, err))
+            return -1;
+        if (!c->policy_path && !c->policies_dir && access(SIM_POLICIES_DIR, R_OK) == 0)
+            c->policies_dir = SIM_POLICIES_DIR;
+    }
+    if (load_policy(c->policy_path, c->policies_dir, &r->view, &r->set, err))
+        return -1;
+    if (c->node_strategy)
+        r->view.place.node = placement_node_strategy(c->node_strategy);
+    if (c->gpu_strategy)
+        r->view.place.gpu = placement_gpu_strategy(c->gpu_strategy);
+    if (!c->mode_set) {
+        c->nmodes = 1;
+        c->modes[0] = r->view.decide_in_filter ? SIM_MODE_FILTER : SIM_MODE_PRIORITIZE;
+    }
+    if (trace_load_nodes(c->nodes_path, &r->nodes, &r->nnodes, err) ||
+        trace_load_pods(c->pods_path, &r->pods, &r->npods, err))
+        return -1;
+    return 0;
+}
+
+/* The replay's configuration from the command line and what was loaded. */
+static void sim_configure(cli *c, sim_job *r)
+{
+    r->shapes = xcalloc(1, sizeof *r->shapes);
+    if (!c->shapes_src)
+        c->shapes_src = c->sched_path ? "policy" : "trace";
+    trace_shapes(r->pods, r->npods, c->coverage, strcmp(c->shapes_src, "trace-gpu") != 0,
+                 c->by_gpus, r->shapes);
+    sim_config *cfg = &r->cfg;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->nodes = r->nodes;
+    cfg->nnodes = r->nnodes;
+    cfg->pods = r->pods;
+    cfg->npods = r->npods;
+    cfg->place = r->view.place;
+    /* the policy's shapes are what live gpupack uses (the built-in ones when
+     * the policy has none): the default when playing the deployment */
+    if (strcmp(c->shapes_src, "policy") != 0)
+        cfg->place.shapes = r->shapes;
+    cfg->shapes = r->shapes;
+    cfg->weight = c->weight;
+    cfg->ties = c->ties;
+    cfg->cpu_pods = c->cpu_pods;
+    cfg->inflate = c->departures ? 0 : c->inflate;
+    cfg->departures = c->departures;
+    cfg->shuffle = !c->no_shuffle && !c->departures;
+    cfg->cache = !c->no_cache;
+    cfg->kube = c->sched_path ? &r->kube : NULL;
+    cfg->extender_cpu = !c->extender_no_cpu;
+    if (!c->label) {
+        snprintf(r->label, sizeof r->label, "%s/%s",
+                 cfg->place.node ? cfg->place.node->name : "binpack",
+                 cfg->place.gpu ? cfg->place.gpu->name : "best-fit");
+        c->label = r->label;
+    }
+    sim_capacity(r->nodes, r->nnodes, &r->gpus, &r->cap_milli);
+}
+
+static void report_json(FILE *f, const cli *c, const sim_job *r, double wall)
+{
+    json_t *modes = json_array();
+    for (int m = 0; m < c->nmodes; m++)
+        json_array_append_new(modes, json_mode(c, r->res[m], c->modes[m], r->gpus));
+    json_t *root = json_pack(
+        "{s:s,s:s,s:s,s:i,s:i,s:f,s:b,s:i,s:s,s:s,s:i,s:o,s:f}", "policy", c->label, "nodes",
+        c->nodes_path, "pods", c->pods_path, "gpus", r->gpus, "seeds", c->nseeds, "inflate",
+        r->cfg.inflate, "departures", c->departures, "weight", c->weight, "ties",
+        c->ties == SIM_TIES_KUBE ? "kube" : "random", "cpu_pods",
+        c->cpu_pods == SIM_CPU_PODS_KUBE ? "kube" : "policy", "shapes", r->shapes->n, "modes",
+        modes, "wall_s", wall);
+    json_object_set_new(root, "scheduler_config",
+                        c->sched_path ? json_string(c->sched_path) : json_null());
+    char *s = json_dumps(root, JSON_INDENT(2));
+    if (s)
+        fprintf(f, "%s\n", s);
+    free(s);
+    json_decref(root);
+}
+
+static void report_table(FILE *f, const cli *c, const sim_job *r, double wall)
+{
+    const schedcfg *kube = r->cfg.kube;
+    fprintf(f, "gpupack simulate: %s (%zu node%s, %d GPU%s) x %s (%zu pod%s), inflate %.2f%s, "
+               "%d seed%s, %d typical shape%s\n",
+            c->nodes_path, r->nnodes, gp_s((long long)r->nnodes), r->gpus, gp_s(r->gpus),
+            c->pods_path, r->npods, gp_s((long long)r->npods), r->cfg.inflate,
+            c->departures ? ", departures" : "", c->nseeds, gp_s(c->nseeds), r->shapes->n,
+            gp_s(r->shapes->n));
+    if (kube)
+        fprintf(f, "scheduler: %s (percentageOfNodesToScore %d%s, NodeResourcesFit %s x%d, "
+                   "BalancedAllocation x%d, extender %s weight %d, %d managedResources), "
+                   "policies %s, gpupack %s host CPU\n",
+                c->sched_path, kube->pct, kube->pct ? "" : " = adaptive",
+                kube->strategy == SCHEDCFG_MOST_ALLOCATED ? "MostAllocated"
+                : kube->strategy == SCHEDCFG_LEAST_ALLOCATED ? "LeastAllocated"
+                                                             : "RequestedToCapacityRatio",
+                kube->w_fit, kube->w_bal, kube->has_extender ? "yes" : "none", kube->ext_weight,
+                kube->nmanaged, c->policy_path ? c->policy_path : c->policies_dir ? c->policies_dir
+                                                                                : "built-in",
+                r->cfg.extender_cpu ? "sees" : "does not see");
+    else
+        fprintf(f, "scheduler: none (ideal: gpupack places every pod over every node)\n");
+    fprintf(f, "columns: arrived%% and alloc%% of GPU capacity at the end; unalloc = "
+               "unallocated GPUs; frag%% = fragment / idle GPU share; failed pods by kind\n");
+    for (int m = 0; m < c->nmodes; m++)
+        print_table(f, c, r->res[m], c->modes[m]);
+    fprintf(f, "\nwall time: %.2f s\n", wall);
+}
+
+static void sim_job_free(sim_job *r)
+{
+    policy_set_unref(r->set);
+    free(r->shapes);
+    free(r->res[0]);
+    free(r->res[1]);
+    free(r->pods);
+    free(r->nodes);
+}
+
+/* --plot FILE: its directory must exist and be writable, checked before a
+ * run that may take minutes. */
+static int plot_dir_ok(const char *png, gp_err *err)
+{
+    const char *slash = strrchr(png, '/');
+    char dir[4096];
+    if (!slash)
+        gp_strlcpy(dir, ".", sizeof dir);
+    else if (slash == png)
+        gp_strlcpy(dir, "/", sizeof dir);
+    else if ((size_t)(slash - png) >= sizeof dir)
+        return gp_fail(err, "--plot %.200s: path too long", png);
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - png), png);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return gp_fail(err, "--plot %s: directory %s: %s", png, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return gp_fail(err, "--plot %s: %s is not a directory", png, dir);
+    if (access(dir, W_OK) != 0)
+        return gp_fail(err, "--plot %s: cannot write in directory %s: %s", png, dir,
+                       strerror(errno));
+    return 0;
+}
+
 int sim_main(int argc, char **argv)
 {
     cli c;
-    memset(&c, 0, sizeof c);
-    c.format = "table";
-    c.shapes_src = NULL;   /* default: policy with a scheduler configuration, else trace */
-    c.coverage = 0.95;
-    c.by_gpus = true;
-    c.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (c.jobs < 1)
-        c.jobs = 1;
-    double inflate = 1.3;
-    int weight = SIM_DEFAULT_WEIGHT;
-    sim_ties ties = SIM_TIES_RANDOM;
-    sim_cpu_pods cpu_pods = SIM_CPU_PODS_POLICY;
-    bool departures = false, shuffle = true, cache = true;
+    int prc = sim_parse(argc, argv, &c);
+    if (prc != FLAGS_OK)
+        return prc == FLAGS_HELP ? 0 : 2;
+    int status = 1;
     gp_err err;
-    trace_node *nodes = NULL;
-    trace_pod *pods = NULL;
-    size_t nnodes = 0, npods = 0;
-    sim_result *res[2] = {NULL, NULL};
-    schedcfg kube;
-    gp_policy_set *set = NULL;
-    int status = 2;
-    char label[256];
-
-    for (uint64_t s = 42; s <= 51; s++)
-        c.seeds[c.nseeds++] = s;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_ARG()                                                                      \
-    do {                                                                                \
-        if (!v) {                                                                       \
-            fprintf(stderr, "gpupack simulate: %s needs a value\n", a);                 \
-            goto done;                                                                  \
-        }                                                                               \
-        i++;                                                                            \
-    } while (0)
-        if (strcmp(a, "--nodes") == 0) {
-            NEED_ARG();
-            c.nodes_path = v;
-        } else if (strcmp(a, "--pods") == 0) {
-            NEED_ARG();
-            c.pods_path = v;
-        } else if (strcmp(a, "--policy") == 0) {
-            NEED_ARG();
-            c.policy_path = v;
-        } else if (strcmp(a, "--policies") == 0) {
-            NEED_ARG();
-            c.policies_dir = v;
-        } else if (strcmp(a, "--scheduler-config") == 0) {
-            NEED_ARG();
-            c.sched_path = strcmp(v, "none") == 0 ? NULL : v;
-            c.sched_explicit = true;
-        } else if (strcmp(a, "--extender-no-cpu") == 0) {
-            c.extender_no_cpu = true;
-        } else if (strcmp(a, "--node-strategy") == 0) {
-            NEED_ARG();
-            c.node_strategy = v;
-        } else if (strcmp(a, "--gpu-strategy") == 0) {
-            NEED_ARG();
-            c.gpu_strategy = v;
-        } else if (strcmp(a, "--mode") == 0) {
-            NEED_ARG();
-            c.mode_set = true;
-            if (strcmp(v, "filter") == 0) {
-                c.nmodes = 1;
-                c.modes[0] = SIM_MODE_FILTER;
-            } else if (strcmp(v, "prioritize") == 0) {
-                c.nmodes = 1;
-                c.modes[0] = SIM_MODE_PRIORITIZE;
-            } else if (strcmp(v, "both") == 0) {
-                c.nmodes = 2;
-                c.modes[0] = SIM_MODE_FILTER;
-                c.modes[1] = SIM_MODE_PRIORITIZE;
-            } else {
-                fprintf(stderr, "gpupack simulate: --mode: filter, prioritize or both\n");
-                goto done;
-            }
-        } else if (strcmp(a, "--weight") == 0) {
-            NEED_ARG();
-            c.ideal_knob = true;
-            double w;
-            if (parse_double(a, v, 1, 100, &w, &err)) {
-                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-                goto done;
-            }
-            weight = (int)w;
-        } else if (strcmp(a, "--ties") == 0) {
-            NEED_ARG();
-            c.ideal_knob = true;
-            if (strcmp(v, "random") == 0)
-                ties = SIM_TIES_RANDOM;
-            else if (strcmp(v, "kube") == 0)
-                ties = SIM_TIES_KUBE;
-            else {
-                fprintf(stderr, "gpupack simulate: --ties: random or kube\n");
-                goto done;
-            }
-        } else if (strcmp(a, "--cpu-pods") == 0) {
-            NEED_ARG();
-            c.ideal_knob = true;
-            if (strcmp(v, "policy") == 0)
-                cpu_pods = SIM_CPU_PODS_POLICY;
-            else if (strcmp(v, "kube") == 0)
-                cpu_pods = SIM_CPU_PODS_KUBE;
-            else {
-                fprintf(stderr, "gpupack simulate: --cpu-pods: policy or kube\n");
-                goto done;
-            }
-        } else if (strcmp(a, "--seeds") == 0) {
-            NEED_ARG();
-            if (parse_seeds(v, &c, &err)) {
-                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-                goto done;
-            }
-        } else if (strcmp(a, "--inflate") == 0) {
-            NEED_ARG();
-            if (parse_double(a, v, 0, 100, &inflate, &err)) {
-                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-                goto done;
-            }
-        } else if (strcmp(a, "--coverage") == 0) {
-            NEED_ARG();
-            if (parse_double(a, v, 0.01, 1, &c.coverage, &err)) {
-                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-                goto done;
-            }
-        } else if (strcmp(a, "--shapes") == 0) {
-            NEED_ARG();
-            if (strcmp(v, "trace") && strcmp(v, "trace-gpu") && strcmp(v, "policy")) {
-                fprintf(stderr, "gpupack simulate: --shapes: trace, trace-gpu or policy\n");
-                goto done;
-            }
-            c.shapes_src = v;
-        } else if (strcmp(a, "--shape-weight") == 0) {
-            NEED_ARG();
-            if (strcmp(v, "pods") == 0)
-                c.by_gpus = false;
-            else if (strcmp(v, "gpus") == 0)
-                c.by_gpus = true;
-            else {
-                fprintf(stderr, "gpupack simulate: --shape-weight: pods or gpus\n");
-                goto done;
-            }
-        } else if (strcmp(a, "--format") == 0) {
-            NEED_ARG();
-            if (strcmp(v, "table") && strcmp(v, "csv") && strcmp(v, "json")) {
-                fprintf(stderr, "gpupack simulate: --format: table, csv or json\n");
-                goto done;
-            }
-            c.format = v;
-        } else if (strcmp(a, "--csv") == 0) {
-            c.format = "csv";
-        } else if (strcmp(a, "--json") == 0) {
-            c.format = "json";
-        } else if (strcmp(a, "--plot") == 0) {
-            NEED_ARG();
-            c.plot_path = v;
-        } else if (strcmp(a, "--label") == 0) {
-            NEED_ARG();
-            c.label = v;
-        } else if (strcmp(a, "--jobs") == 0) {
-            NEED_ARG();
-            double j;
-            if (parse_double(a, v, 1, 64, &j, &err)) {
-                fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-                goto done;
-            }
-            c.jobs = (int)j;
-        } else if (strcmp(a, "--departures") == 0) {
-            departures = true;
-        } else if (strcmp(a, "--no-shuffle") == 0) {
-            shuffle = false;
-        } else if (strcmp(a, "--no-cache") == 0) {
-            cache = false;
-        } else if (strcmp(a, "--emit-shapes") == 0) {
-            c.emit_shapes = true;
-        } else if (strcmp(a, "--quiet") == 0) {
-            c.quiet = true;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            status = 0;
-            goto done;
-        } else {
-            fprintf(stderr, "gpupack simulate: unknown option %s\n", a);
-            usage(stderr);
-            goto done;
-        }
-#undef NEED_ARG
-    }
-    if (!c.nodes_path || !c.pods_path) {
-        fprintf(stderr, "gpupack simulate: --nodes and --pods are required\n");
-        usage(stderr);
-        goto done;
-    }
-
-    status = 1;
-    if (!c.sched_explicit && !c.ideal_knob && access(SIM_SCHEDULER_CONFIG, R_OK) == 0)
-        c.sched_path = SIM_SCHEDULER_CONFIG;
-    if (c.sched_path) {
-        if (schedcfg_load(c.sched_path, &kube, &err)) {
-            fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-            goto done;
-        }
-        if (!c.policy_path && !c.policies_dir && access(SIM_POLICIES_DIR, R_OK) == 0)
-            c.policies_dir = SIM_POLICIES_DIR;
-    }
-    gp_policy_view view;
-    if (load_policy(c.policy_path, c.policies_dir, &view, &set, &err)) {
-        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-        goto done;
-    }
-    if (c.node_strategy) {
-        view.place.node = placement_node_strategy(c.node_strategy);
-        if (!view.place.node) {
-            fprintf(stderr, "gpupack simulate: unknown node strategy \"%s\"\n", c.node_strategy);
-            usage(stderr);
-            goto done;
-        }
-    }
-    if (c.gpu_strategy) {
-        view.place.gpu = placement_gpu_strategy(c.gpu_strategy);
-        if (!view.place.gpu) {
-            fprintf(stderr, "gpupack simulate: unknown GPU strategy \"%s\"\n", c.gpu_strategy);
-            usage(stderr);
-            goto done;
-        }
-    }
-    if (!c.mode_set) {
-        c.nmodes = 1;
-        c.modes[0] = view.decide_in_filter ? SIM_MODE_FILTER : SIM_MODE_PRIORITIZE;
-    }
-    if (trace_load_nodes(c.nodes_path, &nodes, &nnodes, &err) ||
-        trace_load_pods(c.pods_path, &pods, &npods, &err)) {
-        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-        goto done;
-    }
-
+    sim_job r;
+    memset(&r, 0, sizeof r);
+    if (c.plot_path && plot_dir_ok(c.plot_path, &err))
+        goto fail;
+    if (sim_load(&c, &r, &err))
+        goto fail;
     if (c.emit_shapes) {
         gp_shapes sh;
-        frag_shapes_from_trace(pods, npods, c.coverage, true, c.by_gpus, &sh);
+        trace_shapes(r.pods, r.npods, c.coverage, true, c.by_gpus, &sh);
         print_shapes(stdout, &sh, c.pods_path);
         status = 0;
         goto done;
     }
-    gp_shapes *shapes = xcalloc(1, sizeof *shapes);
-    if (!c.shapes_src)
-        c.shapes_src = c.sched_path ? "policy" : "trace";
-    frag_shapes_from_trace(pods, npods, c.coverage, strcmp(c.shapes_src, "trace-gpu") != 0,
-                           c.by_gpus, shapes);
-    sim_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.nodes = nodes;
-    cfg.nnodes = nnodes;
-    cfg.pods = pods;
-    cfg.npods = npods;
-    cfg.place = view.place;
-    /* the policy's shapes are what live gpupack uses (the built-in ones when
-     * the policy has none): the default when playing the deployment */
-    if (strcmp(c.shapes_src, "policy") != 0)
-        cfg.place.shapes = shapes;
-    cfg.shapes = shapes;
-    cfg.weight = weight;
-    cfg.ties = ties;
-    cfg.cpu_pods = cpu_pods;
-    cfg.inflate = departures ? 0 : inflate;
-    cfg.departures = departures;
-    cfg.shuffle = shuffle && !departures;
-    cfg.cache = cache;
-    cfg.kube = c.sched_path ? &kube : NULL;
-    cfg.extender_cpu = !c.extender_no_cpu;
-
-    if (!c.label) {
-        snprintf(label, sizeof label, "%s/%s", cfg.place.node ? cfg.place.node->name : "binpack",
-                 cfg.place.gpu ? cfg.place.gpu->name : "best-fit");
-        c.label = label;
-    }
-    int gpus;
-    int64_t cap_milli;
-    sim_capacity(nodes, nnodes, &gpus, &cap_milli);
+    sim_configure(&c, &r);
     if (!c.quiet)
         fprintf(stderr,
-                "simulate: %zu nodes (%d GPUs), %zu pods, %s, %d typical shapes, %d seeds, "
-                "%d jobs\n",
-                nnodes, gpus, npods, c.label, shapes->n, c.nseeds, c.jobs);
-
+                "simulate: %zu node%s (%d GPU%s), %zu pod%s, %s, %d typical shape%s, %d seed%s, "
+                "%d job%s\n",
+                r.nnodes, gp_s((long long)r.nnodes), r.gpus, gp_s(r.gpus), r.npods,
+                gp_s((long long)r.npods), c.label, r.shapes->n, gp_s(r.shapes->n), c.nseeds,
+                gp_s(c.nseeds), c.jobs, gp_s(c.jobs));
     double t0 = gp_mono_s();
     for (int m = 0; m < c.nmodes; m++) {
-        cfg.mode = c.modes[m];
-        res[m] = xcalloc((size_t)c.nseeds, sizeof *res[m]);
-        if (run_seeds(&cfg, &c, mode_name(cfg.mode), res[m], &err)) {
-            fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-            free(shapes);
-            goto done;
-        }
+        r.cfg.mode = c.modes[m];
+        r.res[m] = xcalloc((size_t)c.nseeds, sizeof *r.res[m]);
+        if (run_seeds(&r.cfg, &c, mode_name(r.cfg.mode), r.res[m], &err))
+            goto fail;
     }
     double wall = gp_mono_s() - t0;
-
     if (strcmp(c.format, "csv") == 0) {
         print_csv_header(stdout);
         for (int m = 0; m < c.nmodes; m++)
-            print_csv(stdout, &c, res[m], c.modes[m], gpus);
+            print_csv(stdout, &c, r.res[m], c.modes[m], r.gpus);
     } else if (strcmp(c.format, "json") == 0) {
-        json_t *modes = json_array();
-        for (int m = 0; m < c.nmodes; m++)
-            json_array_append_new(modes, json_mode(&c, res[m], c.modes[m], gpus));
-        json_t *root = json_pack(
-            "{s:s,s:s,s:s,s:i,s:i,s:f,s:b,s:i,s:s,s:s,s:i,s:o,s:f}", "policy", c.label, "nodes",
-            c.nodes_path, "pods", c.pods_path, "gpus", gpus, "seeds", c.nseeds, "inflate",
-            cfg.inflate, "departures", departures, "weight", weight, "ties",
-            ties == SIM_TIES_KUBE ? "kube" : "random", "cpu_pods",
-            cpu_pods == SIM_CPU_PODS_KUBE ? "kube" : "policy", "shapes", shapes->n, "modes",
-            modes, "wall_s", wall);
-        json_object_set_new(root, "scheduler_config",
-                            c.sched_path ? json_string(c.sched_path) : json_null());
-        char *s = json_dumps(root, JSON_INDENT(2));
-        if (s)
-            printf("%s\n", s);
-        free(s);
-        json_decref(root);
+        report_json(stdout, &c, &r, wall);
     } else {
-        printf("gpupack simulate: %s (%zu nodes, %d GPUs) x %s (%zu pods), inflate %.2f%s, "
-               "%d seeds, %d typical shapes\n",
-               c.nodes_path, nnodes, gpus, c.pods_path, npods, cfg.inflate,
-               departures ? ", departures" : "", c.nseeds, shapes->n);
-        if (cfg.kube)
-            printf("scheduler: %s (percentageOfNodesToScore %d%s, NodeResourcesFit %s x%d, "
-                   "BalancedAllocation x%d, extender %s weight %d, %d managedResources), "
-                   "policies %s, gpupack %s host CPU\n",
-                   c.sched_path, kube.pct, kube.pct ? "" : " = adaptive",
-                   kube.strategy == SCHEDCFG_MOST_ALLOCATED ? "MostAllocated"
-                   : kube.strategy == SCHEDCFG_LEAST_ALLOCATED ? "LeastAllocated"
-                                                               : "RequestedToCapacityRatio",
-                   kube.w_fit, kube.w_bal, kube.has_extender ? "yes" : "none", kube.ext_weight,
-                   kube.nmanaged, c.policy_path ? c.policy_path : c.policies_dir ? c.policies_dir
-                                                                               : "built-in",
-                   cfg.extender_cpu ? "sees" : "does not see");
-        else
-            printf("scheduler: none (ideal: gpupack places every pod over every node)\n");
-        printf("columns: arrived%% and alloc%% of GPU capacity at the end; unalloc = "
-               "unallocated GPUs; frag%% = fragment / idle GPU share; failed pods by kind\n");
-        for (int m = 0; m < c.nmodes; m++)
-            print_table(stdout, &c, res[m], c.modes[m]);
-        printf("\nwall time: %.2f s\n", wall);
+        report_table(stdout, &c, &r, wall);
     }
-    if (c.plot_path && plot_modes(&c, res, &err)) {
-        fprintf(stderr, "gpupack simulate: %s\n", err.msg);
-        free(shapes);
-        status = 1;
-        goto done;
-    }
+    if (c.plot_path && plot_modes(&c, r.res, &err))
+        goto fail;
     if (!c.quiet)
         fprintf(stderr, "simulate: wall time %.2f s\n", wall);
-    free(shapes);
     status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "gpupack simulate: %s\n", err.msg);
 done:
-    policy_set_unref(set);
-    free(res[0]);
-    free(res[1]);
-    free(pods);
-    free(nodes);
+    sim_job_free(&r);
     return status;
 }

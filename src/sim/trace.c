@@ -394,6 +394,83 @@ void trace_pod_to_req(const trace_pod *p, const char *name, gp_pod_req *out)
     gp_ctr_req *c = &out->ctrs[0];
     gp_strlcpy(c->name, name, sizeof c->name);
     c->count = p->num_gpu;
-    c->mem_permille = p->gpu_milli;
+    c->mem_ppm = p->gpu_milli * (GP_PPM_FULL / 1000);
+    c->ask = GP_ASK_SHARE;
     c->core = p->gpu_milli;
+}
+
+/* ------------------------------------------------------ typical shapes -- */
+
+typedef struct shape_count {
+    int64_t cpu;
+    int count;
+    int core;
+    const char *models;
+    long pods;
+} shape_count;
+
+/* Most popular first; ties by the larger request, for a stable order. */
+static int cmp_shape_count(const void *pa, const void *pb)
+{
+    const shape_count *a = pa, *b = pb;
+    if (a->pods != b->pods)
+        return a->pods > b->pods ? -1 : 1;
+    if (a->cpu != b->cpu)
+        return a->cpu > b->cpu ? -1 : 1;
+    if (a->core != b->core)
+        return a->core > b->core ? -1 : 1;
+    if (a->count != b->count)
+        return a->count > b->count ? -1 : 1;
+    return -strcmp(a->models, b->models);
+}
+
+void trace_shapes(const trace_pod *pods, size_t n, double coverage, bool with_cpu,
+                            bool by_gpus, gp_shapes *out)
+{
+    memset(out, 0, sizeof *out);
+    shape_count *sc = NULL;
+    size_t ns = 0, cap = 0;
+    long total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const trace_pod *p = &pods[i];
+        if (!with_cpu && p->num_gpu == 0)
+            continue;
+        int64_t cpu = with_cpu ? p->cpu_milli : 0;
+        size_t k = 0;
+        while (k < ns && !(sc[k].cpu == cpu && sc[k].count == p->num_gpu &&
+                           sc[k].core == p->gpu_milli && strcmp(sc[k].models, p->gpu_spec) == 0))
+            k++;
+        if (k == ns) {
+            if (ns == cap) {
+                cap = cap ? cap * 2 : 64;
+                sc = xrealloc(sc, cap * sizeof *sc);
+            }
+            sc[ns++] = (shape_count){cpu, p->num_gpu, p->gpu_milli, p->gpu_spec, 0};
+        }
+        long w = (by_gpus && p->num_gpu > 1) ? p->num_gpu : 1;
+        sc[k].pods += w;
+        total += w;
+    }
+    if (ns == 0) {
+        free(sc);
+        return;
+    }
+    qsort(sc, ns, sizeof *sc, cmp_shape_count);
+    if (coverage <= 0 || coverage > 1)
+        coverage = 1;
+    long cum = 0;
+    for (size_t k = 0; k < ns && out->n < GP_MAX_SHAPES; k++) {
+        if ((double)cum >= coverage * (double)total)
+            break;
+        gp_shape *m = &out->s[out->n++];
+        m->count = sc[k].count;
+        m->core = sc[k].core;
+        m->cpu_milli = sc[k].cpu;
+        gp_strlcpy(m->models, sc[k].models, sizeof m->models);
+        m->weight = (double)sc[k].pods;
+        cum += sc[k].pods;
+    }
+    for (int k = 0; k < out->n; k++)
+        out->s[k].weight /= (double)cum;
+    free(sc);
 }

@@ -98,6 +98,12 @@ static int run(const char *const *argv, const char *const *env_add, const char *
     }
 }
 
+int e2e_run(const char *const *argv, const char *const *env_add, const char *out,
+            double timeout_s)
+{
+    return run(argv, env_add, out, timeout_s);
+}
+
 static void print_file_tail(const char *path, int lines, const char *title)
 {
     char *cmd = xasprintf("tail -n %d '%s' 2>/dev/null", lines, path);
@@ -194,7 +200,79 @@ TCase *e2e_tcase(Suite *s, const char *name, const TTest *test, double timeout_s
     return tc;
 }
 
+/* ------------------------------------------------------------ kubectl --- */
+
+static bool runs(const char *kubectl)
+{
+    const char *argv[] = {kubectl, "version", "--client", NULL};
+    return run(argv, NULL, "/dev/null", 30) == 0;
+}
+
+const char *e2e_kubectl(void)
+{
+    static char path[1200];
+    if (path[0])
+        return path;
+    const char *env = getenv("GPUPACK_KUBECTL");
+    const char *assets = getenv("KUBEBUILDER_ASSETS");
+    char *unpacked = xasprintf("%s/kubectl", e2e_env.run_dir);
+    char *xz = xasprintf("%s/bin/v1.36.3/kubectl.xz", e2e_env.kit);
+    if (env && *env) {
+        gp_strlcpy(path, env, sizeof path);
+    } else if (assets && *assets) {
+        snprintf(path, sizeof path, "%s/kubectl", assets);
+    } else if (access(unpacked, X_OK) == 0) {
+        gp_strlcpy(path, unpacked, sizeof path);
+    } else if (access(xz, R_OK) == 0) {
+        char *cmd = xasprintf("xz -dc '%s' > '%s.tmp' && chmod 755 '%s.tmp' && mv '%s.tmp' '%s'",
+                              xz, unpacked, unpacked, unpacked, unpacked);
+        const char *argv[] = {"sh", "-c", cmd, NULL};
+        if (run(argv, NULL, NULL, 120) == 0)
+            gp_strlcpy(path, unpacked, sizeof path);
+        free(cmd);
+    }
+    if (!path[0] || !runs(path))
+        gp_strlcpy(path, "kubectl", sizeof path);
+    free(xz);
+    free(unpacked);
+    if (!runs(path)) {
+        path[0] = '\0';
+        ck_abort_msg("no kubectl: set GPUPACK_KUBECTL, or put one in KUBEBUILDER_ASSETS");
+    }
+    return path;
+}
+
+int e2e_kubectl_run(e2e_cp *cp, const char *const *env, char **out, const char *const *args)
+{
+    static int seq;
+    const char *argv[32] = {e2e_kubectl()};
+    int n = 1;
+    for (int i = 0; args[i] && n < 31; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    char *log = xasprintf("%s/kubectl-%d-%d.log", e2e_env.run_dir, (int)getpid(), ++seq);
+    char *kc = cp ? xasprintf("KUBECONFIG=%s", cp->kubeconfig) : NULL;
+    const char *envv[16] = {kc};
+    int m = kc ? 1 : 0;
+    for (int i = 0; env && env[i] && m < 15; i++)
+        envv[m++] = env[i];
+    envv[m] = NULL;
+    int rc = run(argv, envv, log, 120);
+    if (out) {
+        size_t len;
+        gp_err err;
+        *out = gp_read_file(log, 1u << 20, &len, &err);
+        if (!*out)
+            *out = xstrdup("");
+    }
+    free(kc);
+    free(log);
+    return rc;
+}
+
 /* ------------------------------------------------------ control plane --- */
+
+static void cp_learn_version(e2e_cp *cp);
 
 e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
 {
@@ -209,7 +287,8 @@ e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
     const char *argv[] = {up, cp->dir, cp->opts.no_watch_cache ? "--no-watch-cache" : NULL, NULL};
     char *ea = xasprintf("K8S_APISERVER_ARGS=%s", cp->opts.apiserver_args ? cp->opts.apiserver_args : "");
     char *es = xasprintf("K8S_SCHEDULER_ARGS=%s", cp->opts.scheduler_args ? cp->opts.scheduler_args : "");
-    const char *env[] = {ea, es, NULL};
+    char *ev = cp->opts.version ? xasprintf("K8S_VERSION=%s", cp->opts.version) : NULL;
+    const char *env[] = {ea, es, ev, NULL};
     double t = gp_mono_s();
     int rc = run(argv, env, out, 180);
     if (rc != 0) {
@@ -226,11 +305,46 @@ e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
     kube_auth_clear(&auth);
     if (!cp->kube)
         ck_abort_msg("kube client: %s", err.msg);
+    cp_learn_version(cp);
     free(ea);
     free(es);
+    free(ev);
     free(out);
     free(up);
     return cp;
+}
+
+/* The version the control plane runs: its /version, which must agree with the
+ * K8S_VERSION kube-up recorded in DIR/env (1.26, 1.36, ...). */
+static void cp_learn_version(e2e_cp *cp)
+{
+    gp_err err;
+    if (apiversion_fetch(cp->kube, 10, &cp->ver, &err) < 0)
+        ck_abort_msg("control plane %s: %s", cp->dir, err.msg);
+    char *want = e2e_cp_env(cp, "K8S_VERSION");   /* "v1.26.0" (or "1.26" from older kits) */
+    const char *w = want && want[0] == 'v' ? want + 1 : want;
+    char mm[16], mmp[24];
+    snprintf(mm, sizeof mm, "%d.%d", cp->ver.major, cp->ver.minor);
+    snprintf(mmp, sizeof mmp, "%d.%d.%d", cp->ver.major, cp->ver.minor, cp->ver.patch);
+    if (w && *w && strcmp(w, mm) != 0 && strcmp(w, mmp) != 0)
+        ck_abort_msg("control plane %s: DIR/env says K8S_VERSION=%s, /version says %s", cp->dir,
+                     want, cp->ver.git);
+    e2e_log("control plane runs Kubernetes %s", cp->ver.git);
+    free(want);
+}
+
+bool e2e_k8s_at_least(const e2e_cp *cp, int major, int minor, int patch)
+{
+    const int at[3] = {cp->ver.major, cp->ver.minor, cp->ver.patch}, want[3] = {major, minor, patch};
+    for (int i = 0; i < 3; i++)
+        if (at[i] != want[i])
+            return at[i] > want[i];
+    return true;
+}
+
+const char *e2e_k8s_version(const e2e_cp *cp)
+{
+    return cp->ver.git;
 }
 
 void e2e_cp_scheduler(e2e_cp *cp, const json_t *config)
@@ -332,7 +446,7 @@ void e2e_cp_down(e2e_cp *cp)
 
 static json_t *shipped_sched(void)
 {
-    char *path = xasprintf("%s/manifests/scheduler-config.yaml", e2e_env.repo);
+    char *path = xasprintf("%s/manifests/base/scheduler-config.yaml", e2e_env.repo);
     gp_err err;
     json_t *cfg = schedrw_load(path, &err);
     if (!cfg)

@@ -1,4 +1,4 @@
-/* harness.h -- end-to-end tests against a real control plane (../shared/k8s):
+/* harness.h -- end-to-end tests against a real control plane (the kit: main.c finds it):
  * control planes, gpupack as a child process, API helpers, the one checker.
  *
  * Every function here that can fail stops the current test with a Check
@@ -19,10 +19,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "kube/apiversion.h"
 #include "kube/kube.h"
 #include "lib/util.h"
 
-/* The profile name of the shipped manifests/scheduler-config.yaml; pods that
+/* The profile name of the shipped manifests/base/scheduler-config.yaml; pods that
  * set it go through gpupack. Read from the file, so it follows edits. */
 const char *e2e_scheduler_name(void);
 
@@ -51,6 +52,12 @@ TCase *e2e_tcase(Suite *s, const char *name, const TTest *test, double timeout_s
  * the registry (the runner calls it after each test and on exit). */
 void e2e_cleanup_all(void);
 
+/* Runs argv (execvp; env_add: extra "K=V" entries or NULL), stdout and stderr appended
+ * to the file out (inherited when NULL). Returns the exit status, -1 when it could not
+ * run, was killed by a signal or outlived timeout_s (0 = no limit; then SIGKILLed). */
+int e2e_run(const char *const *argv, const char *const *env_add, const char *out,
+            double timeout_s);
+
 /* Prints a progress line on stderr with the elapsed time of the test. */
 void e2e_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -60,6 +67,8 @@ typedef struct e2e_cp_opts {
     bool no_watch_cache;            /* kube-up --no-watch-cache: 410 after compaction */
     const char *apiserver_args;     /* extra kube-apiserver flags (K8S_APISERVER_ARGS) */
     const char *scheduler_args;     /* extra kube-scheduler flags (K8S_SCHEDULER_ARGS) */
+    const char *version;            /* K8S_VERSION for this one ("1.26", "1.36"); NULL:
+                                     * the environment's (the kit's default: 1.26) */
 } e2e_cp_opts;
 
 typedef struct e2e_cp {
@@ -67,6 +76,8 @@ typedef struct e2e_cp {
     char kubeconfig[600];           /* admin kubeconfig */
     gp_kube *kube;                  /* admin client for the test's own calls */
     e2e_cp_opts opts;
+    gp_apiversion ver;              /* what the started kube-apiserver's /version says;
+                                     * checked against DIR/env's K8S_VERSION */
 } e2e_cp;
 
 /* kube-up without a scheduler (o may be NULL). */
@@ -77,15 +88,33 @@ void e2e_cp_scheduler(e2e_cp *cp, const json_t *config);
  * stop-scheduler, start-scheduler, compact-etcd. env: extra "K=V" or NULL. */
 void e2e_cp_ctl(e2e_cp *cp, const char *action, const char *env);
 void e2e_cp_down(e2e_cp *cp);       /* accepts NULL */
+/* Whether the control plane is at least MAJOR.MINOR.PATCH (from its /version).
+ * Scenarios assert each version's behaviour with it where the API server or
+ * kube-scheduler differ (never to skip a check). */
+bool e2e_k8s_at_least(const e2e_cp *cp, int major, int minor, int patch);
+/* "v1.26.0": the control plane's gitVersion (borrowed). */
+const char *e2e_k8s_version(const e2e_cp *cp);
 /* A variable of DIR/env (ETCD_URL, K8S_APISERVER, ...); owned, NULL when absent. */
 char *e2e_cp_env(e2e_cp *cp, const char *var);
 /* Deletes a pod behind the API server's back (etcdctl del /registry/pods/NS/NAME):
  * works while kube-apiserver is stopped; no watch event reaches anyone. */
 void e2e_etcd_delete_pod(e2e_cp *cp, const char *ns, const char *name);
 
+/* --- kubectl ------------------------------------------------------------ */
+
+/* A kubectl for the tests that need one (manifests, plugin): GPUPACK_KUBECTL, else
+ * KUBEBUILDER_ASSETS/kubectl, else the kit's v1.36.3 kubectl (bin/v1.36.3/kubectl.xz,
+ * unpacked into the run directory once), else kubectl on PATH. Fails the test when none
+ * runs. The path stays valid for the whole run. */
+const char *e2e_kubectl(void);
+/* kubectl ARGS... (NULL-terminated) with KUBECONFIG of cp (NULL: none) and extra
+ * environment entries env ("K=V", NULL-terminated, may be NULL). *out (when out is not
+ * NULL) gets stdout and stderr, owned. Returns the exit status. */
+int e2e_kubectl_run(e2e_cp *cp, const char *const *env, char **out, const char *const *args);
+
 /* --- scheduler configuration ------------------------------------------ */
 
-/* The shipped manifests/scheduler-config.yaml, rewritten for a test: every
+/* The shipped manifests/base/scheduler-config.yaml, rewritten for a test: every
  * extender's urlPrefix points at http(s)://127.0.0.1:PORT (keeping its path;
  * https when the stanza says enableHTTPS),
  * clientConnection.kubeconfig is @KUBECONFIG@ (kube-up fills it) and leader

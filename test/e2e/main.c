@@ -1,8 +1,9 @@
 /* main.c -- runs the end-to-end scenarios (test/e2e/e2e_*.c) against a real control plane.
  *   build/out/e2e-tests            every scenario
  *   build/out/e2e-tests NAME...    only those (file e2e_NAME.c)
- * Environment: GPUPACK_K8S (the kit, default ../shared/k8s), GPUPACK_BIN
- * (default bin/gpupack), CI=true (a missing kit is a failure, not a skip). */
+ * Environment: GPUPACK_K8S (a kit: kube-up, kube-down, kube-ctl and their binaries),
+ * KUBEBUILDER_ASSETS (binaries for the repository's own scripts in test/k8s), GPUPACK_BIN
+ * (default bin/gpupack), CI=true (no control plane is a failure, not a skip). */
 #include <check.h>
 #include <limits.h>
 #include <signal.h>
@@ -57,31 +58,77 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-static int no_kit(const char *kit)
+static bool executable(const char *dir, const char *name)
+{
+    char *p = xasprintf("%s/%s", dir, name);
+    bool ok = access(p, X_OK) == 0;
+    free(p);
+    return ok;
+}
+
+static bool on_path(const char *name)
+{
+    char *cmd = xasprintf("command -v '%s' >/dev/null 2>&1", name);
+    bool ok = system(cmd) == 0;
+    free(cmd);
+    return ok;
+}
+
+/* Where the control plane comes from, first found: GPUPACK_K8S (a kit), ../shared/k8s
+ * (the kit beside the repository on the project's machines), KUBEBUILDER_ASSETS with the
+ * repository's own scripts (test/k8s). NULL, with *why set, when there is none. */
+static const char *find_kit(const char **why)
+{
+    const char *kit = getenv("GPUPACK_K8S");
+    if (kit && *kit) {
+        *why = "GPUPACK_K8S names no kit (kube-up missing)";
+        return executable(kit, "kube-up") ? kit : NULL;
+    }
+    if (executable("../shared/k8s", "kube-up"))
+        return "../shared/k8s";
+    const char *assets = getenv("KUBEBUILDER_ASSETS");
+    if (!assets || !*assets) {
+        *why = "neither GPUPACK_K8S nor KUBEBUILDER_ASSETS is set";
+        return NULL;
+    }
+    if (!executable(assets, "kube-apiserver") || !executable(assets, "kube-scheduler")) {
+        *why = "KUBEBUILDER_ASSETS lacks kube-apiserver or kube-scheduler";
+        return NULL;
+    }
+    if (!executable(assets, "etcd") && !on_path("etcd")) {
+        *why = "no etcd in KUBEBUILDER_ASSETS nor on PATH";
+        return NULL;
+    }
+    return "test/k8s";
+}
+
+static int no_kit(const char *why)
 {
     const char *ci = getenv("CI");
     bool strict = ci && strcmp(ci, "true") == 0;
     fprintf(stderr,
-            "e2e: no control-plane kit at %s (kube-up missing).\n"
-            "     The end-to-end suite needs etcd + kube-apiserver + kube-scheduler v1.26: point\n"
-            "     GPUPACK_K8S at a checkout of the project's shared/k8s kit (kube-up, kube-down,\n"
-            "     kube-ctl; with KUBEBUILDER_ASSETS for your own binaries), e.g.\n"
-            "       make e2e GPUPACK_K8S=/path/to/shared/k8s\n"
+            "e2e: no control plane: %s.\n"
+            "     The end-to-end suite runs gpupack against a real etcd + kube-apiserver +\n"
+            "     kube-scheduler (1.26 or 1.36 tested). Either point KUBEBUILDER_ASSETS at a directory\n"
+            "     holding kube-apiserver, kube-scheduler and kubectl (etcd there or on PATH), e.g.\n"
+            "       mkdir -p ~/k8s-1.26 && cd ~/k8s-1.26 && for b in kube-apiserver kube-scheduler kubectl; do\n"
+            "         curl -fLO https://dl.k8s.io/release/v1.26.0/bin/linux/amd64/$b; done && chmod +x *\n"
+            "       apt-get install etcd-server        # as root, or add an etcd binary there\n"
+            "       make e2e KUBEBUILDER_ASSETS=$HOME/k8s-1.26\n"
+            "     or set GPUPACK_K8S to a kit that has the binaries (test/k8s/README.md).\n"
             "%s",
-            kit, strict ? "e2e: CI=true: failing\n" : "e2e: skipped\n");
+            why, strict ? "e2e: CI=true: failing\n" : "e2e: skipped\n");
     return strict ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 int main(int argc, char **argv)
 {
-    const char *kit = getenv("GPUPACK_K8S");
-    if (!kit || !*kit)
-        kit = "../shared/k8s";
-    char *up = xasprintf("%s/kube-up", kit);
-    int have = access(up, X_OK) == 0;
-    free(up);
-    if (!have || abs_path(kit, e2e_env.kit, sizeof e2e_env.kit) < 0)
-        return no_kit(kit);
+    const char *why = "";
+    const char *kit = find_kit(&why);
+    if (!kit)
+        return no_kit(why);
+    if (abs_path(kit, e2e_env.kit, sizeof e2e_env.kit) < 0)
+        return no_kit("the kit's path is too long");
     const char *bin = getenv("GPUPACK_BIN");
     if (abs_path(bin && *bin ? bin : "bin/gpupack", e2e_env.gpupack_bin, sizeof e2e_env.gpupack_bin) < 0) {
         fprintf(stderr, "e2e: gpupack binary %s not found (make build)\n", bin ? bin : "bin/gpupack");

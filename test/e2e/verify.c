@@ -93,11 +93,25 @@ static void check_request(e2e_verdict *v, const json_t *pod, const gp_pod_view *
             if (cr->core > 0 && ca->gpus[g].core != cr->core)
                 problem(v, "pod %s/%s: container %s holds %d per-mille of GPU %d, asked %d", pv->ns,
                         pv->name, cr->name, ca->gpus[g].core, gi->index, cr->core);
-            if (!gp_model_allowed(req.models, gi->model))
+            if (!gp_req_model_ok(&req, gi->model))
                 problem(v, "pod %s/%s: GPU %d of %s is a %s, pod allows %s", pv->ns, pv->name,
                         gi->index, n->name, gi->model, req.models);
         }
     }
+}
+
+/* A bound pod that asks GPUs of gpupack under the default policy (a malformed
+ * request counts: gpupack must not have bound it either). Names that merely
+ * mention "gpu" are not enough: nvidia.com/gpu alone is the device plugin's. */
+static bool asks_gpus(const json_t *pod, const gp_pod_view *pv)
+{
+    if (!pv->wants_gpu)
+        return false;
+    gp_resource_names names;
+    podreq_default_names(&names);
+    gp_pod_req req;
+    gp_err err;
+    return podreq_decode(pod, &names, &req, &err) < 0 || req.nctrs > 0;
 }
 
 static void add_holds(e2e_verdict *v, const gp_pod_view *pv, vnode *n)
@@ -157,13 +171,13 @@ static strmap *rebuild(e2e_cp *cp, int flags, e2e_verdict *v, strmap *bypassed)
             continue;
         }
         if (!pv->obs.assign) {
-            if (pv->wants_gpu && (flags & E2E_ALLOW_BYPASS)) {
+            if (asks_gpus(o, pv) && (flags & E2E_ALLOW_BYPASS)) {
                 char nsname[2 * GP_NAME_MAX + 2];   /* /inspect may list a pod without its uid */
                 snprintf(nsname, sizeof nsname, "%s/%s", pv->ns, pv->name);
                 strmap_put(bypassed, pv->uid, bypassed);
                 strmap_put(bypassed, nsname, bypassed);
                 v->bypassed++;
-            } else if (pv->wants_gpu) {
+            } else if (asks_gpus(o, pv)) {
                 problem(v, "pod %s/%s is bound to %s without a GPU assignment", pv->ns, pv->name, pv->node);
             }
             continue;

@@ -9,6 +9,7 @@
 
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
+#include "lib/base64.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -38,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data, size);
     s[size] = '\0';
     size_t len = 0;
-    free(kubeconfig_base64_decode(s, &len));
+    free(gp_base64_decode(s, &len));
     free(s);
     return 0;
 }

@@ -1,0 +1,110 @@
+/* requeue.h -- makes an older kube-scheduler retry the pods it parked where a newer one would.
+ *
+ * kube-scheduler keeps pods that failed to schedule in an "unschedulable pool"
+ * and retries them on cluster events (or a 5-minute flush). Two gaps of older
+ * releases leave gpupack's pods there with nothing to wake them
+ * (docs/kubernetes-versions.md has the sources):
+ *
+ *  ERRORS   before 1.29 a pod whose attempt ended in an error -- gpupack
+ *           unreachable or not ready -- is parked like an unschedulable one;
+ *           gpupack coming back is no event (1.29+ retries it after a backoff).
+ *           apiversion.h: GP_FACT_REQUEUE_NUDGES.
+ *  NODES    before 1.32 (queueing hints off) a new or grown node moves only the
+ *           parked pods that pass a pre-check counting every requested resource
+ *           against the node's allocatable -- which never lists gpupack's resources, so
+ *           GPU pods are never moved by node events. GP_FACT_NODE_PRECHECK.
+ *
+ * An update of the pod's own metadata is an event for that pod alone
+ * (kube-scheduler 1.26 PriorityQueue.Update: isPodUpdated compares the pods
+ * without status, so an annotation change moves the pod out of the pool). So a
+ * nudge is one merge patch of the annotation gpupack.io/requeue, with the pod's
+ * uid in the patch (a pod re-created under the name refuses it: 422).
+ *
+ * When: each time this replica (re)gains the ability to serve (`serving` turns
+ * true: first full LIST applied, leadership won), pending pods whose
+ * PodScheduled condition says SchedulerError (ERRORS) and pending GPU pods
+ * parked for any reason (NODES: nodes may have come while gpupack was away);
+ * and, while serving, each time gpupack's map gains GPU capacity (a node added
+ * or grown), the parked GPU pods (NODES). Pods reported parked within a short
+ * window after the trigger are included (their report may trail the trigger).
+ * At most one nudge per pod and trigger, at a bounded rate (token bucket).
+ * Where kube-scheduler needs neither, nothing is patched and nothing tracked.
+ *
+ * The pod watch feeds requeue_observe; a thread of its own does the rest. */
+#ifndef GP_REQUEUE_H
+#define GP_REQUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kube/kube.h"
+#include "lib/util.h"
+
+#define GP_REQUEUE_ANNOTATION "gpupack.io/requeue"
+#define GP_REQUEUE_RATE_DEFAULT 20.0    /* pods nudged per second ... */
+#define GP_REQUEUE_BURST_DEFAULT 20.0   /* ... and at most this many at once */
+#define GP_REQUEUE_WINDOW_DEFAULT 60.0  /* after regaining service: pods reported parked
+                                         * this long later are still nudged */
+#define GP_REQUEUE_NODES_WINDOW_DEFAULT 5.0   /* the same after GPU capacity grew */
+#define GP_REQUEUE_TRACK_MAX 100000     /* parked pods remembered; more are not nudged */
+
+/* What kube-scheduler needs (the `needed` callback's bits). */
+#define GP_REQUEUE_ERRORS 1u
+#define GP_REQUEUE_NODES 2u
+
+typedef struct gp_requeue gp_requeue;
+
+typedef struct gp_requeue_config {
+    double rate, burst;                 /* <= 0: the defaults above */
+    double window_s, nodes_window_s;    /* <= 0: the defaults above */
+    double poll_s;                      /* how often `serving` is asked (default 0.1 s) */
+    /* Does this replica serve the verbs now (ready, and the leader if elected)?
+     * Polled from the requeue thread. */
+    bool (*serving)(void *ud);
+    /* Which gaps the cluster's kube-scheduler has: GP_REQUEUE_* bits, or -1
+     * when not known yet (asked again at the next poll). Asked from the requeue
+     * thread each time service is regained; may block briefly (GET /version). */
+    int (*needed)(void *ud);
+    void *ud;
+} gp_requeue_config;
+
+/* Borrows k (used from the requeue thread) and cfg->ud. No thread yet. */
+gp_requeue *requeue_new(gp_kube *k, const gp_requeue_config *cfg);
+int requeue_start(gp_requeue *rq, gp_err *err) GP_WUR;
+/* Stops the thread (an API call in flight is cancelled) and frees; accepts NULL. */
+void requeue_free(gp_requeue *rq);
+
+typedef enum gp_requeue_seen {
+    GP_REQUEUE_PARKED_ERROR,    /* pending, PodScheduled False / SchedulerError */
+    GP_REQUEUE_PARKED,          /* pending, PodScheduled False for another reason */
+    GP_REQUEUE_PENDING,         /* pending, anything else */
+    GP_REQUEUE_BOUND,           /* spec.nodeName set */
+    GP_REQUEUE_GONE,            /* deleted, being deleted, Succeeded / Failed */
+} gp_requeue_seen;
+
+/* What the pod watch saw of one pod; gpu: it asks GPU resources. Thread-safe,
+ * cheap; borrows the strings. Does nothing once kube-scheduler is known to
+ * need no nudges. */
+void requeue_observe(gp_requeue *rq, const char *uid, const char *ns, const char *name,
+                     gp_requeue_seen seen, bool gpu);
+/* gpupack's map gained GPU capacity (a node with GPUs added, or more of them):
+ * the parked GPU pods are nudged (when kube-scheduler needs it). Thread-safe. */
+void requeue_capacity_grew(gp_requeue *rq);
+
+typedef struct gp_requeue_stats {
+    unsigned long regained;         /* times this replica regained the ability to serve */
+    unsigned long passes[2];        /* triggers acted on: [0] regained, [1] capacity grew */
+    unsigned long sent, gone, failed, forbidden;   /* nudges by outcome */
+    unsigned long bound[2];         /* nudged pods seen bound afterwards, by trigger */
+    unsigned long parked;           /* parked pods known right now */
+    int needed;                     /* the last answer of `needed` (-1 not asked yet) */
+} gp_requeue_stats;
+void requeue_stats(gp_requeue *rq, gp_requeue_stats *out);
+/* Appends the gpupack_requeue_* metrics (Prometheus text). Thread-safe. */
+void requeue_metrics(gp_requeue *rq, gp_buf *out);
+
+/* The merge patch of one nudge (owned): the annotation, and the uid as a
+ * precondition (a re-created pod answers 422, nothing is written). Pure. */
+char *requeue_patch_body(const char *uid, int64_t now_ns);
+
+#endif

@@ -1,0 +1,117 @@
+/* test_util.c -- the growable buffer's limit and sticky error, bounded copy. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+
+START_TEST(buf_appends_within_limit)
+{
+    gp_buf b;
+    gp_buf_init(&b, 8);
+    ck_assert_int_eq(gp_buf_append(&b, "abc", 3), 0);
+    ck_assert_int_eq(gp_buf_printf(&b, "%d", 12345), 0);   /* exactly 8 bytes */
+    ck_assert_str_eq(b.data, "abc12345");
+    ck_assert(!gp_buf_failed(&b));
+    gp_buf_free(&b);
+    gp_buf_free(&b);   /* a freed buffer may be freed again */
+}
+END_TEST
+
+/* The first append past the limit fails and the failure sticks: a later
+ * append that would fit does nothing, so a writer may check once at the end. */
+START_TEST(buf_error_sticks)
+{
+    gp_buf b;
+    gp_buf_init(&b, 8);
+    ck_assert_int_eq(gp_buf_append(&b, "abcdef", 6), 0);
+    ck_assert_int_eq(gp_buf_printf(&b, "%s", "xyz"), -1);   /* 9 bytes > 8 */
+    ck_assert(gp_buf_failed(&b));
+    ck_assert_int_eq(gp_buf_append(&b, "x", 1), -1);         /* would fit, but failed */
+    ck_assert_int_eq(gp_buf_printf(&b, "y"), -1);
+    ck_assert_uint_eq(b.len, 6);
+    ck_assert_str_eq(b.data, "abcdef");
+    ck_assert(gp_buf_failed(&b));
+    /* reset clears the error and keeps the capacity */
+    gp_buf_reset(&b);
+    ck_assert(!gp_buf_failed(&b));
+    ck_assert_int_eq(gp_buf_append(&b, "12345678", 8), 0);
+    ck_assert_str_eq(b.data, "12345678");
+    gp_buf_free(&b);
+    ck_assert(!gp_buf_failed(&b));
+}
+END_TEST
+
+/* A long formatted append takes the heap path and obeys the limit too. */
+START_TEST(buf_printf_long)
+{
+    gp_buf b;
+    gp_buf_init(&b, 1000);
+    char big[600];
+    memset(big, 'q', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ck_assert_int_eq(gp_buf_printf(&b, "%s", big), 0);
+    ck_assert_uint_eq(b.len, 599);
+    ck_assert_int_eq(gp_buf_printf(&b, "%s", big), -1);
+    ck_assert(gp_buf_failed(&b));
+    ck_assert_uint_eq(b.len, 599);
+    gp_buf_free(&b);
+}
+END_TEST
+
+START_TEST(strlcpy_truncates)
+{
+    char d[4];
+    ck_assert_uint_eq(gp_strlcpy(d, "abcdef", sizeof d), 6);
+    ck_assert_str_eq(d, "abc");
+}
+END_TEST
+
+/* The one file reader: exactly max bytes pass, one more fails with EFBIG; a
+ * missing file names the path; an empty file is "". */
+START_TEST(read_file_is_bounded)
+{
+    char path[] = "/tmp/gpupack-read-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "0123456789", 10), 10);
+    close(fd);
+    gp_err err;
+    size_t len = 99;
+    char *t = gp_read_file(path, 10, &len, &err);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(len, 10);
+    ck_assert_str_eq(t, "0123456789");
+    free(t);
+    errno = 0;
+    ck_assert_ptr_null(gp_read_file(path, 9, &len, &err));
+    ck_assert_int_eq(errno, EFBIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, ": larger than 9 bytes"));
+    ck_assert_int_eq(truncate(path, 0), 0);
+    t = gp_read_file(path, 9, NULL, &err);
+    ck_assert_str_eq(t, "");
+    free(t);
+    unlink(path);
+    ck_assert_ptr_null(gp_read_file(path, 9, &len, &err));
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, path));
+    ck_assert_ptr_nonnull(strstr(err.msg, "No such file"));
+}
+END_TEST
+
+Suite *suite_util(void);
+Suite *suite_util(void)
+{
+    Suite *s = suite_create("util");
+    TCase *t = tcase_create("buf");
+    tcase_add_test(t, buf_appends_within_limit);
+    tcase_add_test(t, buf_error_sticks);
+    tcase_add_test(t, buf_printf_long);
+    tcase_add_test(t, strlcpy_truncates);
+    tcase_add_test(t, read_file_is_bounded);
+    suite_add_tcase(s, t);
+    return s;
+}
