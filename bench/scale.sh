@@ -21,6 +21,7 @@
 # just the filter latency on the cluster dump already in SCALE_OUT),
 # SCALE_QPS (kube-scheduler clientConnection.qps, default 500; burst 2x), SCALE_SEED (42),
 # SCALE_THREADS (create connections, 16), SCALE_OUT (default a new /tmp directory),
+# SCALE_GPUPACK_BIN (the binary to measure, default bin/gpupack),
 # SCALE_GPUPACK_ARGS (extra `gpupack serve` flags), SCALE_WRAP (a command gpupack runs
 # under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p").
 set -euo pipefail
@@ -46,7 +47,8 @@ make -s build bin/e2eload >/dev/null
 OUT=${SCALE_OUT:-$(mktemp -d /tmp/gpupack-scale-XXXXXX)}
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/gpupack-scalework-XXXXXX)
-cp bin/gpupack "$WORK/gpupack"   # a rebuild during the run must not change the binary under test
+# a rebuild during the run must not change the binary under test
+cp "${SCALE_GPUPACK_BIN:-bin/gpupack}" "$WORK/gpupack"
 CP="" GP=""
 cleanup() {
   [ -n "$GP" ] && kill "$GP" 2>/dev/null && wait "$GP" 2>/dev/null || true
@@ -70,7 +72,7 @@ WRAP=(${SCALE_WRAP:-})
 # shellcheck disable=SC2206
 GPARGS=(${SCALE_GPUPACK_ARGS:-})
 
-echo "# bench/scale.sh $NODES $PODS -- kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# bench/scale.sh $NODES $PODS -- kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw figures: $OUT"
 for run in $RUNS; do
   mode=${run%%:*} arrival=${run##*:}
