@@ -458,13 +458,44 @@ static void *sampler_thread(void *arg)
     return NULL;
 }
 
-/* The first sample taken at or after t (the last one if none). */
-static const sample *sample_after(const sampler *sp, double t)
+/* The sample where the processes calmed down after the last bind at `last`:
+ * the first one from which, over the next second or more, they used less than
+ * a quarter of their mean rate between `from` (the first bind) and `last`; or
+ * the first `cap` seconds after `last`. NULL while the samples do not tell
+ * yet. The caller holds sp->mu. */
+static const sample *quiet_after(const sampler *sp, const proc_set *ps, double from, double last,
+                                 double cap)
 {
-    for (size_t i = 0; i < sp->n; i++)
-        if (sp->s[i].t >= t)
-            return &sp->s[i];
-    return &sp->s[sp->n - 1];
+    const sample *a = NULL, *b = NULL;
+    for (size_t i = 0; i < sp->n && !(a && b); i++) {
+        if (!a && sp->s[i].t >= from)
+            a = &sp->s[i];
+        if (!b && sp->s[i].t >= last)
+            b = &sp->s[i];
+    }
+    if (!a || !b)
+        return NULL;
+    double busy = 0;
+    for (int k = 0; k < ps->n; k++)
+        busy += b->cpu[k] - a->cpu[k];
+    double rate = b->t > a->t ? busy / (b->t - a->t) : 0;
+    for (size_t i = (size_t)(b - sp->s); i < sp->n; i++) {
+        const sample *x = &sp->s[i];
+        if (x->t - last > cap)
+            return x;
+        for (size_t j = i + 1; j < sp->n; j++) {
+            const sample *y = &sp->s[j];
+            if (y->t - x->t < 1.0)
+                continue;
+            double r = 0;
+            for (int k = 0; k < ps->n; k++)
+                r += y->cpu[k] - x->cpu[k];
+            if (r / (y->t - x->t) < rate / 4)
+                return x;
+            break;
+        }
+    }
+    return NULL;
 }
 
 /* ------------------------------------------------------------- watch --- */
@@ -797,25 +828,21 @@ static int cmd_pods(const opts *o)
         kube_cancel_sleep(w.cancel, 0.05);
     }
     /* work the binds caused may go on after the last one (Events queued, watch
-     * fan-out): the CPU windows end when the processes are quiet again (below
-     * 0.15 cores together over a second), at most 60 s after the last bind */
-    double settle_from = gp_mono_s();
+     * fan-out): the CPU windows end where the processes calm down after the
+     * last bind, at most 30 s after it (quiet_after) */
+    double last_bind = 0;
+    for (int i = 0; i < o->count; i++)
+        if (w.t_bound[i] > last_bind)
+            last_bind = w.t_bound[i];
+    const sample *quiet = NULL;
     for (;;) {
-        kube_cancel_sleep(w.cancel, 0.5);
         pthread_mutex_lock(&sp.mu);
-        bool quiet = false;
-        if (sp.n >= 3) {
-            const sample *a = &sp.s[sp.n - 3], *b = &sp.s[sp.n - 1];
-            double busy = 0;
-            for (int i = 0; i < ps.n; i++)
-                busy += b->cpu[i] - a->cpu[i];
-            quiet = a->t >= settle_from && busy / (b->t - a->t) < 0.15;
-        }
+        quiet = quiet_after(&sp, &ps, w.at_first_bind.t, last_bind, 30);
         pthread_mutex_unlock(&sp.mu);
-        if (quiet || gp_mono_s() - settle_from > 60)
+        if (quiet || last_bind == 0)
             break;
+        kube_cancel_sleep(w.cancel, 0.5);
     }
-    double settled = gp_mono_s();
     kube_cancel_fire(sp.cancel);
     pthread_join(st, NULL);
     kube_cancel_fire(w.cancel);
@@ -865,7 +892,7 @@ static int cmd_pods(const opts *o)
                             o->backlog ? "backlog" : "stream");
     /* CPU: over the whole run (first create -> last bind), and in backlog
      * mode over the scheduling alone (first bind -> last bind) */
-    const sample *s_end = sample_after(&sp, settled - 1.0);
+    const sample *s_end = quiet ? quiet : &sp.s[sp.n - 1];
     json_t *cpu = json_object(), *rss = json_object();
     cpu_json(cpu, &ps, &s_start, s_end, bound);
     json_object_set_new(res, "cpu_s", cpu);

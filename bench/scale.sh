@@ -18,7 +18,8 @@
 #   bench/scale.sh --k8s-version 1.36 200 800          # or K8S_VERSION=1.36 bench/scale.sh ...
 #
 # Environment: SCALE_RUNS (mode:arrival list; default "gpupack:backlog none:backlog"; "filter-only":
-# just the filter latency on the cluster dump already in SCALE_OUT),
+# just the filter latency on the cluster dump already in SCALE_OUT), SCALE_REPORT_ONLY=1 (print
+# the report of SCALE_RUNS from the files in SCALE_OUT again, without running),
 # SCALE_QPS (kube-scheduler clientConnection.qps, default 500; burst 2x), SCALE_SEED (42),
 # SCALE_THREADS (create connections, 16), SCALE_OUT (default a new /tmp directory),
 # SCALE_GPUPACK_BIN (the binary to measure, default bin/gpupack),
@@ -35,6 +36,8 @@ PODS=${2:?usage: bench/scale.sh [--k8s-version V] NODES PODS}
 K8S=${GPUPACK_K8S:-../shared/k8s}
 RUNS=${SCALE_RUNS:-"gpupack:backlog none:backlog"}
 [ "$RUNS" = filter-only ] && RUNS=""   # only the wrk filter figures, on SCALE_OUT's cluster dump
+DO_RUNS=1
+[ -n "${SCALE_REPORT_ONLY:-}" ] && DO_RUNS=""   # the report of SCALE_RUNS from SCALE_OUT's files again
 QPS=${SCALE_QPS:-500}
 SEED=${SCALE_SEED:-42}
 THREADS=${SCALE_THREADS:-16}
@@ -74,7 +77,7 @@ GPARGS=(${SCALE_GPUPACK_ARGS:-})
 
 echo "# bench/scale.sh $NODES $PODS -- kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw figures: $OUT"
-for run in $RUNS; do
+for run in ${DO_RUNS:+$RUNS}; do
   mode=${run%%:*} arrival=${run##*:}
   tag=$mode-$arrival
   CP=$WORK/cp-$tag
@@ -85,12 +88,13 @@ for run in $RUNS; do
   bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" "${TRACE[@]}" --threads "$THREADS" 2>"$OUT/nodes-$tag.log"
   pids="etcd=@$CP/run/etcd.pid,kube-apiserver=@$CP/run/kube-apiserver.pid,kube-scheduler=@$CP/run/kube-scheduler.pid"
   if [ "$mode" = gpupack ]; then
+    : >"$OUT/gpupack-$tag.log"   # there before the loop below reads it
     "${WRAP[@]}" "$WORK/gpupack" serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
       "${GPARGS[@]}" >"$OUT/gpupack-$tag.log" 2>&1 &
     GP=$!
     port=""
     for _ in $(seq 600); do
-      port=$(sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$OUT/gpupack-$tag.log" | head -1)
+      port=$(sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$OUT/gpupack-$tag.log" | head -1 || true)
       [ -n "$port" ] && curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/readyz" >/dev/null && break
       sleep 0.2
     done
@@ -262,7 +266,8 @@ for run in runs:
         bo = re.search(r'gpupack_http_response_bytes_total\{verb="%s"\} (\d+)' % verb, text)
         if cnt and int(cnt.group(1)):
             c = int(cnt.group(1))
-            print(f"- {verb}: {c} calls ({c/n:.2f} per pod), {int(bi.group(1))/c:.0f} bytes in, {int(bo.group(1))/c:.0f} bytes out per call")
+            sizes = f", {int(bi.group(1))/c:.0f} bytes in, {int(bo.group(1))/c:.0f} bytes out per call" if bi and bo else ""
+            print(f"- {verb}: {c} calls ({c/n:.2f} per pod){sizes}")
     print()
 # every client's requests, as kube-apiserver counts them
 def api_reqs(path):
@@ -301,13 +306,14 @@ PY
 # NodeNames: every node, and as many as kube-scheduler passes at its default
 # percentageOfNodesToScore.
 dumpf=$(ls "$OUT"/cluster-gpupack-*.json 2>/dev/null | head -1 || true)
-if command -v wrk >/dev/null && [ -n "$dumpf" ] && [ -s "$dumpf" ]; then
+if command -v wrk >/dev/null && [ -n "$dumpf" ] && [ -s "$dumpf" ] && { [ -n "$DO_RUNS" ] || [ -z "$RUNS" ]; }; then
+  : >"$OUT/gpupack-filter.log"
   "$WORK/gpupack" serve --cluster "$dumpf" --policies policies --listen 127.0.0.1:0 --log-level warn \
     >"$OUT/gpupack-filter.log" 2>&1 &
   GP=$!
   port=""
   for _ in $(seq 600); do
-    port=$(sed -n 's/.*embedded cluster on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$OUT/gpupack-filter.log" | head -1)
+    port=$(sed -n 's/.*embedded cluster on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$OUT/gpupack-filter.log" | head -1 || true)
     [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
     sleep 0.2
   done
@@ -385,14 +391,16 @@ if command -v gnuplot >/dev/null; then
   for run in $RUNS; do
     tag=${run/:/-}
     [ -s "$OUT/timeline-$tag.csv" ] || continue
-    plots="$plots${plots:+, }'$OUT/timeline-$tag.csv' using 1:2 every ::1 with lines title '$tag'"
+    # 5-second means: the one-second counts jump with kube-scheduler's batches
+    awk -F, 'NR > 1 { s += $2; n++; if (n == 5) { print $1 - 2, s / 5; s = 0; n = 0 } }' \
+      "$OUT/timeline-$tag.csv" >"$OUT/timeline-$tag.5s"
+    plots="$plots${plots:+, }'$OUT/timeline-$tag.5s' using 1:2 with lines lw 2 title '$tag'"
   done
   if [ -n "$plots" ]; then
     gnuplot <<GP 2>/dev/null || true
 set terminal pngcairo size 1000,420 font 'sans,10'
 set output '$OUT/pods-per-second.png'
-set datafile separator ','
-set title 'bench/scale.sh $NODES $PODS (kube $VERSION): pods bound per second'
+set title 'bench/scale.sh $NODES $PODS (kube $VERSION): pods bound per second, 5-second means'
 set xlabel 'seconds from the first bind (backlog) or the first create (stream)'
 set ylabel 'pods/s'
 set key top right
