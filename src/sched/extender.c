@@ -106,6 +106,9 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bind_errors = atomic_load(&e->n_bind_errors);
     out->bad_requests = atomic_load(&e->n_bad);
     keycache_stats(e->fits, &out->fit_cache_hits, &out->fit_cache_misses);
+    pthread_mutex_lock(&e->mu);
+    out->remembered = strmap_count(e->pending);
+    pthread_mutex_unlock(&e->mu);
 }
 
 void extender_metrics(void *extender, gp_buf *out)
@@ -121,6 +124,10 @@ void extender_metrics(void *extender, gp_buf *out)
                    "(a node state, pod shape and policy seen before), by result.");
     metrics_u(out, "gpupack_fit_cache_total", "result=\"hit\"", es.fit_cache_hits);
     metrics_u(out, "gpupack_fit_cache_total", "result=\"miss\"", es.fit_cache_misses);
+    metrics_header(out, "gpupack_pods_remembered", "gauge",
+                   "Pending pods whose request is kept for their bind (until bound, at most "
+                   "10,000 for 10 minutes).");
+    metrics_u(out, "gpupack_pods_remembered", NULL, es.remembered);
 }
 
 static gp_policy_set *policies_get(gp_extender *e)
@@ -290,6 +297,15 @@ void extender_note_pod(gp_extender *e, const json_t *pod)
     const json_t *uid = json_object_get(json_object_get(pod, "metadata"), "uid");
     if (json_is_string(uid))
         remember(e, pod, json_string_value(uid));
+}
+
+void extender_forget_pod(gp_extender *e, const char *uid)
+{
+    if (!uid || !*uid)
+        return;
+    pthread_mutex_lock(&e->mu);
+    pending_free(strmap_del(e->pending, uid));
+    pthread_mutex_unlock(&e->mu);
 }
 
 /* ------------------------------------------------------ request parts -- */
@@ -1072,10 +1088,18 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     gp_policy_view view;
     gp_err err;
     bind_job *j = xcalloc(1, sizeof *j);
+    bool bound_there = false;   /* a retried bind of a pod the watch showed bound there */
     if (!pod) {
-        snprintf(msg, sizeof msg,
-                 "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
-                 ns, name, uid);
+        /* its request is forgotten once the watch shows it bound (live.c) */
+        gp_assignment *held = xmalloc(sizeof *held);
+        gp_pod_state ps;
+        bound_there = cluster_pod_get(e->c, uid, held, &ps) == 0 && ps == GP_POD_BOUND &&
+                      strcmp(held->node, node) == 0;
+        free(held);
+        if (!bound_there)
+            snprintf(msg, sizeof msg,
+                     "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
+                     ns, name, uid);
     } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
@@ -1111,6 +1135,9 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     policy_set_unref(set);
     if (msg[0]) {
         *out = bind_failed(e, ns, name, node, msg);
+        free(j);
+    } else if (bound_there) {
+        *out = error_body("");
         free(j);
     } else if (!e->binds) {
         log_bound(ns, name, node, &j->a, view.name);
