@@ -210,6 +210,71 @@ START_TEST(sender_posts_events)
 }
 END_TEST
 
+/* --bind-events: which binds leave an Event. The sender posts in order, so
+ * once the failure (posted at every level) is in, the others were decided. */
+START_TEST(levels_choose_which_binds_leave_events)
+{
+    static const struct {
+        const char *name;
+        bool gpu_pod, cpu_pod;   /* whether each success leaves an Event */
+    } levels[] = {{"all", true, true}, {"gpu", true, false}, {"failures", false, false}};
+    gp_events_level lv;
+    ck_assert_int_eq(events_level_parse("some", &lv), -1);
+    for (size_t i = 0; i < GP_ARRAY_LEN(levels); i++) {
+        ck_assert_int_eq(events_level_parse(levels[i].name, &lv), 0);
+        gp_fakeapi *f = fakeapi_start();
+        gp_kube_auth auth = {.server = (char *)fakeapi_url(f)};
+        gp_err err;
+        gp_cluster *c = cluster_new();
+        gp_events *ev = events_new(&auth, c, &err);
+        ck_assert_msg(ev != NULL, "%s", err.msg);
+        events_set_level(ev, lv);
+        gp_assignment a;
+        memset(&a, 0, sizeof a);
+        gp_strlcpy(a.node, "n1", sizeof a.node);
+        a.nctrs = 1;
+        a.ctrs[0].ngpus = 1;
+        gp_bind_call gpu = {.ns = "t", .name = "gpu", .uid = "u-g", .node = "n1", .assign = &a};
+        gp_bind_call cpu = {.ns = "t", .name = "cpu", .uid = "u-c", .node = "n1"};
+        gp_bind_call bad = {.ns = "t", .name = "bad", .uid = "u-b", .node = "n1", .assign = &a};
+        events_bind_result(ev, &gpu, true, NULL);
+        events_bind_result(ev, &cpu, true, NULL);
+        events_bind_result(ev, &bad, false, "refused");
+        for (int k = 0; k < 500 && fakeapi_count(f, "POST", "/events") < 1 + levels[i].gpu_pod + levels[i].cpu_pod; k++)
+            usleep(10000);
+        for (int k = 0; k < 500; k++) {
+            bool last = false;
+            for (size_t r = 0; r < fakeapi_request_count(f) && !last; r++) {
+                gp_fake_req q;
+                ck_assert_int_eq(fakeapi_request(f, r, &q), 0);
+                last = q.body && strstr(q.body, "\"name\":\"bad\"");
+                fakeapi_req_clear(&q);
+            }
+            if (last)
+                break;
+            usleep(10000);
+        }
+        int n_gpu = 0, n_cpu = 0, n_bad = 0;
+        for (size_t r = 0; r < fakeapi_request_count(f); r++) {
+            gp_fake_req q;
+            ck_assert_int_eq(fakeapi_request(f, r, &q), 0);
+            if (q.body && strstr(q.url, "/events")) {
+                n_gpu += strstr(q.body, "\"name\":\"gpu\"") != NULL;
+                n_cpu += strstr(q.body, "\"name\":\"cpu\"") != NULL;
+                n_bad += strstr(q.body, "\"name\":\"bad\"") != NULL;
+            }
+            fakeapi_req_clear(&q);
+        }
+        ck_assert_msg(n_bad == 1 && n_gpu == levels[i].gpu_pod && n_cpu == levels[i].cpu_pod,
+                      "--bind-events %s: %d GPU pod, %d CPU pod, %d failure Events", levels[i].name,
+                      n_gpu, n_cpu, n_bad);
+        events_free(ev);
+        cluster_free(c);
+        fakeapi_stop(f);
+    }
+}
+END_TEST
+
 Suite *suite_events(void);
 Suite *suite_events(void)
 {
@@ -220,6 +285,7 @@ Suite *suite_events(void)
     tcase_add_test(t, rate_limited_per_object);
     tcase_add_test(t, similar_events_are_combined);
     tcase_add_test(t, sender_posts_events);
+    tcase_add_test(t, levels_choose_which_binds_leave_events);
     suite_add_tcase(s, t);
     return s;
 }

@@ -293,6 +293,48 @@ START_TEST(unschedulable_pod_reasons)
 }
 END_TEST
 
+/* Pods the watch showed pending are remembered for bind up to pending_max;
+ * a full map drops its oldest quarter at once, and bind still finds the
+ * pods remembered since, request intact. */
+START_TEST(pending_pods_past_the_limit)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 8, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    gp_extender_config cfg = {.pending_max = 8};
+    gp_extender *e = extender_new(c, &cfg);
+    for (int i = 0; i < 20; i++) {
+        char uid[16];
+        snprintf(uid, sizeof uid, "u%02d", i);
+        json_t *pod = json_pack("{s:{s:s,s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}}", "metadata", "name", uid,
+                                "namespace", "d", "uid", uid, "spec", "containers", "name", "c",
+                                "resources", "limits", "gpupack.io/gpu-mem", "1024");
+        extender_note_pod(e, pod);
+        json_decref(pod);
+    }
+    json_t *out;
+    int known = 0;
+    for (int i = 0; i < 20; i++) {
+        char bind[160];
+        snprintf(bind, sizeof bind, "{\"PodName\":\"u%02d\",\"PodNamespace\":\"d\",\"PodUID\":\"u%02d\",\"Node\":\"n0\"}", i, i);
+        ck_assert_int_eq(call(extender_bind, e, bind, &out), 200);
+        const char *err = json_string_value(json_object_get(out, "Error"));
+        if (*err == '\0')
+            known++;
+        else
+            ck_assert_msg(i < 14 && strstr(err, "has not seen pod"), "u%02d: %s", i, err);
+        json_decref(out);
+    }
+    /* at most 8 kept, the latest among them; every one bound with its 1024 MiB */
+    ck_assert_int_ge(known, 6);
+    ck_assert_int_le(known, 8);
+    ck_assert_int_eq(total_used(c), (int64_t)known * 1024);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 /* -------------------------------------------------------------- binder -- */
 
 typedef struct fake_binder {
@@ -865,6 +907,7 @@ Suite *suite_extender(void)
     TCase *t = tcase_create("verbs");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, filter_prioritize_bind_real_sample);
+    tcase_add_test(t, pending_pods_past_the_limit);
     tcase_add_test(t, multi_container_init_pod_sample);
     tcase_add_test(t, full_nodes_mode_echoes_filtered_nodes);
     tcase_add_test(t, aliyun_profile_sample);

@@ -165,6 +165,42 @@ START_TEST(verbs_need_a_trusted_client_certificate)
 }
 END_TEST
 
+static double metric(const char *base, const char *name);   /* below */
+
+/* Each connection's chain is checked once; a chain that verified before is
+ * trusted from the cache, and never a different one because of it. */
+START_TEST(verified_client_chains_are_remembered)
+{
+    gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
+                            .tls_key = TLS_DIR "server.key", .client_ca = TLS_DIR "ca.crt"};
+    fixture f;
+    fx_start(&f, &cfg, true);
+    size_t len;
+    char *body = read_text("examples/filter-request.json", &len);
+    char url[128];
+    snprintf(url, sizeof url, "%s/filter", f.base);
+    static const struct {
+        const char *cert;
+        long status;
+    } seq[] = {{"client", 200}, {"other/client", 403}, {"client", 200},
+               {NULL, 401},     {"other/client", 403}, {"client", 200}};
+    for (size_t i = 0; i < GP_ARRAY_LEN(seq); i++) {
+        resp r;
+        http(url, seq[i].cert, body, len, &r);   /* a new connection (and handshake) each */
+        ck_assert_msg(r.status == seq[i].status, "call %zu with %s: HTTP %ld, want %ld", i,
+                      seq[i].cert ? seq[i].cert : "no certificate", r.status, seq[i].status);
+        gp_buf_free(&r.body);
+    }
+    /* verified in full: the first trusted chain and both untrusted ones */
+    ck_assert_double_eq(metric(f.base, "gpupack_http_client_chain_checks_total{result=\"verified\"}"), 3);
+    ck_assert_double_eq(metric(f.base, "gpupack_http_client_chain_checks_total{result=\"cached\"}"), 2);
+    /* six calls and three /metrics reads, each on its own connection */
+    ck_assert_double_eq(metric(f.base, "gpupack_http_connections_total"), 9);
+    free(body);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(client_ca_needs_tls)
 {
     gp_cluster *c = cluster_new();
@@ -404,6 +440,7 @@ Suite *suite_guard(void)
     TCase *t = tcase_create("tls");
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, verbs_need_a_trusted_client_certificate, 0, (int)GP_ARRAY_LEN(auth_cases));
+    tcase_add_test(t, verified_client_chains_are_remembered);
     tcase_add_test(t, client_ca_needs_tls);
     tcase_add_test(t, inspect_hides_pod_uids_unless_asked);
     suite_add_tcase(s, t);

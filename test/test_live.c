@@ -400,6 +400,14 @@ START_TEST(bind_errors_roll_back)
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
     ck_assert(wait_pods(&x, "bound", 1, 10));
+    /* the watch showed it bound: its request is no longer kept, and the retry
+     * below is answered from the store */
+    gp_kube_resp mr;
+    gp_err merr;
+    ck_assert(kube_request(x.gp, "GET", "/metrics", NULL, NULL, 10, NULL, &mr, &merr) == 0);
+    ck_assert_msg(strstr(mr.body.data, "\ngpupack_pods_remembered 0\n"), "%s",
+                  strstr(mr.body.data, "gpupack_pods_remembered"));
+    kube_resp_free(&mr);
     ck_assert_int_eq(bind(&x, "q1", uid_of(pod), "node-b", &out), 200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);

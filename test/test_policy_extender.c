@@ -39,6 +39,17 @@ static const char *const policy_files[][2] = {
                      "  allowRequest: true\n"
                      "  match: {namespaces: [custom]}\n"
                      "  resources: {memory: example.com/vram, memoryUnit: GiB}\n"},
+    {"la.yaml", HDR "metadata: {name: la}\n"
+                    "spec:\n"
+                    "  priority: 10\n"
+                    "  match: {namespaces: [la]}\n"
+                    "  node: {strategy: fragmentation-aware-lookahead}\n"
+                    "  gpu: {strategy: fragmentation-aware}\n"
+                    "  nodeDecision: filter\n"
+                    "  shapes:\n"
+                    "    - {gpus: 1, core: 50, weight: 0.5, cpuMilli: 4000}\n"
+                    "    - {gpus: 1, core: 100, weight: 0.3}\n"
+                    "    - {gpus: 2, core: 100, weight: 0.2}\n"},
     {"share.yaml", HDR "metadata: {name: share}\n"
                        "spec:\n"
                        "  priority: 10\n"
@@ -147,9 +158,18 @@ START_TEST(node_decision_filter_follows_strategy)
     ck_assert_str_eq(passed(out), "a,b,t");
     json_decref(out);
     do_bind(&f, "web", "p1", "a");
-    /* binpack in filter mode: only the fullest node */
+    /* binpack in filter mode: only the fullest node; the others' reasons are
+     * left out once one passes (kube-scheduler reads them only when none does) */
     out = filter(&f, "nb", "p2", "gpupack.io/gpu-mem", "1024", NULL);
     ck_assert_str_eq(passed(out), "a");
+    ck_assert_uint_eq(json_object_size(json_object_get(out, "FailedNodes")), 0);
+    json_decref(out);
+    /* nothing fits: every node's reason is there */
+    out = filter(&f, "nb", "p9", "gpupack.io/gpu-mem", "20000", NULL);
+    ck_assert_str_eq(passed(out), "");
+    ck_assert_uint_eq(json_object_size(json_object_get(out, "FailedNodes")) +
+                          json_object_size(json_object_get(out, "FailedAndUnresolvableNodes")),
+                      3);
     json_decref(out);
     /* spread in filter mode: the emptiest nodes (b and t tie): the first in
      * kube-scheduler's order, with the GPUs reserved there at once... */
@@ -184,6 +204,70 @@ START_TEST(node_decision_filter_follows_strategy)
     cluster_stats(f.c, &st);
     ck_assert_int_eq(st.pods_assumed, 1);
     ck_assert_int_eq(st.mem_used, 8192 + 3 * 1024);
+    teardown(&f);
+}
+END_TEST
+
+/* Fits cached across requests answer exactly as a fresh evaluation: a long
+ * run of filters and binds of a few pod shapes over nodes whose states
+ * repeat, each answer compared with that of an extender that has seen
+ * nothing (same store, same policies). */
+START_TEST(cached_fits_answer_as_fresh_evaluation)
+{
+    fixture f;
+    setup(&f);
+    static const char *const models[] = {"A100-SXM4-40GB", "Tesla-T4", "A10"};
+    json_t *names = json_array();
+    for (int i = 0; i < 40; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%02d", i);
+        gp_inventory inv;
+        tu_inventory(&inv, 1 + i % 4 * 2, 16384, models[i % 3]);
+        inv.cpu_alloc_milli = 32000;
+        cluster_upsert_node(f.c, name, &inv);
+        json_array_append_new(names, json_string(name));
+    }
+    static const char *const shapes[][2] = {{"gpupack.io/gpu-mem", "4096"},  {"gpupack.io/gpu-mem", "8000"},
+                                            {"gpupack.io/gpu-count", "2"},   {"gpupack.io/gpu-mem", "2048"},
+                                            {"gpupack.io/gpu-count", "1"},   {"gpupack.io/gpu-count", "8"},
+                                            {"gpupack.io/gpu-mem", "16000"}};   /* fit nowhere, soon */
+    gp_extender_config cfg = {.policies = policy_store_current, .policies_ud = f.ps};
+    uint64_t rng = 7;
+    int bound = 0;
+    for (int i = 0; i < 120; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        const char *const *sh = shapes[(rng >> 33) % GP_ARRAY_LEN(shapes)];
+        char uid[16];
+        snprintf(uid, sizeof uid, "q%03d", i);
+        json_t *pod = json_pack("{s:{s:s,s:s,s:s},s:{s:[{s:s,s:{s:{s:s},s:{s:s}}}]}}", "metadata", "name", uid,
+                                "namespace", "la", "uid", uid, "spec", "containers", "name", "c", "resources",
+                                "limits", sh[0], sh[1], "requests", "cpu", "2");
+        json_t *args = json_pack("{s:o,s:O}", "Pod", pod, "NodeNames", names);
+        char *body = json_dumps(args, JSON_COMPACT);
+        json_decref(args);
+        char *cached = NULL, *fresh = NULL;
+        ck_assert_int_eq(extender_filter(f.e, body, strlen(body), &cached), 200);
+        gp_extender *e2 = extender_new(f.c, &cfg);
+        ck_assert_int_eq(extender_filter(e2, body, strlen(body), &fresh), 200);
+        ck_assert_msg(strcmp(cached, fresh) == 0, "filter %d (%s %s):\ncached %s\nfresh  %s", i, sh[0], sh[1],
+                      cached, fresh);
+        json_t *out = json_loads(cached, 0, NULL);
+        const char *node = json_string_value(json_array_get(json_object_get(out, "NodeNames"), 0));
+        if (node && (rng >> 40) % 4 != 0) {   /* most are bound; the others keep their reservation */
+            do_bind(&f, "la", uid, node);
+            bound++;
+        }
+        json_decref(out);
+        extender_free(e2);
+        free(cached);
+        free(fresh);
+        free(body);
+    }
+    gp_extender_stats st;
+    extender_stats(f.e, &st);
+    ck_assert_int_gt(bound, 20);
+    ck_assert_uint_gt(st.fit_cache_hits, 1000);   /* the cache was exercised */
+    json_decref(names);
     teardown(&f);
 }
 END_TEST
@@ -289,6 +373,7 @@ Suite *suite_policy_extender(void)
     TCase *tc = tcase_create("extender");
     tcase_add_test(tc, node_decision_filter_follows_strategy);
     tcase_add_test(tc, model_limit_and_resource_names);
+    tcase_add_test(tc, cached_fits_answer_as_fresh_evaluation);
     tcase_add_test(tc, requested_policies);
     tcase_add_test(tc, namespace_share_holds_under_concurrent_binds);
     suite_add_tcase(s, tc);

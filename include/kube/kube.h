@@ -101,6 +101,22 @@ int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
  * first bytes, sanitised to printable ASCII; "(empty body)" when empty. */
 void kube_status_message(const char *body, size_t len, char *out, size_t outlen);
 
+/* --- accounting -------------------------------------------------------- */
+
+/* Appends, in Prometheus text, every request made so far by any client of
+ * this process, by verb (GET, LIST, WATCH, POST, PUT, PATCH, DELETE, as
+ * kube-apiserver's apiserver_request_total names them), resource and
+ * subresource: gpupack_kube_requests_total, body bytes sent and received, and
+ * gpupack_kube_connections_total (connections opened; a request that reused a
+ * connection adds none). Thread-safe. */
+void kube_metrics(void *unused, gp_buf *out);   /* a metrics_fn (lib/metrics.h); ud unused */
+
+/* The resource and subresource a request path names ("/api/v1/namespaces/a/
+ * pods/p/binding" -> "pods", "binding"; the query is ignored). Returns 1 for a
+ * named object, 0 for a collection, -1 when the path is not an API path
+ * (resource and sub are then ""). Pure. */
+int kube_path_parts(const char *path, char *resource, size_t rlen, char *sub, size_t slen);
+
 /* Percent-escapes one path segment or query value (owned). */
 char *kube_escape(const char *s);
 

@@ -275,6 +275,8 @@ typedef struct gp_cluster_stats {
     gp_cluster_truth truth;
     int64_t mem_total, mem_used;    /* MiB over healthy GPUs */
     int64_t core_total, core_used;  /* per-mille */
+    unsigned long lock_waits[2];    /* [0] read, [1] write: acquisitions that waited */
+    double lock_wait_s[2];          /* and the time they waited */
 } gp_cluster_stats;
 void cluster_stats(gp_cluster *c, gp_cluster_stats *out);
 

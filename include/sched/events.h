@@ -81,6 +81,16 @@ typedef struct gp_events gp_events;
 gp_events *events_new(const gp_kube_auth *auth, gp_cluster *c, gp_err *err);
 /* Stops the sender; events still queued are dropped. Accepts NULL. */
 void events_free(gp_events *ev);
+
+/* Which binds leave an Event (--bind-events): every bind; binds of pods that
+ * hold GPUs and failed binds (a pod without GPUs gets only kube-scheduler's
+ * own Scheduled Event, which says the same); failed binds only. */
+typedef enum { GP_EVENTS_ALL = 0, GP_EVENTS_GPU, GP_EVENTS_FAILURES } gp_events_level;
+
+/* Parses "all", "gpu" or "failures"; -1 on anything else. */
+int events_level_parse(const char *s, gp_events_level *out) GP_WUR;
+/* Sets the level (default GP_EVENTS_ALL) before binds start. ev may be NULL. */
+void events_set_level(gp_events *ev, gp_events_level level);
 /* The bind hook: records GPUsAssigned (ok) or GPUBindFailed (why) on the
  * pod. Never blocks; a full queue drops the event. Thread-safe; ev may be NULL. */
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why);

@@ -111,6 +111,10 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
 /* Remembers a pending pod's request (the watch calls this for unscheduled
  * pods, so bind knows them even without a preceding filter). Borrows pod. */
 void extender_note_pod(gp_extender *e, const json_t *pod);
+/* Forgets a remembered pod that the watch showed bound: its bind is over (a
+ * retried bind to the same node is answered from the store), and 10,000
+ * remembered pods are 6 MB. Thread-safe. */
+void extender_forget_pod(gp_extender *e, const char *uid);
 
 /* The policy set in force, referenced (release with policy_set_unref). */
 gp_policy_set *extender_policies(gp_extender *e);
@@ -126,6 +130,8 @@ typedef struct gp_extender_stats {
     /* verbs refused because the map was not the API server's truth yet
      * (config.serving), per verb: filter, prioritize, bind, preempt */
     unsigned long unready[4];
+    unsigned long fit_cache_hits, fit_cache_misses;   /* node verdicts reused across requests */
+    unsigned long remembered;                         /* pending pods kept for bind */
 } gp_extender_stats;
 void extender_stats(gp_extender *e, gp_extender_stats *out);
 /* metrics_fn (extender: a gp_extender *): gpupack_bind_errors_total and

@@ -14,6 +14,7 @@
 #include "cli/explain_cli.h"
 #include "sched/extender.h"
 #include "cli/inspect_cli.h"
+#include "kube/kube.h"
 #include "kube/kubeconfig.h"
 #include "ha/leader.h"
 #include "ha/leader_label.h"
@@ -50,6 +51,7 @@ typedef struct serve_opts {
     double assume_ttl, watch_stall;
     unsigned bind_threads;
     int64_t aliyun_unit_mib;
+    gp_events_level bind_events;
     bool leader_elect;
     const char *lease_ns, *lease_name, *identity, *leader_pod;
     double lease_duration, renew_deadline, retry_period, takeover_quiet;
@@ -73,6 +75,14 @@ static int set_aliyun_unit(void *base, const char *v, gp_err *err)
         o->aliyun_unit_mib = 1;
     else
         return gp_fail(err, "GiB or MiB, not \"%s\"", v);
+    return 0;
+}
+
+static int set_bind_events(void *base, const char *v, gp_err *err)
+{
+    serve_opts *o = base;
+    if (events_level_parse(v, &o->bind_events))
+        return gp_fail(err, "all, gpu or failures, not \"%s\"", v);
     return 0;
 }
 
@@ -116,6 +126,10 @@ static const gp_flag serve_flags[] = {
      "live mode: Bindings posted at once, off the HTTP threads (default 16)", .min = 1, .max = 64),
     GP_FLAG("--aliyun-unit", FLAG_FN, 0, "GiB|MiB",
      "unit of aliyun.com/gpu-mem on nodes and pods (default GiB)", .fn = set_aliyun_unit),
+    GP_FLAG("--bind-events", FLAG_FN, 0, "all|gpu|failures",
+     "live mode: which binds leave an Event on the pod (default gpu:\n"
+     "a pod without GPUs gets kube-scheduler's Scheduled only, which\n"
+     "says the same)", .fn = set_bind_events),
     GP_FLAG("--log-level", FLAG_FN, 0, "L", "debug, info, warn, error (default info)", .fn = set_log_level),
     GP_FLAG("--leader-elect", FLAG_BOOL, O(leader_elect), NULL,
      "run as one of several replicas: only the Lease holder binds"),
@@ -148,6 +162,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     o->assume_ttl = 120;
     o->watch_stall = 90;
     o->aliyun_unit_mib = 1024;
+    o->bind_events = GP_EVENTS_GPU;
     o->lease_ns = "gpupack-system";
     o->lease_name = "gpupack";
     int rc = flags_parse(&serve_cmd, argc, argv, o, NULL, NULL);
@@ -254,6 +269,8 @@ static void wire_metrics(app *a)
     metrics_add(&a->metrics, live_metrics, a->live);
     metrics_add(&a->metrics, events_metrics, a->events);
     metrics_add(&a->metrics, preempt_metrics, a->preempt);
+    if (a->live)   /* every API client of the process */
+        metrics_add(&a->metrics, kube_metrics, NULL);
     if (a->leader) {
         metrics_add(&a->metrics, leader_metrics, a->leader);
         metrics_add(&a->metrics, live_gate_metrics, a->live);
@@ -416,6 +433,7 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
         gp_strlcpy(msg, err->msg, sizeof msg);
         return gp_fail(err, "events: %s", msg);
     }
+    events_set_level(a->events, o->bind_events);
     ecfg->binder = bind_with_events;
     ecfg->binder_ud = a;
     ecfg->serving = serving_hook;
@@ -499,6 +517,12 @@ static int cmd_serve(int argc, char **argv)
     int prc = parse_serve(argc, argv, &o);
     if (prc != FLAGS_OK)
         return prc == FLAGS_HELP ? 0 : 2;
+    /* glibc gives each thread that allocates (HTTP, bind, watch, Events) its own
+     * arena, up to 8 per core, and each keeps what it freed: two arenas held
+     * 6 MiB less at 5,000 nodes and 20,000 pods (bench/results/scale.md). The
+     * environment variable still wins. */
+    if (!getenv("MALLOC_ARENA_MAX"))
+        mallopt(M_ARENA_MAX, 2);
     /* signals go to sigwait below, never to the worker threads */
     sigset_t sigs;
     sigemptyset(&sigs);

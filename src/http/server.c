@@ -2,13 +2,16 @@
 #include "http/server.h"
 
 #include <arpa/inet.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pack/clusterview.h"
 #include "sched/explain.h"
@@ -34,6 +37,21 @@ static const char *const verb_names[V_COUNT] = {"filter",  "prioritize", "bind",
                                                 "inspect", "mutate",     "ui",
                                                 "explain", "preempt"};
 
+/* Client certificate chains verified already: kube-scheduler's extender client
+ * keeps at most two idle connections (Go's default) and opens a new one, with
+ * a full handshake, for most binds that overlap; verifying the same chain
+ * against --client-ca again on each costs as much as the handshake itself. A
+ * chain whose exact bytes verified before is trusted again while every
+ * certificate in it is within its validity period (the CA set never changes
+ * while serving). Only successes are kept. */
+#define TRUSTED_CHAINS 8
+
+typedef struct trusted_chain {
+    unsigned char digest[32];   /* SHA-256 over the chain's DER certificates */
+    time_t not_before, not_after;
+    double used;                /* monotonic seconds; 0 = free slot */
+} trusted_chain;
+
 /* Which listener serves a route: the extender's, the webhook's, or both. */
 enum { L_MAIN = 1, L_WEBHOOK = 2, L_BOTH = 3 };
 
@@ -53,7 +71,12 @@ struct gp_server {
     gp_histo latency[V_COUNT];
     atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
     atomic_ulong not_found, too_large, busy;
+    atomic_ulong connections;             /* accepted (TLS handshakes when TLS is on) */
+    atomic_ullong body_in[V_COUNT], body_out[V_COUNT];   /* bytes, by verb */
     atomic_ulong refused[2];              /* no client certificate, untrusted one */
+    pthread_mutex_t trust_mu;
+    trusted_chain trusted[TRUSTED_CHAINS];
+    atomic_ulong chain_checks[2];         /* verified in full, found among trusted */
     atomic_llong refused_logged_s;        /* last refusal logged (monotonic s) */
     /* binds answered from bind threads: a suspended connection each */
     pthread_mutex_t bind_mu;
@@ -249,6 +272,29 @@ static void server_metrics(void *ud, gp_buf *out)
               atomic_load(&s->refused[0]));
     metrics_u(out, "gpupack_http_unauthenticated_total", "reason=\"untrusted\"",
               atomic_load(&s->refused[1]));
+    metrics_header(out, "gpupack_http_connections_total", "counter",
+                   "Connections accepted (each a TLS handshake when TLS is on); keep-alive "
+                   "clients reuse them.");
+    metrics_u(out, "gpupack_http_connections_total", NULL, atomic_load(&s->connections));
+    metrics_header(out, "gpupack_http_client_chain_checks_total", "counter",
+                   "Client certificate chains checked against --client-ca: verified in full, or "
+                   "the same chain verified before (cached).");
+    metrics_u(out, "gpupack_http_client_chain_checks_total", "result=\"verified\"",
+              atomic_load(&s->chain_checks[0]));
+    metrics_u(out, "gpupack_http_client_chain_checks_total", "result=\"cached\"",
+              atomic_load(&s->chain_checks[1]));
+    metrics_header(out, "gpupack_http_request_bytes_total", "counter",
+                   "Request body bytes received, by verb.");
+    for (int v = 0; v < V_COUNT; v++) {
+        snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
+        metrics_u(out, "gpupack_http_request_bytes_total", labels, atomic_load(&s->body_in[v]));
+    }
+    metrics_header(out, "gpupack_http_response_bytes_total", "counter",
+                   "Response body bytes sent, by verb.");
+    for (int v = 0; v < V_COUNT; v++) {
+        snprintf(labels, sizeof labels, "verb=\"%s\"", verb_names[v]);
+        metrics_u(out, "gpupack_http_response_bytes_total", labels, atomic_load(&s->body_out[v]));
+    }
     metrics_header(out, "gpupack_request_duration_seconds", "histogram",
                    "Time to answer a request, by verb.");
     for (int v = 0; v < V_COUNT; v++) {
@@ -516,9 +562,51 @@ static void count(gp_server *s, int ri, int status, double start)
 
 enum { AUTH_UNKNOWN, AUTH_OK, AUTH_NO_CERT, AUTH_UNTRUSTED };
 
+/* SHA-256 over the chain (each certificate's length and DER bytes). */
+static int chain_digest(const gnutls_datum_t *certs, unsigned n, unsigned char out[32])
+{
+    gnutls_hash_hd_t h;
+    if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) < 0)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned char len[4] = {(unsigned char)(certs[i].size >> 24), (unsigned char)(certs[i].size >> 16),
+                                (unsigned char)(certs[i].size >> 8), (unsigned char)certs[i].size};
+        if (gnutls_hash(h, len, sizeof len) < 0 || gnutls_hash(h, certs[i].data, certs[i].size) < 0) {
+            gnutls_hash_deinit(h, out);
+            return -1;
+        }
+    }
+    gnutls_hash_deinit(h, out);
+    return 0;
+}
+
+/* The period in which every certificate of the chain is valid; -1 when one
+ * does not parse. */
+static int chain_validity(const gnutls_datum_t *certs, unsigned n, time_t *nb, time_t *na)
+{
+    *nb = 0;
+    *na = (time_t)INT64_MAX;
+    for (unsigned i = 0; i < n; i++) {
+        gnutls_x509_crt_t c;
+        if (gnutls_x509_crt_init(&c) < 0)
+            return -1;
+        int rc = gnutls_x509_crt_import(c, &certs[i], GNUTLS_X509_FMT_DER);
+        time_t a = gnutls_x509_crt_get_activation_time(c), e = gnutls_x509_crt_get_expiration_time(c);
+        gnutls_x509_crt_deinit(c);
+        if (rc < 0 || a == (time_t)-1 || e == (time_t)-1)
+            return -1;
+        if (a > *nb)
+            *nb = a;
+        if (e < *na)
+            *na = e;
+    }
+    return 0;
+}
+
 /* Verifies the TLS peer's certificate chain against --client-ca (the trust
- * libmicrohttpd gave GnuTLS): validity period, signatures, CA flags. */
-static int verify_peer(struct MHD_Connection *conn)
+ * libmicrohttpd gave GnuTLS): validity period, signatures, CA flags. The
+ * handshake itself already proved the peer holds the certificate's key. */
+static int verify_peer(gp_server *s, struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -526,23 +614,58 @@ static int verify_peer(struct MHD_Connection *conn)
         return AUTH_NO_CERT;
     gnutls_session_t ses = (gnutls_session_t)ci->tls_session;
     unsigned int n = 0;
-    if (!gnutls_certificate_get_peers(ses, &n) || n == 0)
+    const gnutls_datum_t *certs = gnutls_certificate_get_peers(ses, &n);
+    if (!certs || n == 0)
         return AUTH_NO_CERT;
+    unsigned char dg[32];
+    bool digested = chain_digest(certs, n, dg) == 0;
+    time_t now = time(NULL);
+    if (digested) {
+        bool hit = false;
+        pthread_mutex_lock(&s->trust_mu);
+        for (int i = 0; i < TRUSTED_CHAINS && !hit; i++) {
+            trusted_chain *t = &s->trusted[i];
+            if (t->used > 0 && memcmp(t->digest, dg, sizeof dg) == 0 && now >= t->not_before &&
+                now < t->not_after) {
+                t->used = gp_mono_s();
+                hit = true;
+            }
+        }
+        pthread_mutex_unlock(&s->trust_mu);
+        if (hit) {
+            atomic_fetch_add(&s->chain_checks[1], 1);
+            return AUTH_OK;
+        }
+    }
+    atomic_fetch_add(&s->chain_checks[0], 1);
     unsigned int status = 0;
     if (gnutls_certificate_verify_peers2(ses, &status) != GNUTLS_E_SUCCESS || status != 0)
         return AUTH_UNTRUSTED;
+    time_t nb, na;
+    if (digested && chain_validity(certs, n, &nb, &na) == 0) {
+        pthread_mutex_lock(&s->trust_mu);
+        trusted_chain *slot = &s->trusted[0];
+        for (int i = 1; i < TRUSTED_CHAINS; i++)
+            if (s->trusted[i].used < slot->used)
+                slot = &s->trusted[i];
+        memcpy(slot->digest, dg, sizeof dg);
+        slot->not_before = nb;
+        slot->not_after = na;
+        slot->used = gp_mono_s();
+        pthread_mutex_unlock(&s->trust_mu);
+    }
     return AUTH_OK;
 }
 
 /* AUTH_OK, or the refusal; checked once per connection (no renegotiation). */
-static int client_auth(struct MHD_Connection *conn)
+static int client_auth(gp_server *s, struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     conn_state *cs = ci ? ci->socket_context : NULL;
     if (cs && cs->auth != AUTH_UNKNOWN)
         return cs->auth;
-    int a = verify_peer(conn);
+    int a = verify_peer(s, conn);
     if (cs)
         cs->auth = a;
     return a;
@@ -552,6 +675,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode toe)
 {
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        gp_server *s = cls;
+        atomic_fetch_add(&s->connections, 1);
         *socket_context = xcalloc(1, sizeof(conn_state));
     } else {
         free(*socket_context);
@@ -679,7 +804,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return respond(conn, 404, error_json(msg), "application/json", NULL);
         }
         if (routes[rs->route].authenticated && s->client_ca) {
-            int auth = client_auth(conn);
+            int auth = client_auth(s, conn);
             if (auth != AUTH_OK)
                 return refuse_client(s, conn, rs, auth, url);
         }
@@ -741,6 +866,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     int status = r->fn(s, conn, rs, tail, &out, &ctype);
     if (status == 0)
         return MHD_YES;   /* suspended: answered when a bind thread resumes it */
+    atomic_fetch_add(&s->body_in[r->v], rs->body.len);
+    atomic_fetch_add(&s->body_out[r->v], out ? strlen(out) : 0);
     count(s, rs->route, status, rs->start);
     return respond_to(conn, status, out, ctype, NULL, rs->location);
 }
@@ -815,6 +942,7 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
     s->c = c;
     pthread_mutex_init(&s->bind_mu, NULL);
     pthread_cond_init(&s->bind_cv, NULL);
+    pthread_mutex_init(&s->trust_mu, NULL);
     s->webhook = cfg->webhook;
     if (hooks)
         s->hooks = *hooks;
@@ -892,6 +1020,7 @@ fail:
     free(s->client_ca);
     pthread_cond_destroy(&s->bind_cv);
     pthread_mutex_destroy(&s->bind_mu);
+    pthread_mutex_destroy(&s->trust_mu);
     free(s);
     return NULL;
 }
@@ -919,5 +1048,6 @@ void server_stop(gp_server *s)
     free(s->client_ca);
     pthread_cond_destroy(&s->bind_cv);
     pthread_mutex_destroy(&s->bind_mu);
+    pthread_mutex_destroy(&s->trust_mu);
     free(s);
 }

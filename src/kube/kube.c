@@ -14,11 +14,17 @@
 #include <time.h>
 
 #include "lib/log.h"
+#include "lib/metrics.h"
 
 #define KUBE_USER_AGENT "gpupack/0.1"
 #define KUBE_TOKEN_MAX (64u * 1024u)
 #define KUBE_CONNECT_TIMEOUT_S 5L
 #define KUBE_TOKEN_RECHECK_S 60.0   /* re-read the token file at least this often */
+/* Idle connections kept for reuse. Each transfer runs on its own multi handle
+ * (so that cancel can wake it); libcurl would size the shared connection cache
+ * to 4 per easy handle of that multi, i.e. 4 in all, and close a connection
+ * after almost every request once binds, Events and watches overlap. */
+#define KUBE_MAX_CONNS 64L
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 void kube_auth_clear(gp_kube_auth *a)
@@ -356,6 +362,155 @@ void kube_resp_free(gp_kube_resp *r)
 }
 
 /* ---------------------------------------------------------------------- */
+/* accounting: every request by verb and resource, as kube-apiserver's own
+ * apiserver_request_total names them, and the connections opened; one table
+ * for the process (all clients), rendered on /metrics */
+
+#define ACCT_MAX 48               /* distinct (verb, resource, subresource); more go to "other" */
+
+typedef struct acct_row {
+    char verb[8], resource[48], sub[24];   /* set once, under acct.mu */
+    atomic_ulong requests;
+    atomic_ullong sent, received;
+} acct_row;
+
+static struct {
+    pthread_mutex_t mu;
+    acct_row rows[ACCT_MAX];
+    size_t n;
+    atomic_ulong connections;
+} acct = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+int kube_path_parts(const char *path, char *resource, size_t rlen, char *sub, size_t slen)
+{
+    char seg[5][64];   /* [namespaces NS] RESOURCE [NAME [SUB]] */
+    int n = 0;
+    resource[0] = sub[0] = '\0';
+    const char *p = path;
+    if (strncmp(p, "/api/", 5) == 0)
+        p += 5;
+    else if (strncmp(p, "/apis/", 6) == 0)
+        p += 6;
+    else
+        return -1;
+    int skip = path[4] == '/' ? 1 : 2;   /* the version; the group too under /apis */
+    while (*p && *p != '?' && n < 5) {
+        size_t l = strcspn(p, "/?");
+        if (skip > 0) {
+            skip--;
+        } else {
+            if (l >= sizeof seg[0])
+                return -1;
+            memcpy(seg[n], p, l);
+            seg[n++][l] = '\0';
+        }
+        p += l;
+        if (*p == '/')
+            p++;
+    }
+    int base = 0;
+    if (n >= 3 && strcmp(seg[0], "namespaces") == 0 &&
+        !(n == 3 && (strcmp(seg[2], "status") == 0 || strcmp(seg[2], "finalize") == 0)))
+        base = 2;   /* namespaces/NS/RESOURCE[/NAME[/SUB]] */
+    if (n <= base)
+        return -1;
+    gp_strlcpy(resource, seg[base], rlen);
+    if (n > base + 2)
+        gp_strlcpy(sub, seg[base + 2], slen);
+    return n > base + 1;   /* 1: a named object, 0: the collection */
+}
+
+/* The row of a request (rows never move: counters may be added without the
+ * lock). A watch counts as a request when it opens; its bytes as they come. */
+static acct_row *acct_row_of(const char *method, const char *path, bool watch)
+{
+    char res[48], sub[24];
+    int named = kube_path_parts(path, res, sizeof res, sub, sizeof sub);
+    if (named < 0) {
+        gp_strlcpy(res, "other", sizeof res);
+        sub[0] = '\0';
+    }
+    const char *verb = watch ? "WATCH" : strcmp(method, "GET") == 0 && named == 0 ? "LIST" : method;
+    pthread_mutex_lock(&acct.mu);
+    acct_row *r = NULL;
+    for (size_t i = 0; i < acct.n && !r; i++)
+        if (strcmp(acct.rows[i].verb, verb) == 0 && strcmp(acct.rows[i].resource, res) == 0 &&
+            strcmp(acct.rows[i].sub, sub) == 0)
+            r = &acct.rows[i];
+    if (!r && acct.n < ACCT_MAX - 1) {
+        r = &acct.rows[acct.n++];
+        gp_strlcpy(r->verb, verb, sizeof r->verb);
+        gp_strlcpy(r->resource, res, sizeof r->resource);
+        gp_strlcpy(r->sub, sub, sizeof r->sub);
+    }
+    if (!r) {   /* the last row collects everything past the table */
+        r = &acct.rows[ACCT_MAX - 1];
+        gp_strlcpy(r->verb, "other", sizeof r->verb);
+        gp_strlcpy(r->resource, "other", sizeof r->resource);
+        r->sub[0] = '\0';
+        acct.n = ACCT_MAX;
+    }
+    pthread_mutex_unlock(&acct.mu);
+    return r;
+}
+
+/* Adds a finished transfer's connections, and a request's bytes (a stream's
+ * came in as they arrived). */
+static void acct_done(acct_row *r, CURL *h, bool stream)
+{
+    long conns = 0;
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &conns);
+    atomic_fetch_add(&acct.connections, conns > 0 ? (unsigned long)conns : 0);
+    if (stream)
+        return;
+    curl_off_t up = 0, down = 0;
+    curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &up);
+    curl_easy_getinfo(h, CURLINFO_SIZE_DOWNLOAD_T, &down);
+    atomic_fetch_add(&r->requests, 1);
+    atomic_fetch_add(&r->sent, up > 0 ? (unsigned long long)up : 0);
+    atomic_fetch_add(&r->received, down > 0 ? (unsigned long long)down : 0);
+}
+
+void kube_metrics(void *unused, gp_buf *out)
+{
+    (void)unused;
+    static const struct {
+        const char *name, *help;
+        int what;
+    } fam[] = {
+        {"gpupack_kube_requests_total",
+         "Requests to the API server, by verb (as kube-apiserver counts them) and resource.", 0},
+        {"gpupack_kube_request_sent_bytes_total",
+         "Request body bytes sent to the API server, by verb and resource.", 1},
+        {"gpupack_kube_response_received_bytes_total",
+         "Response body bytes received from the API server (watch streams included), by verb "
+         "and resource.", 2},
+    };
+    pthread_mutex_lock(&acct.mu);
+    size_t n = acct.n;
+    pthread_mutex_unlock(&acct.mu);   /* rows below n are set for good */
+    for (size_t f = 0; f < GP_ARRAY_LEN(fam); f++) {
+        metrics_header(out, fam[f].name, "counter", fam[f].help);
+        for (size_t i = 0; i < n; i++) {
+            acct_row *r = &acct.rows[i];
+            char res[48], sub[24], labels[160];
+            metrics_label_value(res, sizeof res, r->resource);
+            metrics_label_value(sub, sizeof sub, r->sub);
+            snprintf(labels, sizeof labels, "verb=\"%s\",resource=\"%s\",subresource=\"%s\"", r->verb,
+                     res, sub);
+            unsigned long long v = fam[f].what == 0   ? atomic_load(&r->requests)
+                                   : fam[f].what == 1 ? atomic_load(&r->sent)
+                                                      : atomic_load(&r->received);
+            metrics_u(out, fam[f].name, labels, v);
+        }
+    }
+    metrics_header(out, "gpupack_kube_connections_total", "counter",
+                   "Connections (TCP and TLS handshakes) opened to the API server; the other "
+                   "requests reused one.");
+    metrics_u(out, "gpupack_kube_connections_total", NULL, atomic_load(&acct.connections));
+}
+
+/* ---------------------------------------------------------------------- */
 
 typedef struct xfer {
     gp_buf *body;              /* non-stream body, or a stream's error body */
@@ -367,6 +522,7 @@ typedef struct xfer {
     bool fn_aborted;
     CURL *easy;
     long status;               /* known once headers are in */
+    acct_row *acct;            /* stream: where its bytes count */
 } xfer;
 
 static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
@@ -376,6 +532,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
     if (x->status == 0)
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
     if (x->fn && x->status == 200) {
+        atomic_fetch_add(&x->acct->received, n);
         if (x->fn(x->ud, p, n) < 0) {
             x->fn_aborted = true;
             return 0;
@@ -475,6 +632,7 @@ static CURLcode perform(CURL *h, gp_kube_cancel *cancel)
     CURLM *m = curl_multi_init();
     if (!m)
         return CURLE_OUT_OF_MEMORY;
+    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, KUBE_MAX_CONNS);
     CURLcode res = CURLE_ABORTED_BY_CALLBACK;
     if (cancel_attach(cancel, m) < 0) {
         curl_multi_cleanup(m);
@@ -545,6 +703,7 @@ int kube_request(gp_kube *k, const char *method, const char *path, const char *c
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
     CURLcode res = perform(h, cancel);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    acct_done(acct_row_of(method, path, false), h, false);
     if (x.body_overflow) {
         gp_fail(err, "%s %s: response body exceeds %zu bytes", method, path, resp->body.max);
         goto out;
@@ -571,7 +730,9 @@ int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
 {
     *status = 0;
     gp_buf_init(errbody, GP_KUBE_ERRBODY_MAX);
-    xfer x = {.body = errbody, .fn = fn, .on_open = on_open, .ud = ud};
+    xfer x = {.body = errbody, .fn = fn, .on_open = on_open, .ud = ud,
+              .acct = acct_row_of("GET", path, true)};
+    atomic_fetch_add(&x.acct->requests, 1);
     struct curl_slist *hdrs = NULL;
     int rc = -1;
     CURL *h = easy_new(k, path, &hdrs, &x);
@@ -592,6 +753,7 @@ int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(max_s * 1000));
     CURLcode res = perform(h, cancel);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    acct_done(x.acct, h, true);
     if (res == CURLE_ABORTED_BY_CALLBACK && kube_cancel_fired(cancel)) {
         gp_fail(err, "watch %s: cancelled", path);
         goto out;

@@ -200,6 +200,15 @@ void clusterview_store_metrics(void *cluster, gp_buf *out)
                    "GPU compute of healthy GPUs, in percent of one GPU.");
     metrics_f(out, "gpupack_gpu_core_percent", "kind=\"total\"", 1, cs.core_total / 10.0);
     metrics_f(out, "gpupack_gpu_core_percent", "kind=\"used\"", 1, cs.core_used / 10.0);
+    metrics_header(out, "gpupack_store_lock_waits_total", "counter",
+                   "Store lock acquisitions that waited for another holder, by mode (read: filter, "
+                   "prioritize; write: bind, reservations, the watch).");
+    metrics_u(out, "gpupack_store_lock_waits_total", "mode=\"read\"", cs.lock_waits[0]);
+    metrics_u(out, "gpupack_store_lock_waits_total", "mode=\"write\"", cs.lock_waits[1]);
+    metrics_header(out, "gpupack_store_lock_wait_seconds_total", "counter",
+                   "Time those acquisitions waited, by mode.");
+    metrics_f(out, "gpupack_store_lock_wait_seconds_total", "mode=\"read\"", 6, cs.lock_wait_s[0]);
+    metrics_f(out, "gpupack_store_lock_wait_seconds_total", "mode=\"write\"", 6, cs.lock_wait_s[1]);
     clusterview cv;
     clusterview_of_cluster(c, NULL, &cv);
     clusterview_metrics(&cv, out);

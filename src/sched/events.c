@@ -48,15 +48,21 @@ typedef struct seen {
     double tokens;              /* bucket tables */
     int count;                  /* event tables: occurrences so far */
     int64_t first_ns;
-    char ns[GP_NAME_MAX];
-    char name[GP_NAME_MAX];     /* the Event created */
     /* similar tables: distinct message hashes seen in the window */
     uint64_t msgs[EVENTS_SIMILAR_MAX];
     int nmsgs;
 } seen;
 
+/* The Event an event-table slot created (kept apart: only that table needs
+ * names, and three tables of 4,096 slots with them took 8 MB). */
+typedef struct evname {
+    char ns[GP_NAME_MAX];
+    char name[GP_NAME_MAX];
+} evname;
+
 typedef struct table {
     seen *s;
+    evname *names;              /* the events table only; NULL for the others */
     size_t n;
 } table;
 
@@ -86,15 +92,18 @@ static seen *lookup(table *t, uint64_t key, bool *found)
             break;
     }
     memset(lru, 0, sizeof *lru);
+    if (t->names)
+        memset(&t->names[lru - t->s], 0, sizeof *t->names);
     lru->key = key;
     *found = false;
     return lru;
 }
 
-static void table_init(table *t)
+static void table_init(table *t, bool names)
 {
     t->n = EVENTS_KEYS_MAX;
     t->s = xcalloc(t->n, sizeof *t->s);
+    t->names = names ? xcalloc(t->n, sizeof *t->names) : NULL;
 }
 
 events_agg *events_agg_new(const char *component, const char *instance)
@@ -102,9 +111,9 @@ events_agg *events_agg_new(const char *component, const char *instance)
     events_agg *a = xcalloc(1, sizeof *a);
     a->component = xstrdup(component);
     a->instance = xstrdup(instance);
-    table_init(&a->buckets);
-    table_init(&a->similar);
-    table_init(&a->events);
+    table_init(&a->buckets, false);
+    table_init(&a->similar, false);
+    table_init(&a->events, true);
     return a;
 }
 
@@ -115,6 +124,7 @@ void events_agg_free(events_agg *a)
     free(a->buckets.s);
     free(a->similar.s);
     free(a->events.s);
+    free(a->events.names);
     free(a->component);
     free(a->instance);
     free(a);
@@ -191,6 +201,7 @@ void events_agg_record(events_agg *a, const events_occurrence *o, int64_t now_ns
     uint64_t ekey = hash_str(sim, combine ? "\x01combined" : o->message);
     /* 3. repeats of one event: count them on the Event already created */
     seen *e = lookup(&a->events, ekey, &found);
+    evname *en = &a->events.names[e - a->events.s];
     if (found && now_ns - e->last_ns > EVENTS_WINDOW_NS)
         found = false;
     e->last_ns = now_ns;
@@ -199,7 +210,7 @@ void events_agg_record(events_agg *a, const events_occurrence *o, int64_t now_ns
         char ts[32];
         rfc3339(now_ns, ts, sizeof ts);
         out->action = EVENTS_PATCH;
-        gp_strlcpy(out->name, e->name, sizeof out->name);
+        gp_strlcpy(out->name, en->name, sizeof out->name);
         out->body = json_pack("{s:i,s:s,s:s}", "count", e->count, "lastTimestamp", ts, "message",
                               msg);
         return;
@@ -207,20 +218,22 @@ void events_agg_record(events_agg *a, const events_occurrence *o, int64_t now_ns
     e->key = ekey;
     e->count = 1;
     e->first_ns = now_ns;
-    gp_strlcpy(e->ns, o->ns, sizeof e->ns);
-    snprintf(e->name, sizeof e->name, "%.*s.%llx", EVENTS_POD_NAME_MAX, o->pod,
+    gp_strlcpy(en->ns, o->ns, sizeof en->ns);
+    snprintf(en->name, sizeof en->name, "%.*s.%llx", EVENTS_POD_NAME_MAX, o->pod,
              (unsigned long long)now_ns);
     out->action = EVENTS_CREATE;
-    gp_strlcpy(out->name, e->name, sizeof out->name);
-    out->body = event_object(a, o, e->name, msg, now_ns);
+    gp_strlcpy(out->name, en->name, sizeof out->name);
+    out->body = event_object(a, o, en->name, msg, now_ns);
 }
 
 void events_agg_forget(events_agg *a, const char *ns, const char *name)
 {
     for (size_t i = 0; i < a->events.n; i++)
-        if (a->events.s[i].key && strcmp(a->events.s[i].name, name) == 0 &&
-            strcmp(a->events.s[i].ns, ns) == 0)
+        if (a->events.s[i].key && strcmp(a->events.names[i].name, name) == 0 &&
+            strcmp(a->events.names[i].ns, ns) == 0) {
             memset(&a->events.s[i], 0, sizeof a->events.s[i]);
+            memset(&a->events.names[i], 0, sizeof a->events.names[i]);
+        }
 }
 
 /* -------------------------------------------------------------- sender -- */
@@ -244,6 +257,7 @@ struct gp_events {
     occ *q;
     size_t head, len;
     bool stop;
+    gp_events_level level;
     atomic_ulong sent, aggregated, dropped, failed;
 };
 
@@ -401,9 +415,29 @@ void events_pod(gp_events *ev, const char *ns, const char *pod, const char *uid,
     free(o);
 }
 
+int events_level_parse(const char *s, gp_events_level *out)
+{
+    static const char *const names[] = {[GP_EVENTS_ALL] = "all", [GP_EVENTS_GPU] = "gpu",
+                                        [GP_EVENTS_FAILURES] = "failures"};
+    for (size_t i = 0; i < GP_ARRAY_LEN(names); i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (gp_events_level)i;
+            return 0;
+        }
+    return -1;
+}
+
+void events_set_level(gp_events *ev, gp_events_level level)
+{
+    if (ev)
+        ev->level = level;
+}
+
 void events_bind_result(gp_events *ev, const gp_bind_call *call, bool ok, const char *why)
 {
     if (!ev || !call)
+        return;
+    if (ok && (ev->level == GP_EVENTS_FAILURES || (ev->level == GP_EVENTS_GPU && !call->assign)))
         return;
     occ o;
     memset(&o, 0, sizeof o);

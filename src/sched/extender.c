@@ -1,6 +1,7 @@
 /* extender.c -- kube-scheduler extender verbs: decoded request -> decision. */
 #include "sched/extender.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "model/podenv.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
+#include "lib/keycache.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "model/podprio.h"
@@ -26,9 +28,12 @@
 #define EVAL_MAX_WORKERS 4
 #define EVAL_PARALLEL_MIN 1024    /* below this many nodes one thread is faster */
 #define MAX_ANSWER_BYTES (256u << 20)   /* an answer past this is a bug, not a request */
+#define FIT_CACHE_SLOTS (1u << 18)      /* 4 MiB once full: 5,000 node states x ~40 pod shapes */
 
 typedef struct pending {
-    json_t *pod;        /* trimmed copy: metadata + container resources */
+    char *pod;          /* trimmed copy (metadata + container resources) as compact JSON:
+                         * a tenth of the memory of the tree, and 20,000 pods may wait */
+    size_t len;
     double at;          /* monotonic seconds */
 } pending;
 
@@ -43,6 +48,7 @@ struct gp_extender {
     atomic_bool refusing;       /* the last serving() said no (logged once per spell) */
     int eval_threads;           /* threads evaluating one large node list */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
+    gp_keycache *fits;          /* (node state, pod shape, policy) -> score of a fit */
 };
 
 gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
@@ -59,6 +65,7 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
         e->fallback = policy_set_default();
     pthread_mutex_init(&e->mu, NULL);
     e->pending = strmap_new();
+    e->fits = keycache_new(FIT_CACHE_SLOTS);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
     if (e->cfg.binder) {
@@ -74,7 +81,7 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
 static void pending_free(pending *p)
 {
     if (p) {
-        json_decref(p->pod);
+        free(p->pod);
         free(p);
     }
 }
@@ -89,6 +96,7 @@ void extender_free(gp_extender *e)
     while ((p = strmap_next(e->pending, &it, NULL)))
         pending_free(p);
     strmap_free(e->pending);
+    keycache_free(e->fits);
     pthread_mutex_destroy(&e->mu);
     policy_set_unref(e->fallback);
     free(e);
@@ -103,6 +111,10 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     out->bad_requests = atomic_load(&e->n_bad);
     for (int v = 0; v < 4; v++)
         out->unready[v] = atomic_load(&e->n_unready[v]);
+    keycache_stats(e->fits, &out->fit_cache_hits, &out->fit_cache_misses);
+    pthread_mutex_lock(&e->mu);
+    out->remembered = strmap_count(e->pending);
+    pthread_mutex_unlock(&e->mu);
 }
 
 void extender_metrics(void *extender, gp_buf *out)
@@ -120,6 +132,15 @@ void extender_metrics(void *extender, gp_buf *out)
                                         "verb=\"preempt\""};
     for (int v = 0; v < 4; v++)
         metrics_u(out, "gpupack_verbs_unready_total", verbs[v], es.unready[v]);
+    metrics_header(out, "gpupack_fit_cache_total", "counter",
+                   "Node evaluations of filter and prioritize looked up in the cache of verdicts "
+                   "(a node state, pod shape and policy seen before), by result.");
+    metrics_u(out, "gpupack_fit_cache_total", "result=\"hit\"", es.fit_cache_hits);
+    metrics_u(out, "gpupack_fit_cache_total", "result=\"miss\"", es.fit_cache_misses);
+    metrics_header(out, "gpupack_pods_remembered", "gauge",
+                   "Pending pods whose request is kept for their bind (until bound, at most "
+                   "10,000 for 10 minutes).");
+    metrics_u(out, "gpupack_pods_remembered", NULL, es.remembered);
 }
 
 static gp_policy_set *policies_get(gp_extender *e)
@@ -179,37 +200,42 @@ static bool serving(gp_extender *e, int verb, char *msg, size_t len)
 
 /* ------------------------------------------------------ pending pods -- */
 
+/* Makes room when the map is full: drops the expired entries and the oldest
+ * quarter of the rest in two passes, so that a full map costs one scan per
+ * pending_max / 4 new pods rather than one per pod. */
 static void pending_evict_locked(gp_extender *e, double now)
 {
-    pending *victims[64];
+    double oldest = now, newest = 0;
+    size_t it = 0;
+    pending *p;
+    while ((p = strmap_next(e->pending, &it, NULL))) {
+        if (p->at < oldest)
+            oldest = p->at;
+        if (p->at > newest)
+            newest = p->at;
+    }
+    double cut = oldest + (newest - oldest) / 4;   /* at least the oldest goes */
+    if (now - e->cfg.pending_ttl_s > cut)
+        cut = now - e->cfg.pending_ttl_s;
     const char *keys[64];
+    pending *victims[64];
     for (;;) {
-        size_t n = 0, it = 0;
+        size_t n = 0;
         const char *k;
-        pending *p, *oldest = NULL;
-        const char *oldest_key = NULL;
+        it = 0;
         while (n < GP_ARRAY_LEN(victims) && (p = strmap_next(e->pending, &it, &k))) {
-            if (now - p->at > e->cfg.pending_ttl_s) {
+            if (p->at <= cut) {
                 victims[n] = p;
                 keys[n++] = k;
-            } else if (!oldest || p->at < oldest->at) {
-                oldest = p;
-                oldest_key = k;
             }
         }
-        if (n == 0 && strmap_count(e->pending) >= e->cfg.pending_max && oldest) {
-            victims[n] = oldest;
-            keys[n++] = oldest_key;
-        }
-        if (n == 0)
-            return;
         for (size_t i = 0; i < n; i++) {
             char key[GP_UID_MAX];
             gp_strlcpy(key, keys[i], sizeof key);
             strmap_del(e->pending, key);
             pending_free(victims[i]);
         }
-        if (strmap_count(e->pending) < e->cfg.pending_max)
+        if (n < GP_ARRAY_LEN(victims))
             return;
     }
 }
@@ -219,7 +245,12 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
     if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
         return;
     pending *p = xcalloc(1, sizeof *p);
-    p->pod = k8s_obs_trim_pod(pod);   /* what bind reads, as the scanner keeps it */
+    json_t *t = k8s_obs_trim_pod(pod);   /* what bind reads, as the scanner keeps it */
+    p->pod = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    if (!p->pod)
+        abort();   /* out of memory: jansson's only failure on a valid tree */
+    p->len = strlen(p->pod);
     p->at = gp_mono_s();
     pthread_mutex_lock(&e->mu);
     if (strmap_count(e->pending) >= e->cfg.pending_max)
@@ -230,10 +261,18 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
 
 static json_t *recall(gp_extender *e, const char *uid)
 {
+    char *text = NULL;
+    size_t len = 0;
     pthread_mutex_lock(&e->mu);
     pending *p = strmap_get(e->pending, uid);
-    json_t *pod = p ? json_incref(p->pod) : NULL;
+    if (p) {
+        text = xmalloc(p->len + 1);
+        memcpy(text, p->pod, p->len + 1);
+        len = p->len;
+    }
     pthread_mutex_unlock(&e->mu);
+    json_t *pod = text ? json_loadb(text, len, 0, NULL) : NULL;
+    free(text);
     return pod;
 }
 
@@ -242,6 +281,15 @@ void extender_note_pod(gp_extender *e, const json_t *pod)
     const json_t *uid = json_object_get(json_object_get(pod, "metadata"), "uid");
     if (json_is_string(uid))
         remember(e, pod, json_string_value(uid));
+}
+
+void extender_forget_pod(gp_extender *e, const char *uid)
+{
+    if (!uid || !*uid)
+        return;
+    pthread_mutex_lock(&e->mu);
+    pending_free(strmap_del(e->pending, uid));
+    pthread_mutex_unlock(&e->mu);
 }
 
 /* ------------------------------------------------------ request parts -- */
@@ -407,6 +455,8 @@ typedef struct verdict {
     unsigned reason;        /* offset into that arena */
     double raw;             /* node score, when asked for */
     bool unknown;           /* host-only pod, node not in the store: passes, unranked */
+    bool reason_pending;    /* a failure from the fit cache: its reason is worked out
+                             * again only if the answer lists it */
 } verdict;
 
 typedef struct verdicts {
@@ -467,7 +517,81 @@ typedef struct eval_job {
     verdicts *vs;
     int arena;
     size_t from, to;
+    uint64_t shape;         /* fit_shape_key(); 0: verdicts are not cached */
 } eval_job;
+
+/* Verdicts outlive their request. kube-scheduler asks about the same few pod
+ * shapes over and over (in the openb trace 20 shapes make 76 % of pods), and
+ * between two filters only the nodes a pod was bound to or reserved on change
+ * state. So a verdict (fits with its score, or fails, resolvably or not) is
+ * cached under (the node's state fingerprint, which the store keeps, the pod's
+ * shape, the policy's placement settings); a changed node has a new
+ * fingerprint and misses. A failure's reason is not kept: it is worked out
+ * again when the answer lists it. The key covers every field placement reads:
+ * the asserts below stop a new field from being left out silently. */
+#define FIT_FAILS INFINITY                 /* cached value of a failure ... */
+#define FIT_NEVER (-INFINITY)              /* ... and of an unresolvable one */
+_Static_assert(sizeof(gp_ctr_req) == 96, "a new gp_ctr_req field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_pod_req) == 3168, "a new gp_pod_req field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_place_opts) == 312, "a new gp_place_opts field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_shape) == 280, "a new gp_shape field: add it to fit_shape_key");
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    return (h ^ v) * GP_FNV_PRIME;
+}
+
+static uint64_t mix_double(uint64_t h, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    return mix(h, bits);
+}
+
+static uint64_t mix_str(uint64_t h, const char *s)
+{
+    return gp_fnv1a(h, s, strlen(s) + 1);
+}
+
+/* What placement and scoring read of the request and the policy (not the
+ * pod's identity: names only appear in reasons, which are not cached). */
+/* priority is left out: it only selects the preemption claims a node is seen
+ * through, and such a node carries the fingerprint of the state it shows. */
+static uint64_t fit_shape_key(const gp_pod_req *req, const gp_policy_view *view, bool scores)
+{
+    uint64_t h = mix(GP_FNV_OFFSET, scores);
+    h = mix(mix(h, (uint64_t)req->profile), (uint64_t)req->nctrs);
+    for (int i = 0; i < req->nctrs; i++) {
+        const gp_ctr_req *c = &req->ctrs[i];
+        h = mix(mix(mix(mix(mix(mix(h, c->init), (uint64_t)c->count), (uint64_t)c->mem_mib),
+                        (uint64_t)c->mem_ppm),
+                    (uint64_t)c->core),
+                c->ask);
+    }
+    h = mix_str(mix_str(mix_str(h, req->models), req->type_use), req->type_nouse);
+    h = mix(mix(h, (uint64_t)req->cpu_milli), (uint64_t)req->host_mem_mib);
+    const gp_place_opts *o = &view->place;
+    /* strategies are static tables: their addresses name them */
+    h = mix(mix(h, (uint64_t)(uintptr_t)o->gpu), (uint64_t)(uintptr_t)o->node);
+    h = mix(mix(h, (uint64_t)o->reserve_mem_mib), (uint64_t)o->max_pods_per_gpu);
+    h = mix_str(mix_double(mix_double(h, o->w_mem), o->w_core), o->models);
+    h = mix(h, o->shapes != NULL);
+    for (int k = 0; o->shapes && k < o->shapes->n; k++) {
+        const gp_shape *m = &o->shapes->s[k];
+        h = mix(mix(mix_double(mix(mix(h, (uint64_t)m->count), (uint64_t)m->core), m->weight),
+                    (uint64_t)m->cpu_milli),
+                k);
+        h = mix_str(h, m->models);
+    }
+    return h ? h : 1;
+}
+
+static uint64_t fit_key(uint64_t shape, uint64_t state)
+{
+    uint64_t h = mix(mix(GP_FNV_OFFSET, shape), state);
+    h ^= h >> 29;   /* keycache indexes by the low bits */
+    return h ? h : 1;
+}
 
 /* Within one request, nodes in the same state get the same verdict: a
  * small table from state to the first such node's verdict (state compared in
@@ -539,6 +663,21 @@ static void *eval_range(void *arg)
                 continue;
             }
         }
+        /* only states the store fingerprints: a node built elsewhere may change unseen */
+        uint64_t key = j->shape && node->state_hash ? fit_key(j->shape, node->state_hash) : 0;
+        double cached;
+        if (key && keycache_get(j->e->fits, key, &cached)) {
+            if (isfinite(cached)) {
+                v->fits = true;
+                v->raw = cached;
+            } else {
+                v->unresolvable = cached < 0;
+                v->reason_pending = true;
+            }
+            if (slot < MEMO_SLOTS)
+                memo[slot] = (memo_slot){h, node, i};
+            continue;
+        }
         gp_assignment a;
         gp_fit_fail why;
         if (placement_fit(node, req, &view->place, &a, &why)) {
@@ -554,6 +693,8 @@ static void *eval_range(void *arg)
         }
         if (v->fits && j->want_scores)
             v->raw = placement_node_score(node, req, &a, &view->place);
+        if (key)
+            keycache_put(j->e->fits, key, v->fits ? v->raw : v->unresolvable ? FIT_NEVER : FIT_FAILS);
         if (slot < MEMO_SLOTS && node != scratch)   /* scratch is reused: never a memo entry */
             memo[slot] = (memo_slot){h, node, i};
     }
@@ -562,11 +703,40 @@ static void *eval_range(void *arg)
     return NULL;
 }
 
+/* Which failures the answer lists with their reason: none (prioritize), all
+ * (filter of a prioritize-mode policy), or the unresolvable ones and, when no
+ * node passes, all (filter when the policy picks the node). */
+typedef enum { REASONS_NONE, REASONS_ALL, REASONS_IF_NONE_FITS } reasons_mode;
+
+/* Works out the reasons of cached failures the answer lists (the caller holds
+ * the store's read lock, as during the evaluation). */
+static void fill_reasons(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
+                         const node_list *nl, reasons_mode mode, verdicts *vs)
+{
+    bool any = false;
+    for (size_t i = 0; i < nl->n && !any; i++)
+        any = vs->v[i].fits && !vs->v[i].unknown;
+    bool resolvable = mode == REASONS_ALL || (mode == REASONS_IF_NONE_FITS && !any);
+    for (size_t i = 0; i < nl->n && mode != REASONS_NONE; i++) {
+        verdict *v = &vs->v[i];
+        if (!v->reason_pending || !(v->unresolvable || resolvable))
+            continue;
+        const gp_node *node = cluster_rd_node(e->c, node_list_name(nl, i));
+        gp_assignment a;
+        gp_fit_fail why;
+        if (node && placement_fit(node, req, &view->place, &a, &why))
+            set_reason(vs, i, "%s", why.reason);
+        else   /* only a 64-bit fingerprint collision could bring this */
+            set_reason(vs, i, "node state changed during the evaluation; kube-scheduler retries");
+        v->reason_pending = false;
+    }
+}
+
 /* Evaluates every node for the pod under the read lock; large lists are
  * split across threads (the store is read-only meanwhile, and every thread
  * writes its own slice of verdicts and its own reason arena). */
 static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
-                     const node_list *nl, bool want_scores, verdicts *vs)
+                     const node_list *nl, bool want_scores, reasons_mode reasons, verdicts *vs)
 {
     int workers = 1;
     if (nl->n >= EVAL_PARALLEL_MIN)
@@ -574,10 +744,12 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
     eval_job jobs[EVAL_MAX_WORKERS];
     pthread_t th[EVAL_MAX_WORKERS];
     bool started[EVAL_MAX_WORKERS] = {false};
+    bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
+    uint64_t shape = memo_ok && req->nctrs > 0 ? fit_shape_key(req, view, want_scores) : 0;
     cluster_rdlock(e->c);
     for (int w = 0; w < workers; w++) {
         jobs[w] = (eval_job){e, req, view, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
-                             nl->n * (size_t)(w + 1) / (size_t)workers};
+                             nl->n * (size_t)(w + 1) / (size_t)workers, shape};
         if (w > 0)
             started[w] = pthread_create(&th[w], NULL, eval_range, &jobs[w]) == 0;
     }
@@ -588,14 +760,17 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
         else
             eval_range(&jobs[w]);   /* no thread to be had: do it here */
     }
+    fill_reasons(e, req, view, nl, reasons, vs);
     cluster_unlock(e->c);
 }
 
 /* --------------------------------------------------------------- verbs -- */
 
 /* The filter answer, written directly: 5,000-node answers are built per
- * request, and an object tree plus serialisation cost more than the fitting. */
-static char *filter_answer(const node_list *nl, const verdicts *vs)
+ * request, and an object tree plus serialisation cost more than the fitting.
+ * failed: list the nodes that failed for a reason that may pass (FailedNodes);
+ * unresolvable ones are always listed (preemption skips those nodes). */
+static char *filter_answer(const node_list *nl, const verdicts *vs, bool failed)
 {
     gp_buf b;
     gp_buf_init(&b, MAX_ANSWER_BYTES);
@@ -627,7 +802,7 @@ static char *filter_answer(const node_list *nl, const verdicts *vs)
     for (int pass = 0; pass < 2; pass++) {
         jsonw_raw(&b, pass ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
         bool first = true;
-        for (size_t i = 0; i < nl->n; i++) {
+        for (size_t i = 0; i < nl->n && (failed || pass == 1); i++) {
             if (vs->v[i].fits || vs->v[i].unresolvable != (pass == 1))
                 continue;
             if (!first)
@@ -691,7 +866,10 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
         remember(e, va->pod, req.uid);
         if (!scores)
             cluster_unreserve(e->c, req.uid);   /* filter decides afresh */
-        evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, vs);
+        reasons_mode reasons = scores                    ? REASONS_NONE
+                               : view->decide_in_filter ? REASONS_IF_NONE_FITS
+                                                        : REASONS_ALL;
+        evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, reasons, vs);
         if (may_preempt && e->cfg.preempt.nofit && req.nctrs > 0)
             offer_preemption(e, va, &req, view, set, vs);
     }
@@ -705,8 +883,7 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
  * sees them before this pod's bind arrives (kube-scheduler binds
  * asynchronously). If no reservation can be made (a bind raced us), every
  * tied node stays and bind re-checks the fit. */
-static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs,
-                        const gp_policy_view *view)
+static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs)
 {
     gp_policy_set *set = policies_get(e);
     gp_pod_req req;
@@ -723,12 +900,10 @@ static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl
         }
     }
     policy_set_unref(set);
+    /* no reason: once a node passes, the answer lists none (filter_answer) */
     for (size_t i = 0; chosen < nl->n && i < nl->n; i++)
-        if (i != chosen && vs->v[i].fits) {
+        if (i != chosen)
             vs->v[i].fits = false;
-            set_reason(vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
-                       view->name);
-        }
 }
 
 static int filter_run(gp_extender *e, const char *body, size_t len, bool may_preempt, char **out)
@@ -751,6 +926,7 @@ static int filter_run(gp_extender *e, const char *body, size_t len, bool may_pre
     verdicts vs;
     verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
+    bool failed = true;
     assess_result r = assess(e, &va, false, may_preempt, &vs, &view, &err);
     if (r == BAD_POD) {
         /* the pod cannot be scheduled as it stands: say why on every node */
@@ -766,16 +942,17 @@ static int filter_run(gp_extender *e, const char *body, size_t len, bool may_pre
                 best = v[i].raw;
                 any = true;
             }
-        for (size_t i = 0; i < nl->n; i++)
-            if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12)) {
+        for (size_t i = 0; i < nl->n; i++)   /* no reason: one node passes, none is listed */
+            if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12))
                 v[i].fits = false;
-                set_reason(&vs, i, "policy %.100s (nodeDecision: filter) prefers another node",
-                           view.name);
-            }
         if (any)
-            reserve_one(e, &va, nl, &vs, &view);
+            reserve_one(e, &va, nl, &vs);
+        /* gpupack chose: kube-scheduler reads the reasons of the other nodes only
+         * when none passes (its diagnosis of an unschedulable pod), and a
+         * 5,000-node cluster would send it hundreds per pod to decode */
+        failed = !any;
     }
-    *out = filter_answer(nl, &vs);
+    *out = filter_answer(nl, &vs, failed);
     verdicts_free(&vs);
     status = 200;
 done:
@@ -1032,10 +1209,18 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     gp_policy_view view;
     gp_err err;
     bind_job *j = xcalloc(1, sizeof *j);
+    bool bound_there = false;   /* a retried bind of a pod the watch showed bound there */
     if (!pod) {
-        snprintf(msg, sizeof msg,
-                 "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
-                 ns, name, uid);
+        /* its request is forgotten once the watch shows it bound (live.c) */
+        gp_assignment *held = xmalloc(sizeof *held);
+        gp_pod_state ps;
+        bound_there = cluster_pod_get(e->c, uid, held, &ps) == 0 && ps == GP_POD_BOUND &&
+                      strcmp(held->node, node) == 0;
+        free(held);
+        if (!bound_there)
+            snprintf(msg, sizeof msg,
+                     "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
+                     ns, name, uid);
     } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
@@ -1071,6 +1256,9 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     policy_set_unref(set);
     if (msg[0]) {
         *out = bind_failed(e, ns, name, node, msg);
+        free(j);
+    } else if (bound_there) {
+        *out = error_body("");
         free(j);
     } else if (!e->binds) {
         log_bound(ns, name, node, &j->a, view.name);

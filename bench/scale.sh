@@ -1,0 +1,412 @@
+#!/usr/bin/env bash
+# scale.sh [--k8s-version 1.26|1.36] NODES PODS -- production-scale throughput through the
+# real kube-scheduler (kit in GPUPACK_K8S, default ../shared/k8s; Kubernetes version from
+# --k8s-version, else env K8S_VERSION, else the kit's default 1.26): NODES nodes of 8 GPUs whose models are mixed like the openb trace's GPUs,
+# PODS pods sampled (seeded) from the openb default trace -- CPU-only, GPU shares,
+# 1/2/4/8 whole GPUs -- scheduled with the shipped scheduler configuration and
+# policies (gpupack), and the same pods on the same nodes without the extender
+# (kube-scheduler alone; the shipped profile ignores gpupack's resources).
+#
+# Every run gets a fresh control plane. Arrival "backlog" (the default) creates
+# every pod while kube-scheduler is stopped and then starts it: pods/s measure the
+# scheduler, not the creation rate. Arrival "stream" creates the pods while the
+# scheduler runs (create -> bound latency under arrival). Prints Markdown tables;
+# raw figures, metrics and the pods/s plot go to SCALE_OUT.
+#
+#   bench/scale.sh 5000 20000
+#   SCALE_RUNS="gpupack:stream none:stream" bench/scale.sh 1000 2000
+#   bench/scale.sh --k8s-version 1.36 200 800          # or K8S_VERSION=1.36 bench/scale.sh ...
+#
+# Environment: SCALE_RUNS (mode:arrival list; default "gpupack:backlog none:backlog"; "filter-only":
+# just the filter latency on the cluster dump already in SCALE_OUT), SCALE_REPORT_ONLY=1 (print
+# the report of SCALE_RUNS from the files in SCALE_OUT again, without running),
+# SCALE_QPS (kube-scheduler clientConnection.qps, default 500; burst 2x), SCALE_SEED (42),
+# SCALE_THREADS (create connections, 16), SCALE_OUT (default a new /tmp directory),
+# SCALE_GPUPACK_BIN (the binary to measure, default bin/gpupack),
+# SCALE_GPUPACK_ARGS (extra `gpupack serve` flags), SCALE_WRAP (a command gpupack runs
+# under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = --k8s-version ]; then
+  K8S_VERSION=${2:?usage: bench/scale.sh [--k8s-version V] NODES PODS}
+  shift 2
+fi
+NODES=${1:?usage: bench/scale.sh [--k8s-version V] NODES PODS}
+PODS=${2:?usage: bench/scale.sh [--k8s-version V] NODES PODS}
+K8S=${GPUPACK_K8S:-../shared/k8s}
+RUNS=${SCALE_RUNS:-"gpupack:backlog none:backlog"}
+[ "$RUNS" = filter-only ] && RUNS=""   # only the wrk filter figures, on SCALE_OUT's cluster dump
+DO_RUNS=1
+[ -n "${SCALE_REPORT_ONLY:-}" ] && DO_RUNS=""   # the report of SCALE_RUNS from SCALE_OUT's files again
+QPS=${SCALE_QPS:-500}
+SEED=${SCALE_SEED:-42}
+THREADS=${SCALE_THREADS:-16}
+TRACES=${GPUPACK_SHARED:-../shared}/traces
+VERSION=${K8S_VERSION:-1.26}
+export K8S_VERSION=$VERSION
+[ -x "$K8S/kube-up" ] || { echo "bench/scale.sh: no kit at $K8S (set GPUPACK_K8S)" >&2; exit 1; }
+[ -f "$TRACES/openb_pod_list_default.csv" ] || { echo "bench/scale.sh: no traces in $TRACES" >&2; exit 1; }
+make -s build bin/e2eload >/dev/null
+OUT=${SCALE_OUT:-$(mktemp -d /tmp/gpupack-scale-XXXXXX)}
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/gpupack-scalework-XXXXXX)
+# a rebuild during the run must not change the binary under test
+cp "${SCALE_GPUPACK_BIN:-bin/gpupack}" "$WORK/gpupack"
+CP="" GP=""
+cleanup() {
+  [ -n "$GP" ] && kill "$GP" 2>/dev/null && wait "$GP" 2>/dev/null || true
+  [ -n "$CP" ] && [ -f "$CP/env" ] && "$K8S/kube-down" "$CP" >/dev/null 2>&1 || true
+  GP="" CP=""
+}
+trap 'cleanup; rm -rf "$WORK"' EXIT
+trap 'exit 1' INT TERM
+
+SCHED=$(bin/e2eload sched-config --port 1 --qps 1 | sed -n 's/.*"schedulerName": "\(.*\)".*/\1/p' | head -1)
+TLS=test/fixtures/tls
+GPTLS=() SCHEME=http CURLTLS=()
+if bin/e2eload sched-config --port 1 --qps 1 | grep -q '"enableHTTPS": true'; then
+  GPTLS=(--tls-cert $TLS/server.crt --tls-key $TLS/server.key --client-ca $TLS/ca.crt)
+  SCHEME=https CURLTLS=(--cacert $TLS/ca.crt)
+fi
+TRACE=(--trace-nodes "$TRACES/openb_node_list_gpu_node.csv" --trace-pods "$TRACES/openb_pod_list_default.csv"
+       --seed "$SEED")
+# shellcheck disable=SC2206
+WRAP=(${SCALE_WRAP:-})
+# shellcheck disable=SC2206
+GPARGS=(${SCALE_GPUPACK_ARGS:-})
+
+echo "# bench/scale.sh $NODES $PODS -- kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# raw figures: $OUT"
+for run in ${DO_RUNS:+$RUNS}; do
+  mode=${run%%:*} arrival=${run##*:}
+  tag=$mode-$arrival
+  CP=$WORK/cp-$tag
+  "$K8S/kube-up" "$CP" >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
+  KC=$CP/kubeconfig
+  # what the control plane runs (DIR/env), not what was asked
+  sed -n "s/^export K8S_VERSION=//p" "$CP/env" | tr -d "'\"" >"$OUT/kube-version-$tag.txt"
+  bin/e2eload nodes --kubeconfig "$KC" --count "$NODES" "${TRACE[@]}" --threads "$THREADS" 2>"$OUT/nodes-$tag.log"
+  pids="etcd=@$CP/run/etcd.pid,kube-apiserver=@$CP/run/kube-apiserver.pid,kube-scheduler=@$CP/run/kube-scheduler.pid"
+  if [ "$mode" = gpupack ]; then
+    : >"$OUT/gpupack-$tag.log"   # there before the loop below reads it
+    "${WRAP[@]}" "$WORK/gpupack" serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
+      "${GPARGS[@]}" >"$OUT/gpupack-$tag.log" 2>&1 &
+    GP=$!
+    port=""
+    for _ in $(seq 600); do
+      port=$(sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$OUT/gpupack-$tag.log" | head -1 || true)
+      [ -n "$port" ] && curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/readyz" >/dev/null && break
+      sleep 0.2
+    done
+    bin/e2eload sched-config --port "$port" --qps "$QPS" --tls-dir "$PWD/$TLS" >"$WORK/sched.json"
+    pids="$pids,gpupack=$GP"
+    dump=(--dump "$OUT/cluster-$tag.json")
+  else
+    dump=()
+    bin/e2eload sched-config --port 1 --qps "$QPS" --no-extender >"$WORK/sched.json"
+  fi
+  start_sched="$K8S/kube-up $CP --scheduler-config $WORK/sched.json >>$WORK/up.log 2>&1"
+  backlog=()
+  if [ "$arrival" = backlog ]; then
+    backlog=(--backlog "$start_sched")
+  else
+    eval "$start_sched" || { cat "$WORK/up.log" >&2; exit 1; }
+  fi
+  out=$(bin/e2eload pods --kubeconfig "$KC" --ns bench --count "$PODS" --scheduler "$SCHED" --profile openb \
+        "${TRACE[@]}" --threads "$THREADS" --timeout 3600 --pids "$pids" --timeline "$OUT/timeline-$tag.csv" \
+        "${backlog[@]}" "${dump[@]}" 2>"$OUT/pods-$tag.log" || true)
+  echo "$out" >"$OUT/result-$tag.json"
+  if [ "$mode" = gpupack ]; then
+    curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/metrics" >"$OUT/metrics-gpupack-$tag.txt" || true
+  fi
+  (. "$CP/env" && curl -sf --cacert "$K8S_CA" --oauth2-bearer "$(cat "$K8S_TOKEN_FILE")" \
+     "$K8S_APISERVER/metrics" >"$OUT/metrics-apiserver-$tag.txt") || true
+  grep -c '^E' "$CP/logs/kube-scheduler.log" >"$OUT/sched-errors-$tag.txt" || true
+  grep '^E' "$CP/logs/kube-scheduler.log" | cut -c1-300 | sort -k5 | head -3 | sed "s/^/  [$tag] /" >&2 || true
+  cleanup
+done
+
+# ------------------------------------------------------------------ report --
+python3 - "$OUT" "$RUNS" "$PODS" <<'PY'
+import json, os, re, sys
+out, runs, pods = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+res = {}
+for run in runs:
+    tag = run.replace(":", "-")
+    try:
+        res[run] = json.load(open(f"{out}/result-{tag}.json"))
+    except Exception:
+        res[run] = None
+def quantiles(text, series, match):
+    """p50, p99 (linear within a bucket), mean and count of a Prometheus histogram,
+    label sets that match summed."""
+    buckets, total_sum, total_n = {}, 0.0, 0
+    for line in text.splitlines():
+        if not all(m in line for m in match):
+            continue
+        if line.startswith(series + "_bucket{"):
+            le = line.split('le="')[1].split('"')[0]
+            le = float("inf") if le == "+Inf" else float(le)
+            buckets[le] = buckets.get(le, 0) + float(line.split()[-1])
+        elif line.startswith(series + "_sum"):
+            total_sum += float(line.split()[-1])
+        elif line.startswith(series + "_count"):
+            total_n += int(float(line.split()[-1]))
+    b = sorted(buckets.items())
+    if not b or b[-1][1] == 0:
+        return None
+    out = []
+    for q in (0.5, 0.99):
+        want, prev_le, prev_n = q * b[-1][1], 0.0, 0.0
+        for le, n in b:
+            if n >= want:
+                out.append(prev_le if le == float("inf") else prev_le + (le - prev_le) * (want - prev_n) / max(n - prev_n, 1e-9))
+                break
+            prev_le, prev_n = le, n
+    return out[0], out[1], total_sum / max(total_n, 1), total_n
+def base(run):
+    m, a = run.split(":")
+    return res.get(f"none:{a}") if m == "gpupack" else None
+print()
+print("| Kubernetes | scheduler | arrival | bound | pods/s | of baseline | p50 | p99 | GPUs used / ideal | over-committed GPUs | gpupack peak RSS | scheduler errors |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for run in runs:
+    r = res[run]
+    m, a = run.split(":")
+    if not r:
+        print(f"| ? | {m} | {a} | (no result) |"); continue
+    b = base(run)
+    ratio = f"{100*r['pods_per_s']/b['pods_per_s']:.0f} %" if b and b.get("pods_per_s") else "—"
+    lat = "start→bound" if a == "backlog" else "create→bound"
+    gpus = f"{r['gpus_used']} / {r['gpus_perfect']}" if m == "gpupack" else "—"
+    oc = str(r["overcommitted_gpus"]) if m == "gpupack" else "—"
+    rss = f"{r['peak_rss_mib'].get('gpupack', 0):.1f} MiB" if m == "gpupack" else "—"
+    errs = open(f"{out}/sched-errors-{run.replace(':','-')}.txt").read().strip() or "0"
+    try:
+        kv = open(f"{out}/kube-version-{run.replace(':','-')}.txt").read().strip() or "?"
+    except OSError:
+        kv = "?"
+    print(f"| {kv} | {'gpupack extender' if m=='gpupack' else 'no extender'} | {a} | {r['bound']}/{r['pods']} | {r['pods_per_s']} | {ratio} "
+          f"| {r['p50_ms']/1000:.2f} s ({lat}) | {r['p99_ms']/1000:.2f} s | {gpus} | {oc} | {rss} | {errs} |")
+print()
+comps = ["etcd", "kube-apiserver", "kube-scheduler", "gpupack", "load"]
+for key, what in (("cpu_s_scheduling", "first bind → quiet after the last bind"), ("cpu_s", "first create → quiet after the last bind")):
+    have = [run for run in runs if res[run] and key in res[run]]
+    if not have:
+        continue
+    print(f"CPU milliseconds per pod ({what}):")
+    print()
+    print("| scheduler | arrival | " + " | ".join(comps) + " | total |")
+    print("|---|---|" + "---|" * (len(comps) + 1))
+    for run in have:
+        r = res[run]; m, a = run.split(":")
+        c = r[key]
+        vals = [c.get(k) for k in comps]
+        tot = sum(v for v in vals if v)
+        n = r["bound"] or 1
+        print(f"| {m} | {a} | " + " | ".join("—" if v is None else f"{1000*v/n:.2f}" for v in vals) + f" | {1000*tot/n:.2f} |")
+    print()
+# gpupack's own API requests
+for run in runs:
+    m, a = run.split(":")
+    if m != "gpupack" or not res[run]:
+        continue
+    tag = run.replace(":", "-")
+    try:
+        text = open(f"{out}/metrics-gpupack-{tag}.txt").read()
+    except OSError:
+        continue
+    rows = {}
+    for fam, col in (("gpupack_kube_requests_total", 0), ("gpupack_kube_request_sent_bytes_total", 1),
+                     ("gpupack_kube_response_received_bytes_total", 2)):
+        for mm in re.finditer(fam + r'\{verb="([^"]*)",resource="([^"]*)",subresource="([^"]*)"\} (\d+)', text):
+            k = (mm.group(1), mm.group(2) + ("/" + mm.group(3) if mm.group(3) else ""))
+            rows.setdefault(k, [0, 0, 0])[col] = int(mm.group(4))
+    n = res[run]["bound"] or 1
+    print(f"gpupack's API requests ({a}, {n} pods bound), from gpupack_kube_requests_total:")
+    print()
+    print("| verb | resource | requests | per pod | bytes sent per pod | bytes received per pod |")
+    print("|---|---|---|---|---|---|")
+    for (verb, resrc), (cnt, snt, rcv) in sorted(rows.items(), key=lambda kv: -kv[1][0]):
+        print(f"| {verb} | {resrc} | {cnt} | {cnt/n:.3f} | {snt/n:.0f} | {rcv/n:.0f} |")
+    mc = re.search(r"^gpupack_kube_connections_total (\d+)", text, re.M)
+    hc = re.search(r"^gpupack_http_connections_total (\d+)", text, re.M)
+    cc = re.search(r'^gpupack_http_client_chain_checks_total\{result="cached"\} (\d+)', text, re.M)
+    ev = dict(re.findall(r'^gpupack_events_total\{result="(\w+)"\} (\d+)', text, re.M))
+    print()
+    print(f"Connections: gpupack opened {mc.group(1) if mc else '?'} to the API server; "
+          f"kube-scheduler opened {hc.group(1) if hc else '?'} to gpupack (TLS handshakes; "
+          f"{cc.group(1) if cc else '?'} client chains found verified already). "
+          f"Events created: {ev.get('created', '?')}.")
+    try:
+        api = open(f"{out}/metrics-apiserver-{tag}.txt").read()
+    except OSError:
+        api = ""
+    for name, t, series, match in (
+            ("filter in gpupack (request read → answer queued)", text, "gpupack_request_duration_seconds", ['verb="filter"']),
+            ("bind in gpupack (request read → answer queued)", text, "gpupack_request_duration_seconds", ['verb="bind"']),
+            ("gpupack's Binding call", text, "gpupack_api_bind_duration_seconds", []),
+            ("Binding in kube-apiserver (its own histogram)", api, "apiserver_request_duration_seconds",
+             ['resource="pods"', 'subresource="binding"', 'verb="POST"'])):
+        q = quantiles(t, series, match)
+        if q:
+            print(f"- {name}: p50 {q[0]*1000:.2f} ms, p99 {q[1]*1000:.2f} ms, mean {q[2]*1000:.2f} ms over {q[3]}")
+    fc = dict(re.findall(r'^gpupack_fit_cache_total\{result="(\w+)"\} (\d+)', text, re.M))
+    lw = dict(re.findall(r'^gpupack_store_lock_wait_seconds_total\{mode="(\w+)"\} ([0-9.]+)', text, re.M))
+    ln = dict(re.findall(r'^gpupack_store_lock_waits_total\{mode="(\w+)"\} (\d+)', text, re.M))
+    if fc:
+        h, m = int(fc.get("hit", 0)), int(fc.get("miss", 0))
+        print(f"- fit cache: {h} hits, {m} misses ({100*h/max(h+m,1):.1f} % hits)")
+    if ln:
+        print(f"- store lock: {ln.get('read','?')} reads waited {float(lw.get('read',0))*1000:.1f} ms in all, "
+              f"{ln.get('write','?')} writes waited {float(lw.get('write',0))*1000:.1f} ms in all")
+    for verb in ("filter", "prioritize", "bind"):
+        cnt = re.search(r'gpupack_http_requests_total\{route="%s",code="2xx"\} (\d+)' % verb, text)
+        bi = re.search(r'gpupack_http_request_bytes_total\{verb="%s"\} (\d+)' % verb, text)
+        bo = re.search(r'gpupack_http_response_bytes_total\{verb="%s"\} (\d+)' % verb, text)
+        if cnt and int(cnt.group(1)):
+            c = int(cnt.group(1))
+            sizes = f", {int(bi.group(1))/c:.0f} bytes in, {int(bo.group(1))/c:.0f} bytes out per call" if bi and bo else ""
+            print(f"- {verb}: {c} calls ({c/n:.2f} per pod){sizes}")
+    print()
+# every client's requests, as kube-apiserver counts them
+def api_reqs(path):
+    tot = {}
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        k = (lab.get("verb"), lab.get("resource", "") + ("/" + lab["subresource"] if lab.get("subresource") else ""))
+        tot[k] = tot.get(k, 0) + float(line.split()[-1])
+    return tot
+tabs = {run: api_reqs(f"{out}/metrics-apiserver-{run.replace(':','-')}.txt") for run in runs if res[run]}
+keys = set()
+for t in tabs.values():
+    if t:
+        keys |= {k for k, v in t.items() if v >= pods * 0.05 and k[0] not in ("WATCH",)}
+if keys:
+    print("Requests kube-apiserver served per pod bound, all clients (apiserver_request_total; setup included):")
+    print()
+    have = [run for run in runs if tabs.get(run)]
+    print("| verb | resource | " + " | ".join(have) + " |")
+    print("|---|---|" + "---|" * len(have))
+    for k in sorted(keys):
+        print(f"| {k[0]} | {k[1]} | " + " | ".join(f"{tabs[r].get(k, 0)/(res[r]['bound'] or 1):.2f}" for r in have) + " |")
+    print()
+PY
+
+# ------------------------------------------------ filter latency (wrk) --
+# gpupack serve --cluster on the state the gpupack run left (every node and pod as
+# bound), the shipped policies, one keep-alive connection (plain HTTP: the
+# handshake is per connection), a GPU-share pod of the trace's most common kind;
+# NodeNames: every node, and as many as kube-scheduler passes at its default
+# percentageOfNodesToScore.
+dumpf=$(ls "$OUT"/cluster-gpupack-*.json 2>/dev/null | head -1 || true)
+if command -v wrk >/dev/null && [ -n "$dumpf" ] && [ -s "$dumpf" ] && { [ -n "$DO_RUNS" ] || [ -z "$RUNS" ]; }; then
+  : >"$OUT/gpupack-filter.log"
+  "$WORK/gpupack" serve --cluster "$dumpf" --policies policies --listen 127.0.0.1:0 --log-level warn \
+    >"$OUT/gpupack-filter.log" 2>&1 &
+  GP=$!
+  port=""
+  for _ in $(seq 600); do
+    port=$(sed -n 's/.*embedded cluster on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$OUT/gpupack-filter.log" | head -1 || true)
+    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+    sleep 0.2
+  done
+  python3 - "$dumpf" "$WORK" "$TRACES/openb_pod_list_default.csv" "$SEED" <<'PY'
+import csv, json, math, random, sys
+items = json.load(open(sys.argv[1]))["items"]
+nodes = [o["metadata"]["name"] for o in items if o.get("kind") == "Node"]
+mems = [g["memoryMiB"] for o in items if o.get("kind") == "Node"
+        for g in json.loads(o["metadata"].get("annotations", {}).get("gpupack.io/gpus", "[]"))]
+ref = min(mems) if mems else 15109          # e2eload's reference: the smallest GPU
+n = len(nodes)
+pct = max(5, 50 - n // 125)                 # kube-scheduler's adaptive default
+want = n if n < 100 else max(100, n * pct // 100)
+def pod(i, row):
+    req = {"cpu": "%sm" % (row["cpu_milli"] or 100)}
+    if int(row["memory_mib"]):
+        req["memory"] = "%sMi" % row["memory_mib"]
+    res = {"requests": req}
+    g, milli = int(row["num_gpu"]), int(row["gpu_milli"])
+    if g == 1 and milli < 1000:
+        res["limits"] = {"gpupack.io/gpu-mem": str(math.ceil(milli * ref / 1000)),
+                         "gpupack.io/gpu-core": str((milli + 9) // 10)}
+    elif g > 0:
+        res["limits"] = {"gpupack.io/gpu-count": str(g)}
+    return {"metadata": {"name": "probe-%d" % i, "namespace": "bench", "uid": "probe-%d" % i},
+            "spec": {"schedulerName": "gpupack-scheduler",
+                     "containers": [{"name": "main", "resources": res}]}}
+rows = list(csv.DictReader(open(sys.argv[3])))
+rng = random.Random(int(sys.argv[4]))
+mix = [pod(i, rng.choice(rows)) for i in range(200)]
+one = pod(0, {"cpu_milli": "6000", "memory_mib": "12288", "num_gpu": "1", "gpu_milli": "460"})
+w = sys.argv[2]
+def write(tag, lines, count, what):
+    open(f"{w}/bodies-{tag}", "w").write("".join(json.dumps(b, separators=(",", ":")) + "\n" for b in lines))
+    open(f"{w}/what-{tag}", "w").write(f"{count} | {what}")
+write("one-all", [{"Pod": one, "NodeNames": nodes}], n, "one pod (0.46 GPU, 6 CPUs), again and again")
+write("one-sched", [{"Pod": one, "NodeNames": nodes[:want]}], want,
+      "one pod, as many nodes as kube-scheduler passes")
+write("mix-all", [{"Pod": p, "NodeNames": nodes} for p in mix], n, "200 pods of the trace in turn")
+win = []
+for i, p in enumerate(mix):                 # kube-scheduler resumes where the last search ended
+    s0 = i * want % n
+    win.append({"Pod": p, "NodeNames": (nodes + nodes)[s0:s0 + want]})
+write("mix-sched", win, want, "200 pods of the trace in turn, kube-scheduler's rotating windows")
+PY
+  echo
+  echo "Filter latency, \`wrk -t1 -c1 -d10s\` (bench/post-cycle.lua) on \`gpupack serve --cluster\` with the state the gpupack run left ($(basename "$dumpf")), shipped policies:"
+  echo
+  echo "| NodeNames | requests | p50 | p90 | p99 | max | requests/s | fit cache hits | gpupack RSS |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for b in one-all one-sched mix-all mix-sched; do
+    curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/m0" || true
+    w=$(GPUPACK_BODIES="$WORK/bodies-$b" wrk -t1 -c1 -d10s --latency -s bench/post-cycle.lua \
+        "http://127.0.0.1:$port/filter" 2>&1 || true)
+    echo "$w" >"$OUT/wrk-$b.txt"
+    curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/m1" || true
+    hits=$(python3 -c '
+import re, sys
+def v(t, r):
+    m = re.search(r"gpupack_fit_cache_total\{result=\"%s\"\} (\d+)" % r, t)
+    return int(m.group(1)) if m else 0
+a, b = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+h, m = v(b, "hit") - v(a, "hit"), v(b, "miss") - v(a, "miss")
+print(f"{100*h/(h+m):.1f} %" if h + m else "—")' "$WORK/m0" "$WORK/m1")
+    rss=$(awk '/VmRSS/{printf "%.1f MiB", $2/1024}' "/proc/$GP/status" 2>/dev/null || echo "?")
+    echo "| $(cat "$WORK/what-$b") | $(echo "$w" | awk '$1=="50%"{print $2}') | $(echo "$w" | awk '$1=="90%"{print $2}') | $(echo "$w" | awk '$1=="99%"{print $2}') | $(echo "$w" | awk '$1=="Latency"{print $4}') | $(echo "$w" | awk '/Requests\/sec/{printf "%.0f", $2}') | $hits | $rss |"
+  done
+  kill "$GP" 2>/dev/null; wait "$GP" 2>/dev/null || true
+  GP=""
+fi
+
+# ------------------------------------------------------------------- plot --
+if command -v gnuplot >/dev/null; then
+  plots=""
+  for run in $RUNS; do
+    tag=${run/:/-}
+    [ -s "$OUT/timeline-$tag.csv" ] || continue
+    # 5-second means: the one-second counts jump with kube-scheduler's batches
+    awk -F, 'NR > 1 { s += $2; n++; if (n == 5) { print $1 - 2, s / 5; s = 0; n = 0 } }' \
+      "$OUT/timeline-$tag.csv" >"$OUT/timeline-$tag.5s"
+    plots="$plots${plots:+, }'$OUT/timeline-$tag.5s' using 1:2 with lines lw 2 title '$tag'"
+  done
+  if [ -n "$plots" ]; then
+    gnuplot <<GP 2>/dev/null || true
+set terminal pngcairo size 1000,420 font 'sans,10'
+set output '$OUT/pods-per-second.png'
+set title 'bench/scale.sh $NODES $PODS (kube $VERSION): pods bound per second, 5-second means'
+set xlabel 'seconds from the first bind (backlog) or the first create (stream)'
+set ylabel 'pods/s'
+set key top right
+set grid
+plot $plots
+GP
+    echo "plot: $OUT/pods-per-second.png"
+  fi
+fi

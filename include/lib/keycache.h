@@ -1,0 +1,38 @@
+/* keycache.h -- a fixed-size, thread-safe cache from 64-bit keys to a double.
+ *
+ * Two-way set-associative: a key has a set of two slots, and a new key takes
+ * the place of the one used less recently. Meant for results that are pure
+ * functions of what the key fingerprints (the caller makes the key; a key of
+ * 0 is never stored), so a lost entry only costs the recomputation. Sets are
+ * guarded by striped locks.
+ *
+ *   gp_keycache *c = keycache_new(1u << 17);
+ *   double v;
+ *   if (!keycache_get(c, key, &v)) {
+ *       v = compute();
+ *       keycache_put(c, key, v);
+ *   }
+ *   keycache_free(c); */
+#ifndef GP_KEYCACHE_H
+#define GP_KEYCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gp_keycache gp_keycache;
+
+/* slots: rounded up to a power of two (at least 64). The table is zeroed
+ * memory that the kernel maps in only as slots are used. */
+gp_keycache *keycache_new(size_t slots);
+void keycache_free(gp_keycache *c);   /* accepts NULL */
+
+/* True and *value when key is cached. Thread-safe; c may be NULL (a miss). */
+bool keycache_get(gp_keycache *c, uint64_t key, double *value);
+/* Stores (or replaces) key's value; key 0 is ignored. Thread-safe; c may be NULL. */
+void keycache_put(gp_keycache *c, uint64_t key, double value);
+
+/* Lookups so far. */
+void keycache_stats(gp_keycache *c, unsigned long *hits, unsigned long *misses);
+
+#endif

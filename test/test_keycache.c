@@ -1,0 +1,81 @@
+/* test_keycache.c -- the fixed-size key -> double cache: hits, replacement of the
+ * less recently used of a set, key 0, NULL cache, and threads at once. */
+#include <check.h>
+#include <pthread.h>
+
+#include "lib/keycache.h"
+#include "lib/util.h"
+
+START_TEST(get_put_replace)
+{
+    gp_keycache *c = keycache_new(100);   /* rounded up to 128 slots */
+    double v = -1;
+    ck_assert(!keycache_get(c, 42, &v));
+    keycache_put(c, 42, 1.5);
+    ck_assert(keycache_get(c, 42, &v));
+    ck_assert_double_eq(v, 1.5);
+    keycache_put(c, 42, 2.5);             /* replaced */
+    ck_assert(keycache_get(c, 42, &v));
+    ck_assert_double_eq(v, 2.5);
+    /* 129 distinct keys in 128 slots: some are pushed out, a lookup never
+     * answers another key's value */
+    for (uint64_t k = 1000; k < 1129; k++)
+        keycache_put(c, k, (double)k);
+    int hits = 0;
+    for (uint64_t k = 1000; k < 1129; k++)
+        if (keycache_get(c, k, &v)) {
+            ck_assert_double_eq(v, (double)k);
+            hits++;
+        }
+    ck_assert_int_ge(hits, 64);
+    ck_assert_int_lt(hits, 129);
+    keycache_put(c, 0, 9.0);              /* key 0 means empty: never stored */
+    ck_assert(!keycache_get(c, 0, &v));
+    unsigned long h, m;
+    keycache_stats(c, &h, &m);
+    ck_assert_uint_eq(h, 2 + (unsigned long)hits);   /* key 0 is not a lookup */
+    ck_assert_uint_eq(m, 1 + 129 - (unsigned long)hits);
+    keycache_free(c);
+    ck_assert(!keycache_get(NULL, 42, &v));
+    keycache_put(NULL, 42, 1);
+    keycache_free(NULL);
+}
+END_TEST
+
+static void *hammer(void *arg)
+{
+    gp_keycache *c = arg;
+    for (uint64_t k = 1; k < 20000; k++) {
+        keycache_put(c, k, (double)k * 2);
+        double v;
+        if (keycache_get(c, k ^ 1, &v) && v != (double)(k ^ 1) * 2)
+            return (void *)1;   /* a torn or foreign value */
+    }
+    return NULL;
+}
+
+START_TEST(threads_never_see_a_foreign_value)
+{
+    gp_keycache *c = keycache_new(1024);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, hammer, c);
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        ck_assert_ptr_null(r);
+    }
+    keycache_free(c);
+}
+END_TEST
+
+Suite *suite_keycache(void);
+Suite *suite_keycache(void)
+{
+    Suite *s = suite_create("keycache");
+    TCase *t = tcase_create("keycache");
+    tcase_add_test(t, get_put_replace);
+    tcase_add_test(t, threads_never_see_a_foreign_value);
+    suite_add_tcase(s, t);
+    return s;
+}

@@ -1,0 +1,176 @@
+/* test_kube.c -- the API client's accounting: request paths named as kube-apiserver
+ * names them, requests and bytes counted by verb and resource, and connections
+ * kept for reuse when requests overlap. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakeapi.h"
+#include "kube/kube.h"
+#include "lib/log.h"
+
+typedef struct path_case {
+    const char *path, *resource, *sub;
+    int named;
+} path_case;
+
+static const path_case path_cases[] = {
+    {"/api/v1/pods?watch=1&resourceVersion=5", "pods", "", 0},
+    {"/api/v1/nodes?limit=500", "nodes", "", 0},
+    {"/api/v1/nodes/n1", "nodes", "", 1},
+    {"/api/v1/namespaces/default/pods", "pods", "", 0},
+    {"/api/v1/namespaces/default/pods/p1", "pods", "", 1},
+    {"/api/v1/namespaces/default/pods/p1/binding", "pods", "binding", 1},
+    {"/api/v1/namespaces/default/events/p1.17a", "events", "", 1},
+    {"/api/v1/namespaces", "namespaces", "", 0},
+    {"/api/v1/namespaces/default", "namespaces", "", 1},
+    {"/api/v1/namespaces/default/status", "namespaces", "status", 1},
+    {"/apis/coordination.k8s.io/v1/namespaces/gpupack-system/leases/gpupack", "leases", "", 1},
+    {"/apis/events.k8s.io/v1/namespaces/a/events", "events", "", 0},
+    {"/healthz", "", "", -1},
+    {"/api/v1", "", "", -1},
+};
+
+START_TEST(paths_name_resource_and_subresource)
+{
+    const path_case *c = &path_cases[_i];
+    char res[48], sub[24];
+    int named = kube_path_parts(c->path, res, sizeof res, sub, sizeof sub);
+    ck_assert_msg(named == c->named, "%s: %d, want %d", c->path, named, c->named);
+    ck_assert_str_eq(res, c->resource);
+    ck_assert_str_eq(sub, c->sub);
+}
+END_TEST
+
+/* A counter of kube_metrics' text; 0 when absent. */
+static double counter(const char *series)
+{
+    gp_buf b;
+    gp_buf_init(&b, 1u << 20);
+    kube_metrics(NULL, &b);
+    char key[256];
+    snprintf(key, sizeof key, "\n%s ", series);
+    const char *p = strstr(b.data, key);
+    double v = p ? atof(p + strlen(key)) : 0;
+    gp_buf_free(&b);
+    return v;
+}
+
+typedef struct fixture {
+    gp_fakeapi *f;
+    gp_kube *k;
+} fixture;
+
+static void setup(fixture *x)
+{
+    gp_log_set_level(GP_LOG_ERROR);
+    x->f = fakeapi_start();
+    ck_assert_ptr_nonnull(x->f);
+    gp_kube_auth a = {.server = (char *)fakeapi_url(x->f)};
+    gp_err err;
+    x->k = kube_new(&a, &err);
+    ck_assert_msg(x->k != NULL, "%s", err.msg);
+}
+
+static void teardown(fixture *x)
+{
+    kube_free(x->k);
+    fakeapi_stop(x->f);
+}
+
+static void request(gp_kube *k, const char *method, const char *path, const char *body)
+{
+    gp_kube_resp r;
+    gp_err err;
+    int rc = kube_request(k, method, path, "application/json", body, 10, NULL, &r, &err);
+    ck_assert_msg(rc == 0, "%s %s: %s", method, path, err.msg);
+    kube_resp_free(&r);
+}
+
+#define REQS(verb, res, sub)                                                                    \
+    "gpupack_kube_requests_total{verb=\"" verb "\",resource=\"" res "\",subresource=\"" sub "\"}"
+
+START_TEST(requests_are_counted_by_verb_and_resource)
+{
+    fixture x;
+    setup(&x);
+    double list0 = counter(REQS("LIST", "nodes", "")), get0 = counter(REQS("GET", "pods", ""));
+    double post0 = counter(REQS("POST", "pods", "binding"));
+    double sent0 = counter("gpupack_kube_request_sent_bytes_total{verb=\"POST\",resource=\"pods\","
+                           "subresource=\"binding\"}");
+    request(x.k, "GET", "/api/v1/nodes?limit=10", NULL);
+    request(x.k, "GET", "/api/v1/nodes", NULL);
+    request(x.k, "GET", "/api/v1/namespaces/default/pods/nope", NULL);
+    static const char binding[] = "{\"kind\":\"Binding\",\"target\":{\"name\":\"n1\"}}";
+    request(x.k, "POST", "/api/v1/namespaces/default/pods/nope/binding", binding);
+    ck_assert_double_eq(counter(REQS("LIST", "nodes", "")) - list0, 2);
+    ck_assert_double_eq(counter(REQS("GET", "pods", "")) - get0, 1);
+    ck_assert_double_eq(counter(REQS("POST", "pods", "binding")) - post0, 1);
+    ck_assert_double_eq(counter("gpupack_kube_request_sent_bytes_total{verb=\"POST\",resource=\"pods\","
+                                "subresource=\"binding\"}") - sent0,
+                        (double)strlen(binding));
+    teardown(&x);
+}
+END_TEST
+
+typedef struct caller {
+    gp_kube *k;
+    int i;
+} caller;
+
+static void *call_one(void *arg)
+{
+    caller *c = arg;
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/nodes/slow-%d", c->i);
+    gp_kube_resp r;
+    gp_err err;
+    if (kube_request(c->k, "GET", path, NULL, NULL, 10, NULL, &r, &err) == 0)
+        kube_resp_free(&r);
+    return NULL;
+}
+
+/* Runs n requests at once (the fake holds each for 300 ms). */
+static void overlapping(fixture *x, int n)
+{
+    fakeapi_delay(x->f, "GET", "/api/v1/nodes/slow-", 300, n);
+    pthread_t th[16];
+    caller c[16];
+    for (int i = 0; i < n; i++) {
+        c[i] = (caller){x->k, i};
+        pthread_create(&th[i], NULL, call_one, &c[i]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* Binds, Events and watches overlap: the connections they opened stay for
+ * the next ones instead of being closed past libcurl's per-handle default. */
+START_TEST(overlapping_requests_reuse_connections)
+{
+    fixture x;
+    setup(&x);
+    double c0 = counter("gpupack_kube_connections_total");
+    overlapping(&x, 8);
+    double c1 = counter("gpupack_kube_connections_total");
+    ck_assert_double_eq(c1 - c0, 8);   /* eight at once: eight connections */
+    overlapping(&x, 8);
+    ck_assert_double_eq(counter("gpupack_kube_connections_total") - c1, 0);
+    teardown(&x);
+}
+END_TEST
+
+Suite *suite_kube(void);
+Suite *suite_kube(void)
+{
+    Suite *s = suite_create("kube");
+    TCase *t = tcase_create("accounting");
+    tcase_set_timeout(t, 30);
+    tcase_add_loop_test(t, paths_name_resource_and_subresource, 0, (int)GP_ARRAY_LEN(path_cases));
+    tcase_add_test(t, requests_are_counted_by_verb_and_resource);
+    tcase_add_test(t, overlapping_requests_reuse_connections);
+    suite_add_tcase(s, t);
+    return s;
+}
