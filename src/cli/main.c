@@ -127,9 +127,9 @@ static const gp_flag serve_flags[] = {
     GP_FLAG("--aliyun-unit", FLAG_FN, 0, "GiB|MiB",
      "unit of aliyun.com/gpu-mem on nodes and pods (default GiB)", .fn = set_aliyun_unit),
     GP_FLAG("--bind-events", FLAG_FN, 0, "all|gpu|failures",
-     "live mode: which binds leave an Event on the pod (default gpu:\n"
-     "a pod without GPUs gets kube-scheduler's Scheduled only, which\n"
-     "says the same)", .fn = set_bind_events),
+     "live mode: which binds leave an Event on the pod (default\n"
+     "failures; gpu adds GPUsAssigned for every pod that holds GPUs,\n"
+     "all also the binds of pods without GPUs)", .fn = set_bind_events),
     GP_FLAG("--log-level", FLAG_FN, 0, "L", "debug, info, warn, error (default info)", .fn = set_log_level),
     GP_FLAG("--leader-elect", FLAG_BOOL, O(leader_elect), NULL,
      "run as one of several replicas: only the Lease holder binds"),
@@ -162,7 +162,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
     o->assume_ttl = 120;
     o->watch_stall = 90;
     o->aliyun_unit_mib = 1024;
-    o->bind_events = GP_EVENTS_GPU;
+    o->bind_events = GP_EVENTS_FAILURES;   /* docs/scale.md: an Event per bind is not free */
     o->lease_ns = "gpupack-system";
     o->lease_name = "gpupack";
     int rc = flags_parse(&serve_cmd, argc, argv, o, NULL, NULL);

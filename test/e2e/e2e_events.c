@@ -53,7 +53,10 @@ static json_t *event_of(e2e_cp *cp, const char *ns, const char *pod, const char 
 
 START_TEST(bind_events_on_the_pod)
 {
-    e2e_world *w = e2e_world_up(NULL);
+    /* GPUsAssigned is opt-in (the default is failures only) */
+    static const char *const args[] = {"--bind-events", "gpu", NULL};
+    e2e_world_opts o = {.gpupack_args = args};
+    e2e_world *w = e2e_world_up(&o);
     e2e_ns_create(w->cp, "e2e-events");
     e2e_node_create(w->cp, e2e_node_gpupack("ev-a100", 2, 81920, "A100-SXM4-80GB"));
     json_t *p = e2e_pod("e2e-events", "infer");
