@@ -25,23 +25,8 @@ THREADS=${E2E_THREADS:-16}
 [ -x "$K8S/kube-up" ] || { echo "bench/e2e.sh: no kit at $K8S (set GPUPACK_K8S)" >&2; exit 1; }
 make -s build bin/e2eload >/dev/null
 WORK=$(mktemp -d /tmp/gpupack-e2ebench-XXXXXX)
-CP="" GP=""
-cleanup() {
-  [ -n "$GP" ] && kill "$GP" 2>/dev/null && wait "$GP" 2>/dev/null || true
-  [ -n "$CP" ] && [ -f "$CP/env" ] && "$K8S/kube-down" "$CP" >/dev/null 2>&1 || true
-  GP="" CP=""
-}
-trap 'cleanup; rm -rf "$WORK"' EXIT
-trap 'exit 1' INT TERM
-SCHED=$(bin/e2eload sched-config --port 1 --qps 1 | sed -n 's/.*"schedulerName": "\(.*\)".*/\1/p' | head -1)
-# an HTTPS stanza (mutual TLS, as shipped): gpupack serves the test certificates
-# and kube-scheduler presents the test client certificate
-TLS=test/fixtures/tls
-GPTLS=() SCHEME=http CURLTLS=()
-if bin/e2eload sched-config --port 1 --qps 1 | grep -q '"enableHTTPS": true'; then
-  GPTLS=(--tls-cert $TLS/server.crt --tls-key $TLS/server.key --client-ca $TLS/ca.crt)
-  SCHEME=https CURLTLS=(--cacert $TLS/ca.crt)
-fi
+# shellcheck source=bench/lib-controlplane.sh
+. bench/lib-controlplane.sh
 
 echo "| Kubernetes | scheduler | client QPS | pods | bound | pods/s (first create → last bind) | p50 create→bound | p99 | GPUs used / perfect | scheduler error lines | load tool alone |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"

@@ -52,22 +52,8 @@ mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/gpupack-scalework-XXXXXX)
 # a rebuild during the run must not change the binary under test
 cp "${SCALE_GPUPACK_BIN:-bin/gpupack}" "$WORK/gpupack"
-CP="" GP=""
-cleanup() {
-  [ -n "$GP" ] && kill "$GP" 2>/dev/null && wait "$GP" 2>/dev/null || true
-  [ -n "$CP" ] && [ -f "$CP/env" ] && "$K8S/kube-down" "$CP" >/dev/null 2>&1 || true
-  GP="" CP=""
-}
-trap 'cleanup; rm -rf "$WORK"' EXIT
-trap 'exit 1' INT TERM
-
-SCHED=$(bin/e2eload sched-config --port 1 --qps 1 | sed -n 's/.*"schedulerName": "\(.*\)".*/\1/p' | head -1)
-TLS=test/fixtures/tls
-GPTLS=() SCHEME=http CURLTLS=()
-if bin/e2eload sched-config --port 1 --qps 1 | grep -q '"enableHTTPS": true'; then
-  GPTLS=(--tls-cert $TLS/server.crt --tls-key $TLS/server.key --client-ca $TLS/ca.crt)
-  SCHEME=https CURLTLS=(--cacert $TLS/ca.crt)
-fi
+# shellcheck source=bench/lib-controlplane.sh
+. bench/lib-controlplane.sh
 TRACE=(--trace-nodes "$TRACES/openb_node_list_gpu_node.csv" --trace-pods "$TRACES/openb_pod_list_default.csv"
        --seed "$SEED")
 # shellcheck disable=SC2206
