@@ -200,6 +200,8 @@ START_TEST(failover_kill_and_handover)
     ck_assert_msg(first > 0, "replica b never bound");
     double kill_to_bind = (double)(first - kill_ns) / 1e9;
     e2e_log("MEASURED kill -> new leader's first bind: %.2f s (goal < 20 s)", kill_to_bind);
+    /* the standby took over because the lease expired (not by accident earlier) */
+    ck_assert_int_gt(e2e_gp_log_count(b, "took the lease over from replica-a (expired)"), 0);
     ck_assert_str_eq(lease_holder(cp, holder, sizeof holder), "replica-b");
     ck_assert_str_eq(labelled(cp, holder, sizeof holder), "replica-b");   /* a's label removed */
 
@@ -235,12 +237,15 @@ START_TEST(failover_kill_and_handover)
     ck_assert_msg(first > 0, "replica a2 never bound");
     double term_to_bind = (double)(first - term_ns) / 1e9;
     e2e_log("MEASURED SIGTERM -> new leader's first bind: %.2f s (goal < 3 s)", term_to_bind);
+    /* a handover, not an expiry: b released the lease and a2 took the released
+     * lease without waiting out the lease duration (timings are logged above,
+     * measured in bench/, never asserted: CI machines are noisy) */
     ck_assert_int_gt(e2e_gp_log_count(b, "released the lease"), 0);
+    ck_assert_int_gt(e2e_gp_log_count(a, "leads after a released lease"), 0);
+    ck_assert_int_eq(e2e_gp_log_count(a, "(expired)"), 0);
     ck_assert_str_eq(labelled(cp, holder, sizeof holder), "replica-a2");
     e2e_assert_consistent(cp, a, 30, &v);
     ck_assert_int_eq(v.gpu_pods_bound, KILL_PODS + TERM_PODS);
-    ck_assert_msg(kill_to_bind < 20, "kill -> first bind %.2f s", kill_to_bind);
-    ck_assert_msg(term_to_bind < 3, "SIGTERM -> first bind %.2f s", term_to_bind);
 
     /* fencing for real: the leader freezes (SIGSTOP: a long GC pause, a stuck VM)
      * while pods arrive; the standby takes over; when the old leader wakes up,
