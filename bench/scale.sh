@@ -24,7 +24,9 @@
 # SCALE_THREADS (create connections, 16), SCALE_OUT (default a new /tmp directory),
 # SCALE_GPUPACK_BIN (the binary to measure, default bin/gpupack),
 # SCALE_GPUPACK_ARGS (extra `gpupack serve` flags), SCALE_WRAP (a command gpupack runs
-# under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p").
+# under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"), SCALE_PERF=1
+# (a whole-machine `perf record -a -g` from kube-scheduler's start to the quiet after the
+# last bind; the CPU by process, library and function goes to SCALE_OUT/perf-RUN.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --k8s-version ]; then
@@ -63,6 +65,21 @@ GPARGS=(${SCALE_GPUPACK_ARGS:-})
 
 echo "# bench/scale.sh $NODES $PODS -- kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw figures: $OUT"
+# perf_stop TAG [GPUPACK_PID]: ends the run's whole-machine profile; its summary (by
+# process, library, Go package and function: bench/perf-summary.py) goes to perf-TAG.txt
+perf_stop() {
+  local pid
+  pid=$(cat "$WORK/perf.pid" 2>/dev/null) || return 0
+  rm -f "$WORK/perf.pid"
+  kill -INT "$pid" 2>/dev/null || true
+  for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  local named=("etcd=$(cat "$CP/run/etcd.pid")" "kube-apiserver=$(cat "$CP/run/kube-apiserver.pid")"
+               "kube-scheduler=$(cat "$CP/run/kube-scheduler.pid")")
+  [ -n "${2:-}" ] && named+=("gpupack=$2")
+  { echo "# perf record -a -g -F 199 ($1): kube-scheduler's start to the quiet after the last bind"
+    bench/perf-summary.py "$OUT/perf-$1.data" "${named[@]}"; } >"$OUT/perf-$1.txt" 2>&1 || true
+}
+
 for run in ${DO_RUNS:+$RUNS}; do
   mode=${run%%:*} arrival=${run##*:}
   tag=$mode-$arrival
@@ -92,6 +109,10 @@ for run in ${DO_RUNS:+$RUNS}; do
     bin/e2eload sched-config --port 1 --qps "$QPS" --no-extender >"$WORK/sched.json"
   fi
   start_sched="$K8S/kube-up $CP --scheduler-config $WORK/sched.json >>$WORK/up.log 2>&1"
+  if [ -n "${SCALE_PERF:-}" ]; then
+    # the profile covers scheduling only: it starts with kube-scheduler
+    start_sched="{ perf record -a -g -F 199 -o $OUT/perf-$tag.data >$WORK/perf.log 2>&1 & echo \$! >$WORK/perf.pid; }; $start_sched"
+  fi
   backlog=()
   if [ "$arrival" = backlog ]; then
     backlog=(--backlog "$start_sched")
@@ -102,6 +123,7 @@ for run in ${DO_RUNS:+$RUNS}; do
         "${TRACE[@]}" --threads "$THREADS" --timeout 3600 --pids "$pids" --timeline "$OUT/timeline-$tag.csv" \
         "${backlog[@]}" "${dump[@]}" 2>"$OUT/pods-$tag.log" || true)
   echo "$out" >"$OUT/result-$tag.json"
+  if [ -n "${SCALE_PERF:-}" ]; then perf_stop "$tag" "$([ "$mode" = gpupack ] && echo "$GP")"; fi
   if [ "$mode" = gpupack ]; then
     curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/metrics" >"$OUT/metrics-gpupack-$tag.txt" || true
   fi

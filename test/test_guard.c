@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pack/clusterfile.h"
@@ -197,6 +200,65 @@ START_TEST(verified_client_chains_are_remembered)
     /* six calls and three /metrics reads, each on its own connection */
     ck_assert_double_eq(metric(f.base, "gpupack_http_connections_total"), 9);
     free(body);
+    fx_stop(&f);
+}
+END_TEST
+
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int tcp_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* Clients that stop in the middle of a TLS handshake -- one silent after
+ * connecting, one after its ClientHello (the server has answered and waits for
+ * the client's certificate, the state kube-scheduler's new connections sit in
+ * while it computes) -- leave the server idle: its threads wait in poll()
+ * instead of retrying the handshake in a loop. The bound is a resource bound,
+ * not a speed one: a spinning thread burns a core for the whole second (about
+ * 1 s of CPU), an idle server next to nothing; the test allows 0.3 s. */
+START_TEST(stalled_tls_handshakes_do_not_spin)
+{
+    gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
+                            .tls_key = TLS_DIR "server.key", .client_ca = TLS_DIR "ca.crt"};
+    fixture f;
+    fx_start(&f, &cfg, true);
+    int silent = tcp_connect(server_port(f.s));
+    int hello = tcp_connect(server_port(f.s));
+    gnutls_certificate_credentials_t cred;
+    gnutls_session_t sess;
+    ck_assert_int_eq(gnutls_certificate_allocate_credentials(&cred), 0);
+    ck_assert_int_eq(gnutls_init(&sess, GNUTLS_CLIENT | GNUTLS_NONBLOCK), 0);
+    ck_assert_int_eq(gnutls_set_default_priority(sess), 0);
+    ck_assert_int_eq(gnutls_credentials_set(sess, GNUTLS_CRD_CERTIFICATE, cred), 0);
+    ck_assert_int_eq(fcntl(hello, F_SETFL, fcntl(hello, F_GETFL) | O_NONBLOCK), 0);
+    gnutls_transport_set_int(sess, hello);
+    /* non-blocking: sends the ClientHello, then finds nothing to read yet */
+    ck_assert_int_eq(gnutls_handshake(sess), GNUTLS_E_AGAIN);
+    char peek;
+    for (int i = 0; i < 200 && recv(hello, &peek, 1, MSG_PEEK | MSG_DONTWAIT) != 1; i++)
+        usleep(10000);   /* the server's answer is here: it now waits for us */
+    ck_assert_int_eq(recv(hello, &peek, 1, MSG_PEEK | MSG_DONTWAIT), 1);
+    double cpu0 = process_cpu_s();
+    usleep(1000000);
+    double used = process_cpu_s() - cpu0;
+    fprintf(stderr, "guard: CPU while two TLS handshakes stalled for 1 s: %.3f s\n", used);
+    ck_assert_msg(used < 0.3, "the server used %.2f s of CPU in 1 s with two stalled handshakes", used);
+    gnutls_deinit(sess);
+    gnutls_certificate_free_credentials(cred);
+    close(hello);
+    close(silent);
     fx_stop(&f);
 }
 END_TEST
@@ -441,6 +503,7 @@ Suite *suite_guard(void)
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, verbs_need_a_trusted_client_certificate, 0, (int)GP_ARRAY_LEN(auth_cases));
     tcase_add_test(t, verified_client_chains_are_remembered);
+    tcase_add_test(t, stalled_tls_handshakes_do_not_spin);
     tcase_add_test(t, client_ca_needs_tls);
     tcase_add_test(t, inspect_hides_pod_uids_unless_asked);
     suite_add_tcase(s, t);

@@ -966,8 +966,15 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
     if (pl)
         snprintf(s->prefix, sizeof s->prefix, "/%.*s", (int)pl, prefix);
 
-    /* ITC: the polling threads are woken at stop, not at their next timeout */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+    /* ITC: the polling threads are woken at stop, not at their next timeout.
+     * poll(), not epoll: with epoll, libmicrohttpd 0.9.75 keeps a connection
+     * whose TLS handshake waits for the client in its ready list, so the
+     * polling thread spins (epoll_wait with timeout 0, then a 5-byte recv that
+     * fails with EAGAIN) until the client's next flight arrives. Under
+     * kube-scheduler's new connection for about every second pod, that spin was
+     * half of gpupack's CPU (bench/results/scale.md, "Where the time goes").
+     * gpupack serves a handful of connections, so poll's cost per call is small. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
