@@ -972,7 +972,7 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
      * polling thread spins (epoll_wait with timeout 0, then a 5-byte recv that
      * fails with EAGAIN) until the client's next flight arrives. Under
      * kube-scheduler's new connection for about every second pod, that spin was
-     * half of gpupack's CPU (bench/results/scale.md, "Where the time goes").
+     * half of gpupack's CPU (bench/results/scale.md, "The change").
      * gpupack serves a handful of connections, so poll's cost per call is small. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME;
