@@ -365,10 +365,7 @@ START_TEST(inflight_budget_answers_503_then_recovers)
     fixture f;
     fx_start(&f, &cfg, false);
     /* a slow client: announces 100,000 bytes, sends a few */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)server_port(f.s))};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int fd = tcp_connect(server_port(f.s));
     const char *head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                        "Content-Length: 100000\r\n\r\n{\"Pod\":";
     ck_assert_int_eq(write(fd, head, strlen(head)), (ssize_t)strlen(head));
