@@ -34,11 +34,34 @@ typedef struct gp_gpu_info {
     char uuid[GP_UUID_MAX];       /* "" when the source does not know it */
 } gp_gpu_info;
 
+/* What Dynamic Resource Allocation says of a GPU (docs/dra.md): a device a
+ * DRA driver publishes in a ResourceSlice, and what the allocated
+ * ResourceClaims consume of it. Kubernetes' allocator sees only this: not
+ * the pods gpupack places itself. A zeroed struct: not published through DRA. */
+typedef struct gp_gpu_dra {
+    int64_t mem_total;            /* MiB the driver publishes */
+    int64_t mem_used;             /* MiB the allocated claims consume (also in gp_gpu.mem_used) */
+    int64_t step_mib, min_mib;    /* the memory requestPolicy: amounts are rounded up to
+                                   * min + k * step (0: not set) */
+    int64_t default_mib;          /* what a request without an amount consumes (0: the whole device) */
+    int16_t order;                /* 1 + position in the allocator's search on this node;
+                                   * 0 = not published through DRA */
+    uint16_t claims;              /* allocated claims on it (also in gp_gpu.pods) */
+    int16_t core_used;            /* per-mille of its compute capacity the claims consume */
+    int16_t core_default;         /* per-mille a request without a compute amount consumes
+                                   * (the requestPolicy default, else all) */
+    bool cores;                   /* it publishes a compute capacity (HAMi: "cores") */
+    bool multi;                   /* allowMultipleAllocations: claims share it by capacity */
+    bool only;                    /* known from DRA alone: offered to claims, not to gpupack's
+                                   * own pods (no node side would enforce their share) */
+} gp_gpu_dra;
+
 /* A GPU with its allocation, as the cluster store and placement see it. */
 typedef struct gp_gpu {
-    int64_t mem_used;             /* MiB held by pods (assumed or bound) */
-    int core_used;                /* per-mille held by pods */
-    int pods;                     /* pods holding any part of this GPU */
+    int64_t mem_used;             /* MiB held by pods (assumed or bound) and claims */
+    int core_used;                /* per-mille held by pods and claims */
+    int pods;                     /* pods and claims holding any part of this GPU */
+    gp_gpu_dra dra;
     gp_gpu_info info;
 } gp_gpu;
 
@@ -118,6 +141,11 @@ typedef struct gp_pod_req {
     int64_t cpu_milli;            /* host requests, for the simulator's fit (0 = none) */
     int64_t host_mem_mib;
     int32_t priority;             /* spec.priority (0 when absent): preemption claims it may ignore */
+    /* the GPU containers stand for the device requests of the pod's
+     * ResourceClaims that are not allocated yet: Kubernetes' allocator picks
+     * the devices (placement predicts its choice, docs/dra.md), on GPUs
+     * published through DRA only */
+    bool dra;
 } gp_pod_req;
 
 /* Where a pod's containers run: the answer of placement, what bind records

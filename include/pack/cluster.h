@@ -165,6 +165,8 @@ typedef struct gp_cluster_truth {
                                             * capacity: kept until their outcome is known */
     unsigned long over_capacity;           /* GPUs that went over capacity */
     unsigned long notices_dropped;         /* over-capacity notices the queue had no room for */
+    unsigned long dra_conflicts;           /* of over_capacity: GPUs DRA claims share with
+                                            * gpupack's pods when they went over */
 } gp_cluster_truth;
 
 /* A GPU that went over capacity, and the pod most recently recorded on it. */
@@ -175,6 +177,8 @@ typedef struct gp_over_notice {
     int64_t mem_used, mem_total;                /* MiB */
     int core_used, core_total;                  /* per-mille */
     char ns[GP_NAME_MAX], name[GP_NAME_MAX], uid[GP_UID_MAX];   /* "" when none */
+    int64_t dra_mem;                            /* MiB of it DRA's allocated claims hold */
+    int dra_claims;                             /* how many claims */
 } gp_over_notice;
 
 /* Takes up to max queued notices (oldest first) into out; returns how many. */
@@ -256,6 +260,51 @@ typedef struct gp_pod_on_node {
 void cluster_rd_node_pods(const gp_cluster *c, const char *node,
                           void (*fn)(void *ud, const gp_pod_on_node *p), void *ud);
 
+/* --- DRA --------------------------------------------------------------
+ *
+ * GPUs that a Dynamic Resource Allocation driver publishes, and what the
+ * allocated ResourceClaims hold of them, as one node's view (built from the
+ * ResourceSlices and ResourceClaims by sched/dra_feed.c). The store merges
+ * them into the node's GPUs: a DRA GPU whose UUID the node's inventory also
+ * names is that GPU (one map, one set of counters); one the inventory lacks,
+ * or that has no UUID, is added as a GPU of its own (index after the
+ * inventory's), offered to claims only. What claims hold counts as used for
+ * every pod; when claims and gpupack's pods together over-fill a GPU, the
+ * store reconciles as for annotations (unsent assumptions released, the rest
+ * followed, counted and reported with a notice). */
+typedef struct gp_dra_gpu_view {
+    char uuid[GP_UUID_MAX];
+    char model[GP_MODEL_MAX];
+    char driver[64], pool[GP_NAME_MAX], device[64];
+    gp_gpu_dra dra;               /* order (1-based), capacity, policy, what claims use */
+    int core_used;                /* per-mille claims hold (an exclusive device: all) */
+} gp_dra_gpu_view;
+
+/* One allocated claim's share of one GPU of the view. */
+typedef struct gp_dra_holder {
+    int gpu;                      /* position in the view's gpus */
+    char claim_ns[GP_NAME_MAX], claim[GP_NAME_MAX];
+    char pod_uid[GP_UID_MAX], pod[GP_NAME_MAX];   /* the first pod it is reserved for; "" none */
+    int64_t mem_mib;
+    int core;
+} gp_dra_holder;
+
+typedef struct gp_dra_node_view {
+    int ngpus;
+    gp_dra_gpu_view *gpus;        /* in the allocator's order */
+    int nholders;
+    gp_dra_holder *holders;
+} gp_dra_node_view;
+
+/* Replaces what DRA says of node `name` (copied; v NULL or empty: nothing).
+ * May come before the node itself: it is kept and merged when the node
+ * arrives. A pod that gpupack assumed on DRA GPUs (a gp_pod_req with dra set)
+ * and that the view now shows holding its claims gives its assumed GPUs up:
+ * the claims count instead. */
+void cluster_set_dra(gp_cluster *c, const char *name, const gp_dra_node_view *v);
+/* Frees the arrays of a view built by the caller; accepts a zeroed view. */
+void cluster_dra_view_free(gp_dra_node_view *v);
+
 /* --- reading ---------------------------------------------------------- */
 
 void cluster_rdlock(gp_cluster *c);
@@ -272,6 +321,9 @@ typedef struct gp_cluster_stats {
     size_t nodes, gpus, pods_bound, pods_assumed;
     size_t pods_gpu_missing;        /* pods naming a GPU their node no longer has */
     size_t gpus_over;               /* GPUs holding more than they have (annotations) */
+    size_t dra_gpus;                /* GPUs published through DRA */
+    int64_t dra_mem_total, dra_mem_used;   /* MiB they publish / allocated claims hold */
+    size_t dra_claims;              /* claim shares on them (a claim on two GPUs: 2) */
     gp_cluster_truth truth;
     int64_t mem_total, mem_used;    /* MiB over healthy GPUs */
     int64_t core_total, core_used;  /* per-mille */

@@ -32,10 +32,15 @@ typedef struct pod_rec {
     int missing;                /* held GPUs its node no longer has (while attached) */
     gp_assignment *a;           /* allocated to a->nctrs containers (0: host-only pod) */
     int64_t cpu_milli, mem_mib; /* host requests, counted on a->node */
+    bool dra;                   /* its GPUs are the allocator's predicted choice for its claims:
+                                 * held until the claims show up allocated (cluster_set_dra) */
 } pod_rec;
 
 typedef struct node_ent {
     unsigned gen;
+    int ninv;                   /* node.gpus[0..ninv) are the inventory's; DRA-only GPUs follow */
+    char inv_source[16];        /* the inventory's source (node.source says "dra" for a node
+                                 * whose GPUs all come from DRA) */
     uint64_t over;              /* GPU positions over capacity at the last reconcile */
     pod_rec **pods;             /* pods whose assignment names this node */
     size_t npods, cappods;
@@ -57,6 +62,7 @@ struct gp_cluster {
     size_t nnotices;
     gp_claim **claims;          /* preemption claims (few: a plain array) */
     size_t nclaims;
+    strmap *dra;                /* node name -> gp_dra_node_view (owned copies) */
 };
 
 size_t gp_node_size(int ngpus)
@@ -96,6 +102,7 @@ gp_cluster *cluster_new(void)
     pthread_rwlock_init(&c->lock, NULL);
     c->nodes = strmap_new();
     c->pods = strmap_new();
+    c->dra = strmap_new();
     return c;
 }
 
@@ -153,6 +160,13 @@ void cluster_free(gp_cluster *c)
         rec_free(r);
     strmap_free(c->nodes);
     strmap_free(c->pods);
+    gp_dra_node_view *dv;
+    it = 0;
+    while ((dv = strmap_next(c->dra, &it, NULL))) {
+        cluster_dra_view_free(dv);
+        free(dv);
+    }
+    strmap_free(c->dra);
     for (size_t i = 0; i < c->nclaims; i++)
         free(c->claims[i]);
     free(c->claims);
@@ -234,6 +248,12 @@ static void apply_holds(node_ent *e, pod_rec *r, int sign)
         g->mem_used += sign * holds[h].mem_mib;
         g->core_used += sign * holds[h].core;
         g->pods += sign;
+        if (r->dra && g->dra.order > 0) {
+            /* a claim the allocator holds in flight: it sees it as taken too */
+            g->dra.mem_used += sign * holds[h].mem_mib;
+            g->dra.core_used = (int16_t)(g->dra.core_used + sign * holds[h].core);
+            g->dra.claims = (uint16_t)(g->dra.claims + sign);
+        }
     }
     e->node.cpu_used_milli += sign * r->cpu_milli;
     e->node.host_mem_used_mib += sign * r->mem_mib;
@@ -439,12 +459,16 @@ static void reconcile_node(gp_cluster *c, node_ent *e)
         if (!(went & bit))
             continue;
         c->truth.over_capacity++;
+        if (g->dra.claims > 0 && g->mem_used > g->dra.mem_used)
+            c->truth.dra_conflicts++;
         const pod_rec *why = newest_on(e, pos);
-        LOG_WARN("node %s GPU %d is OVER CAPACITY: the pods' annotations hold %lld of %lld MiB and "
-                 "%d.%d%% of %d.%d%% compute (last recorded: pod %s/%s); gpupack follows them and "
-                 "offers nothing on this GPU until pods leave", e->node.name, g->info.index,
+        LOG_WARN("node %s GPU %d is OVER CAPACITY: the pods' annotations%s hold %lld of %lld MiB "
+                 "and %d.%d%% of %d.%d%% compute (%lld MiB of it %d DRA claim%s; last recorded: pod "
+                 "%s/%s); gpupack follows them and offers nothing on this GPU until pods leave",
+                 e->node.name, g->info.index, g->dra.claims ? " and DRA's allocated claims" : "",
                  (long long)g->mem_used, (long long)g->info.mem_total, g->core_used / 10,
                  g->core_used % 10, g->info.core_total / 10, g->info.core_total % 10,
+                 (long long)g->dra.mem_used, g->dra.claims, gp_s(g->dra.claims),
                  why ? why->ns : "-", why ? why->name : "-");
         if (c->nnotices == GP_OVER_NOTICES_MAX) {
             c->truth.notices_dropped++;
@@ -458,6 +482,8 @@ static void reconcile_node(gp_cluster *c, node_ent *e)
         n->mem_total = g->info.mem_total;
         n->core_used = g->core_used;
         n->core_total = g->info.core_total;
+        n->dra_mem = g->dra.mem_used;
+        n->dra_claims = g->dra.claims;
         if (why) {
             gp_strlcpy(n->ns, why->ns, sizeof n->ns);
             gp_strlcpy(n->name, why->name, sizeof n->name);
@@ -685,9 +711,76 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
 
 /* -------------------------------------------------------------- nodes -- */
 
-static bool same_inventory(const gp_node *n, const gp_inventory *inv)
+/* A node entry from the inventory's GPUs and what DRA publishes on the node
+ * (c->dra), with what the claims hold counted; no pods attached yet. */
+static node_ent *ent_build(gp_cluster *c, const char *name, const char *source, int64_t cpu_milli,
+                           int64_t mem_mib, const gp_gpu_info *inv, int ninv)
 {
-    if (n->ngpus != inv->n || strcmp(n->source, inv->source) != 0 ||
+    const gp_dra_node_view *dv = strmap_get(c->dra, name);
+    int extra = 0;
+    int match[GP_MAX_GPUS_PER_NODE];   /* view GPU -> position, -1 = added */
+    int maxidx = -1;
+    for (int i = 0; i < ninv; i++)
+        if (inv[i].index > maxidx)
+            maxidx = inv[i].index;
+    for (int k = 0; dv && k < dv->ngpus && k < GP_MAX_GPUS_PER_NODE; k++) {
+        match[k] = -1;
+        for (int i = 0; i < ninv && dv->gpus[k].uuid[0]; i++)
+            if (strcmp(inv[i].uuid, dv->gpus[k].uuid) == 0)
+                match[k] = i;
+        if (match[k] < 0 && ninv + extra < GP_MAX_GPUS_PER_NODE)
+            extra++;
+    }
+    node_ent *e = xcalloc(1, ent_size(ninv + extra));
+    gp_strlcpy(e->node.name, name, sizeof e->node.name);
+    gp_strlcpy(e->inv_source, source, sizeof e->inv_source);
+    gp_strlcpy(e->node.source, ninv == 0 && extra ? "dra" : source, sizeof e->node.source);
+    e->node.ngpus = ninv;
+    e->ninv = ninv;
+    e->node.cpu_alloc_milli = cpu_milli;
+    e->node.host_mem_alloc_mib = mem_mib;
+    for (int i = 0; i < ninv; i++)
+        e->node.gpus[i].info = inv[i];
+    for (int k = 0; dv && k < dv->ngpus && k < GP_MAX_GPUS_PER_NODE; k++) {
+        const gp_dra_gpu_view *v = &dv->gpus[k];
+        int pos = match[k];
+        if (pos < 0) {
+            if (e->node.ngpus == GP_MAX_GPUS_PER_NODE)
+                continue;
+            pos = e->node.ngpus++;
+            gp_gpu_info *gi = &e->node.gpus[pos].info;
+            gi->mem_total = v->dra.mem_total;
+            gi->core_total = GP_CORE_FULL;
+            gi->index = ++maxidx;
+            gi->healthy = true;
+            gp_strlcpy(gi->model, v->model, sizeof gi->model);
+            gp_strlcpy(gi->uuid, v->uuid, sizeof gi->uuid);
+        }
+        gp_gpu *g = &e->node.gpus[pos];
+        g->dra = v->dra;
+        g->dra.only = match[k] < 0;
+        g->mem_used += v->dra.mem_used;
+        g->core_used += v->core_used;
+        g->pods += v->dra.claims;
+    }
+    e->node.state_hash = placement_state_hash(&e->node);
+    return e;
+}
+
+/* e replaces old under the same name: old's pods recounted on e, old freed. */
+static void ent_adopt(gp_cluster *c, node_ent *e, node_ent *old)
+{
+    for (size_t i = 0; i < old->npods; i++)
+        attach(c, old->pods[i]);
+    int n = e->node.ngpus < old->node.ngpus ? e->node.ngpus : old->node.ngpus;
+    e->over = n < 64 ? old->over & (((uint64_t)1 << n) - 1) : old->over;
+    ent_free(old);
+}
+
+static bool same_inventory(const node_ent *e, const gp_inventory *inv)
+{
+    const gp_node *n = &e->node;
+    if (e->ninv != inv->n || strcmp(e->inv_source, inv->source) != 0 ||
         n->cpu_alloc_milli != inv->cpu_alloc_milli || n->host_mem_alloc_mib != inv->mem_alloc_mib)
         return false;
     for (int i = 0; i < inv->n; i++)
@@ -702,28 +795,17 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
         return;
     wrlock(c);
     node_ent *old = strmap_get(c->nodes, name);
-    if (old && same_inventory(&old->node, inv)) {
+    if (old && same_inventory(old, inv)) {
         old->gen = c->node_gen;
         cluster_unlock(c);
         return;
     }
-    node_ent *e = xcalloc(1, ent_size(inv->n));
-    gp_strlcpy(e->node.name, name, sizeof e->node.name);
-    gp_strlcpy(e->node.source, inv->source, sizeof e->node.source);
-    e->node.ngpus = inv->n;
-    e->node.cpu_alloc_milli = inv->cpu_alloc_milli;
-    e->node.host_mem_alloc_mib = inv->mem_alloc_mib;
-    for (int i = 0; i < inv->n; i++)
-        e->node.gpus[i].info = inv->gpus[i];
-    e->node.state_hash = placement_state_hash(&e->node);
+    node_ent *e = ent_build(c, name, inv->source, inv->cpu_alloc_milli, inv->mem_alloc_mib,
+                            inv->gpus, inv->n);
     e->gen = c->node_gen;
     strmap_put(c->nodes, name, e);
     if (old) {
-        /* same pods, recounted against the new inventory */
-        for (size_t i = 0; i < old->npods; i++)
-            attach(c, old->pods[i]);
-        e->over = inv->n < 64 ? old->over & (((uint64_t)1 << inv->n) - 1) : old->over;
-        ent_free(old);
+        ent_adopt(c, e, old);
     } else if (c->orphans > 0) {
         /* pods seen before their node: adopt them (a scan, but only then) */
         size_t it = 0;
@@ -782,6 +864,84 @@ void cluster_nodes_resync_end(gp_cluster *c)
             gp_strlcpy(name, gone[i], sizeof name);
             drop_node(c, name);
         }
+    }
+    cluster_unlock(c);
+}
+
+/* ---------------------------------------------------------------- DRA -- */
+
+void cluster_dra_view_free(gp_dra_node_view *v)
+{
+    if (v) {
+        free(v->gpus);
+        free(v->holders);
+        v->gpus = NULL;
+        v->holders = NULL;
+        v->ngpus = v->nholders = 0;
+    }
+}
+
+static bool view_holds_pod(const gp_dra_node_view *v, const char *uid)
+{
+    for (int i = 0; v && i < v->nholders; i++)
+        if (v->holders[i].pod_uid[0] && strcmp(v->holders[i].pod_uid, uid) == 0)
+            return true;
+    return false;
+}
+
+/* A pod assumed on the allocator's predicted GPUs whose claims now count in
+ * the view: it keeps its node and host requests, its GPUs go (the claims
+ * hold them instead). */
+static void dra_pod_settled(gp_cluster *c, pod_rec *r)
+{
+    detach(c, r);
+    r->a->nctrs = 0;
+    set_refs(r, NULL, 0);
+    r->dra = false;
+    attach(c, r);
+}
+
+void cluster_set_dra(gp_cluster *c, const char *name, const gp_dra_node_view *v)
+{
+    if (strlen(name) >= GP_NAME_MAX)
+        return;
+    gp_dra_node_view *copy = NULL;
+    if (v && v->ngpus > 0) {
+        copy = xcalloc(1, sizeof *copy);
+        copy->ngpus = v->ngpus > GP_MAX_GPUS_PER_NODE ? GP_MAX_GPUS_PER_NODE : v->ngpus;
+        copy->gpus = xmalloc((size_t)copy->ngpus * sizeof *copy->gpus);
+        memcpy(copy->gpus, v->gpus, (size_t)copy->ngpus * sizeof *copy->gpus);
+        copy->nholders = v->nholders;
+        copy->holders = xmalloc((size_t)(v->nholders ? v->nholders : 1) * sizeof *copy->holders);
+        if (v->nholders)
+            memcpy(copy->holders, v->holders, (size_t)v->nholders * sizeof *copy->holders);
+    }
+    wrlock(c);
+    gp_dra_node_view *old_view = strmap_del(c->dra, name);
+    cluster_dra_view_free(old_view);
+    free(old_view);
+    if (copy)
+        strmap_put(c->dra, name, copy);
+    node_ent *old = strmap_get(c->nodes, name);
+    if (old) {
+        gp_gpu_info inv[GP_MAX_GPUS_PER_NODE];
+        for (int i = 0; i < old->ninv; i++)
+            inv[i] = old->node.gpus[i].info;
+        node_ent *e = ent_build(c, name, old->inv_source, old->node.cpu_alloc_milli,
+                                old->node.host_mem_alloc_mib, inv, old->ninv);
+        e->gen = old->gen;
+        strmap_put(c->nodes, name, e);
+        ent_adopt(c, e, old);
+        /* pods whose claims the view now holds: their predicted GPUs go */
+        size_t n = 0;
+        pod_rec **settled = xmalloc((e->npods ? e->npods : 1) * sizeof *settled);
+        for (size_t i = 0; copy && i < e->npods; i++)
+            if (e->pods[i]->dra && e->pods[i]->a->nctrs > 0 && view_holds_pod(copy, e->pods[i]->uid))
+                settled[n++] = e->pods[i];
+        for (size_t i = 0; i < n; i++)
+            dra_pod_settled(c, settled[i]);
+        free(settled);
+        reconcile_for(c, name);
     }
     cluster_unlock(c);
 }
@@ -868,8 +1028,22 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         refs[h].index = holds[h].index;
         gp_strlcpy(refs[h].uuid, pos >= 0 ? e->node.gpus[pos].info.uuid : "", sizeof refs[h].uuid);
     }
-    pod_add(c, req->uid, req->ns, req->name, policy, out, state, refs, nh, req->cpu_milli,
-            req->host_mem_mib);
+    if (req->dra && view_holds_pod(strmap_get(c->dra, node), req->uid)) {
+        /* its claims already count (allocated before this bind): no GPUs of its own */
+        gp_assignment host;
+        memset(&host, 0, sizeof host);
+        gp_strlcpy(host.node, node, sizeof host.node);
+        pod_add(c, req->uid, req->ns, req->name, policy, &host, state, NULL, 0, req->cpu_milli,
+                req->host_mem_mib);
+    } else {
+        pod_rec *nr = pod_add(c, req->uid, req->ns, req->name, policy, out, state, refs, nh,
+                              req->cpu_milli, req->host_mem_mib);
+        if (req->dra) {   /* counted again as the allocator's, in flight */
+            detach(c, nr);
+            nr->dra = true;
+            attach(c, nr);
+        }
+    }
     claim_drop(c, req->uid);   /* its own hold replaces what was claimed for it */
     rc = 0;
 out:
@@ -1020,6 +1194,14 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
             goto out;
         }
         bool elsewhere = obs->node_name && *obs->node_name;
+        if (r->dra && host_only && r->a->nctrs > 0 && strcmp(r->a->node, obs->node_name) == 0 &&
+            !view_holds_pod(strmap_get(c->dra, obs->node_name), r->uid)) {
+            /* bound where predicted, its claims not seen allocated yet: the
+             * prediction holds their place until they are (cluster_set_dra) */
+            r->state = GP_POD_BOUND;
+            r->reserved_until = 0;
+            goto out;
+        }
         bool keep;
         if (r->state == GP_POD_BOUND)
             keep = false;   /* a recorded binding whose pod no longer carries it: the cluster is the truth */
@@ -1201,6 +1383,12 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
             s->mem_used += g->mem_used;
             s->core_total += g->info.core_total;
             s->core_used += g->core_used;
+            if (g->dra.order > 0) {
+                s->dra_gpus++;
+                s->dra_mem_total += g->dra.mem_total;
+                s->dra_mem_used += g->dra.mem_used;
+                s->dra_claims += g->dra.claims;
+            }
         }
     }
     s->truth = c->truth;
@@ -1253,6 +1441,39 @@ static json_t *inspect_claims(const gp_cluster *c, const gp_node *n, int index)
     return arr;
 }
 
+/* What DRA says of GPU g: the device, what the allocated claims hold, and
+ * each claim with the pod it is reserved for. */
+static json_t *inspect_dra(const gp_cluster *c, const gp_node *n, const gp_gpu *g)
+{
+    const gp_dra_node_view *v = strmap_get(c->dra, n->name);
+    json_t *o = json_object();
+    json_t *claims = json_array();
+    for (int k = 0; v && k < v->ngpus; k++) {
+        if (v->gpus[k].dra.order != g->dra.order)
+            continue;
+        json_object_set_new(o, "driver", json_string(v->gpus[k].driver));
+        json_object_set_new(o, "pool", json_string(v->gpus[k].pool));
+        json_object_set_new(o, "device", json_string(v->gpus[k].device));
+        for (int h = 0; h < v->nholders; h++) {
+            const gp_dra_holder *d = &v->holders[h];
+            if (d->gpu != k)
+                continue;
+            json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:I,s:o}", "namespace",
+                                                    d->claim_ns, "claim", d->claim, "pod", d->pod,
+                                                    "podUID", d->pod_uid, "memMiB",
+                                                    (json_int_t)d->mem_mib, "corePercent",
+                                                    percent(d->core)));
+        }
+    }
+    json_object_set_new(o, "onlyDRA", json_boolean(g->dra.only));
+    json_object_set_new(o, "shared", json_boolean(g->dra.multi));
+    json_object_set_new(o, "memoryMiB", json_pack("{s:I,s:I}", "usedByClaims",
+                                                  (json_int_t)g->dra.mem_used, "published",
+                                                  (json_int_t)g->dra.mem_total));
+    json_object_set_new(o, "claims", claims);
+    return o;
+}
+
 static json_t *inspect_node(const gp_cluster *c, const node_ent *e)
 {
     const gp_node *n = &e->node;
@@ -1298,6 +1519,8 @@ static json_t *inspect_node(const gp_cluster *c, const node_ent *e)
         if (gpu_over(g))   /* the annotations over-fill it: nothing is offered here */
             json_object_set_new(go, "overCapacity", json_true());
         json_object_set_new(go, "pods", pods);
+        if (g->dra.order > 0)
+            json_object_set_new(go, "dra", inspect_dra(c, n, g));
         json_t *claims = c->nclaims ? inspect_claims(c, n, g->info.index) : NULL;
         if (claims)   /* share held for a preemptor while its victims terminate */
             json_object_set_new(go, "reservations", claims);

@@ -260,7 +260,10 @@ static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req
         x->reg_mem[i] = x->init_mem[i] = 0;
         x->reg_core[i] = x->init_core[i] = 0;
         x->touched[i] = false;
-        x->allowed[i] = g->info.healthy &&
+        /* claims go where DRA publishes GPUs; gpupack's own pods where a
+         * node side of its own enforces their share */
+        bool source_ok = req->dra ? g->dra.order > 0 : !g->dra.only;
+        x->allowed[i] = source_ok && g->info.healthy &&
                         (!any_models || (gp_req_model_ok(req, g->info.model) &&
                                          gp_model_allowed(o->models, g->info.model)));
     }
@@ -474,6 +477,136 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
     }
 }
 
+/* ---------------------------------------------------- DRA prediction -- */
+/* For a pod whose GPUs come from ResourceClaims, Kubernetes' allocator picks
+ * the devices on the node kube-scheduler chose, and it sees only the claims:
+ * not gpupack's own pods. Its search (docs/dra.md, "Which device") takes the
+ * node's devices in the order they are published and gives each request the
+ * first that fits by what allocated claims leave; no scoring, no backtracking
+ * between requests that do not constrain each other. So placement predicts
+ * that choice, then checks it against everything the GPU really holds: a
+ * node where the allocator's choice would over-commit a GPU (gpupack's pods
+ * on it) does not fit. */
+
+/* Memory a request consumes on device g, as the allocator counts it: an
+ * exclusive device whole; else the amount asked (or the requestPolicy's
+ * default, or the whole device when there is none), rounded up to the
+ * policy's minimum and step. */
+static int64_t dra_need(const gp_gpu *g, const gp_ctr_req *r)
+{
+    if (!g->dra.multi)
+        return g->dra.mem_total;
+    int64_t need = r->ask == GP_ASK_WHOLE ? g->dra.default_mib : r->mem_mib;
+    if (need <= 0)
+        return g->dra.mem_total;
+    if (need < g->dra.min_mib)
+        need = g->dra.min_mib;
+    if (g->dra.step_mib > 0) {
+        int64_t over = (need - g->dra.min_mib) % g->dra.step_mib;
+        if (over)
+            need += g->dra.step_mib - over;
+    }
+    return need;
+}
+
+/* Compute (per-mille) a request consumes on a shared device that publishes
+ * a compute capacity: the amount asked, else the policy's default. Every
+ * capacity of the device is consumed, asked or not (docs/dra.md). */
+static int dra_need_core(const gp_gpu *g, const gp_ctr_req *r)
+{
+    if (!g->dra.multi)
+        return GP_CORE_FULL;
+    if (!g->dra.cores)
+        return 0;
+    return r->core > 0 ? r->core : g->dra.core_default;
+}
+
+/* What the allocator would see free on device pos for this pod: nothing on
+ * an exclusive device any claim (or an earlier request of this pod) holds. */
+static bool dra_visible_fits(const gp_place_ctx *x, int pos, int64_t need, int need_core, bool empty)
+{
+    const gp_gpu *g = &x->node->gpus[pos];
+    if (!g->dra.multi)
+        return (empty || g->dra.claims == 0) && !x->touched[pos];
+    int64_t used = (empty ? 0 : g->dra.mem_used) + x->reg_mem[pos];
+    int core_used = (empty ? 0 : g->dra.core_used) + x->reg_core[pos];
+    return need <= g->dra.mem_total - used && need_core <= GP_CORE_FULL - core_used;
+}
+
+/* The allocator's choice for every request, checked against the real
+ * capacity. Returns 0, or the index+1 of the request that failed with a
+ * reason in why (len bytes). */
+static int fit_dra(gp_place_ctx *x, const gp_pod_req *req, gp_assignment *out, bool empty,
+                   char *why, size_t len)
+{
+    const gp_node *n = x->node;
+    int byorder[GP_MAX_GPUS_PER_NODE], nb = 0;
+    for (int i = 0; i < n->ngpus; i++)
+        if (x->allowed[i])
+            byorder[nb++] = i;
+    for (int i = 1; i < nb; i++) {   /* insertion sort by the allocator's order */
+        int v = byorder[i], j = i - 1;
+        while (j >= 0 && n->gpus[byorder[j]].dra.order > n->gpus[v].dra.order) {
+            byorder[j + 1] = byorder[j];
+            j--;
+        }
+        byorder[j + 1] = v;
+    }
+    out->nctrs = 0;
+    gp_strlcpy(out->node, n->name, sizeof out->node);
+    for (int c = 0; c < req->nctrs; c++) {
+        const gp_ctr_req *r = &req->ctrs[c];
+        if (r->count > GP_MAX_GPUS_PER_CTR) {
+            snprintf(why, len, "claim request %s asks %d devices, more than %d", r->name, r->count,
+                     GP_MAX_GPUS_PER_CTR);
+            return c + 1;
+        }
+        gp_ctr_assign *ca = &out->ctrs[out->nctrs++];
+        gp_strlcpy(ca->name, r->name, sizeof ca->name);
+        ca->init = false;
+        ca->ngpus = 0;
+        for (int k = 0; k < nb && ca->ngpus < r->count; k++) {
+            int pos = byorder[k];
+            const gp_gpu *g = &n->gpus[pos];
+            int64_t need = dra_need(g, r);
+            int core = dra_need_core(g, r);
+            if (!dra_visible_fits(x, pos, need, core, empty))
+                continue;
+            int64_t free_mem = x->base_mem[pos] - x->reg_mem[pos];
+            int free_core = x->base_core[pos] - x->reg_core[pos];
+            bool excl = !g->dra.multi;
+            if (need > free_mem || core > free_core || (excl && !empty && g->pods > 0)) {
+                snprintf(why, len,
+                         "Kubernetes' DRA allocator would give claim request %s GPU %d (%lld MiB), "
+                         "where gpupack's own pods hold %lld of %lld MiB: that would over-commit it",
+                         r->name, g->info.index, (long long)need,
+                         (long long)(g->mem_used - g->dra.mem_used), (long long)g->info.mem_total);
+                return c + 1;
+            }
+            ca->gpus[ca->ngpus++] = (gp_gpu_grant){g->info.index, need, core};
+            x->touched[pos] = true;
+            x->reg_mem[pos] += need;
+            x->reg_core[pos] += core;
+        }
+        if (ca->ngpus < r->count) {
+            if (nb == 0)
+                snprintf(why, len, "no GPU of the node is published through DRA%s",
+                         req->models[0] || x->opts->models[0] ? " with an allowed model" : "");
+            else if (r->ask == GP_ASK_WHOLE)
+                snprintf(why, len, "claim request %s needs %d whole device%s, %d of %d published "
+                         "here %s free for the allocator", r->name, r->count, gp_s(r->count),
+                         ca->ngpus, nb, ca->ngpus == 1 ? "is" : "are");
+            else
+                snprintf(why, len, "claim request %s needs %lld MiB on %d device%s: %d of the "
+                         "node's %d DRA GPU%s %s that much left by the allocated claims", r->name,
+                         (long long)r->mem_mib, r->count, gp_s(r->count), ca->ngpus, nb, gp_s(nb),
+                         ca->ngpus == 1 ? "has" : "have");
+            return c + 1;
+        }
+    }
+    return 0;
+}
+
 /* Places all containers on the tentative state x. Returns 0 or the index+1 of
  * the container that failed. */
 static int fit_all(gp_place_ctx *x, const gp_pod_req *req, gp_assignment *out, bool empty)
@@ -529,6 +662,23 @@ int placement_fit(const gp_node *node, const gp_pod_req *req, const gp_place_opt
 {
     gp_place_ctx x;
     ctx_init(&x, node, req, opts, false);
+    if (req->dra) {
+        char msg[256];
+        if (fit_dra(&x, req, out, false, msg, sizeof msg) == 0)
+            return 0;
+        if (why) {
+            gp_place_ctx empty;
+            gp_assignment scratch;
+            char msg2[200];
+            ctx_init(&empty, node, req, opts, true);
+            why->unresolvable = fit_dra(&empty, req, &scratch, true, msg2, sizeof msg2) != 0;
+            if (why->unresolvable)
+                snprintf(why->reason, sizeof why->reason, "%s even with all GPUs free", msg2);
+            else
+                gp_strlcpy(why->reason, msg, sizeof why->reason);
+        }
+        return -1;
+    }
     int failed = fit_all(&x, req, out, false);
     if (!failed)
         return 0;
@@ -577,6 +727,16 @@ void placement_normalize(const double *raw, int n, int *scores)
     }
 }
 
+static bool same_dra(const gp_gpu_dra *x, const gp_gpu_dra *y)
+{
+    return x->order == y->order && (x->order == 0 ||
+           (x->mem_total == y->mem_total && x->mem_used == y->mem_used &&
+            x->step_mib == y->step_mib && x->min_mib == y->min_mib &&
+            x->default_mib == y->default_mib && x->claims == y->claims && x->multi == y->multi &&
+            x->only == y->only && x->core_used == y->core_used &&
+            x->core_default == y->core_default && x->cores == y->cores));
+}
+
 bool placement_same_state(const gp_node *a, const gp_node *b)
 {
     if (a->ngpus != b->ngpus || a->cpu_alloc_milli != b->cpu_alloc_milli ||
@@ -588,7 +748,7 @@ bool placement_same_state(const gp_node *a, const gp_node *b)
         if (x->mem_used != y->mem_used || x->core_used != y->core_used || x->pods != y->pods ||
             x->info.mem_total != y->info.mem_total || x->info.core_total != y->info.core_total ||
             x->info.index != y->info.index || x->info.healthy != y->info.healthy ||
-            strcmp(x->info.model, y->info.model) != 0)
+            strcmp(x->info.model, y->info.model) != 0 || !same_dra(&x->dra, &y->dra))
             return false;
     }
     return true;
@@ -614,6 +774,15 @@ uint64_t placement_state_hash(const gp_node *n)
         MIX(g->info.core_total);
         MIX(g->info.index);
         MIX(g->info.healthy);
+        if (g->dra.order) {
+            MIX(g->dra.mem_total);
+            MIX(g->dra.mem_used);
+            MIX(g->dra.step_mib ^ (g->dra.min_mib << 20) ^ (g->dra.default_mib << 40));
+            MIX((uint64_t)(uint16_t)g->dra.core_used | (uint64_t)(uint16_t)g->dra.core_default << 16 |
+                (uint64_t)g->dra.cores << 32);
+            MIX((uint64_t)g->dra.order | (uint64_t)g->dra.claims << 16 |
+                (uint64_t)g->dra.multi << 32 | (uint64_t)g->dra.only << 33);
+        }
         for (const char *m = g->info.model; *m; m++)
             MIX((unsigned char)*m);
         MIX(0xff);
