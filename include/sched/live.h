@@ -63,6 +63,9 @@ void live_set_pod_observer(gp_live *l, gp_live_pod_observer o);
  * queueing hints: before 1.32; apiversion.h GP_FACT_NODE_PRECHECK)? True also
  * while the API server's version is not known yet. Thread-safe. */
 bool live_scheduler_parks(gp_live *l);
+/* Fills the extender's DRA hooks (docs/dra.md): pods' claims become GPU
+ * requests, and a claim pod's bind learns its allocation first. */
+void live_dra_hooks(gp_live *l, gp_extender_config *ecfg);
 /* The API client (borrowed; lives as long as l). */
 gp_kube *live_kube(gp_live *l);
 /* Starts the node and pod reflectors (threads). Borrows e for note_pod. */

@@ -138,7 +138,7 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
  * assignment annotations, kube-scheduler's PodScheduled verdict), the webhook
  * check at bind (env), bind's precondition (resourceVersion), preemption
  * (priority, preemptionPolicy, grace periods, start and creation times, the
- * nominated node). */
+ * nominated node), DRA (the pod's resourceClaims and their statuses). */
 static const gp_keep env_keep[] = {{.key = "name"}, {.key = "valueFrom"}, {0}};
 static const gp_keep ctr_keep[] = {{.key = "name"},
                                    {.key = "resources"},
@@ -161,12 +161,14 @@ static const gp_keep spec_keep[] = {{.key = "nodeName"},
                                     {.key = "terminationGracePeriodSeconds"},
                                     {.key = "containers", .sub = ctr_keep, .each = true},
                                     {.key = "initContainers", .sub = ctr_keep, .each = true},
+                                    {.key = "resourceClaims"},   /* DRA (model/dra.h) */
                                     {0}};
 static const gp_keep cond_keep[] = {{.key = "type"}, {.key = "status"}, {.key = "reason"}, {0}};
 static const gp_keep status_keep[] = {{.key = "phase"},
                                       {.key = "startTime"},
                                       {.key = "nominatedNodeName"},
                                       {.key = "conditions", .sub = cond_keep, .each = true},
+                                      {.key = "resourceClaimStatuses"},
                                       {0}};
 const gp_keep k8s_obs_pod_keep[] = {{.key = "metadata", .sub = meta_keep},
                                     {.key = "spec", .sub = spec_keep},

@@ -1007,6 +1007,15 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         gp_fail(err, "node %s is not known to gpupack", node);
         goto out;
     }
+    if (req->dra && view_holds_pod(strmap_get(c->dra, node), req->uid)) {
+        /* its claims already count (allocated before this bind): no GPUs of its own */
+        memset(out, 0, sizeof *out);
+        gp_strlcpy(out->node, node, sizeof out->node);
+        pod_add(c, req->uid, req->ns, req->name, policy, out, state, NULL, 0, req->cpu_milli,
+                req->host_mem_mib);
+        rc = 0;
+        goto out;
+    }
     gp_fit_fail why;
     gp_node *scratch = c->nclaims ? xmalloc(gp_node_size(e->node.ngpus)) : NULL;
     int fit = placement_fit(node_view(c, e, req->uid, req->priority, scratch), req, opts, out, &why);
@@ -1028,14 +1037,7 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         refs[h].index = holds[h].index;
         gp_strlcpy(refs[h].uuid, pos >= 0 ? e->node.gpus[pos].info.uuid : "", sizeof refs[h].uuid);
     }
-    if (req->dra && view_holds_pod(strmap_get(c->dra, node), req->uid)) {
-        /* its claims already count (allocated before this bind): no GPUs of its own */
-        gp_assignment host;
-        memset(&host, 0, sizeof host);
-        gp_strlcpy(host.node, node, sizeof host.node);
-        pod_add(c, req->uid, req->ns, req->name, policy, &host, state, NULL, 0, req->cpu_milli,
-                req->host_mem_mib);
-    } else {
+    {
         pod_rec *nr = pod_add(c, req->uid, req->ns, req->name, policy, out, state, refs, nh,
                               req->cpu_milli, req->host_mem_mib);
         if (req->dra) {   /* counted again as the allocator's, in flight */

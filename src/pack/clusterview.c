@@ -184,6 +184,20 @@ void clusterview_store_metrics(void *cluster, gp_buf *out)
                    "Times a GPU went over capacity by the pods' annotations (each raises a "
                    "GPUOverCapacity Event).");
     metrics_u(out, "gpupack_gpu_over_capacity_total", NULL, cs.truth.over_capacity);
+    metrics_header(out, "gpupack_dra_conflicts_total", "counter",
+                   "Of those, GPUs that DRA's allocated ResourceClaims shared with gpupack's own "
+                   "pods when they went over (a claim allocated on top of gpupack's pods).");
+    metrics_u(out, "gpupack_dra_conflicts_total", NULL, cs.truth.dra_conflicts);
+    metrics_header(out, "gpupack_dra_gpus", "gauge", "GPUs published through DRA ResourceSlices.");
+    metrics_u(out, "gpupack_dra_gpus", NULL, cs.dra_gpus);
+    metrics_header(out, "gpupack_dra_gpu_memory_mib", "gauge",
+                   "Memory of the GPUs published through DRA: published, and held by allocated "
+                   "ResourceClaims.");
+    metrics_i(out, "gpupack_dra_gpu_memory_mib", "kind="total"", cs.dra_mem_total);
+    metrics_i(out, "gpupack_dra_gpu_memory_mib", "kind="claimed"", cs.dra_mem_used);
+    metrics_header(out, "gpupack_dra_gpu_claims", "gauge",
+                   "Allocated ResourceClaim shares on GPUs (a claim on two GPUs counts twice).");
+    metrics_u(out, "gpupack_dra_gpu_claims", NULL, cs.dra_claims);
     metrics_header(out, "gpupack_truth_conflicts_total", "counter",
                    "Assumptions that conflicted with pods the API server shows bound: a "
                    "filter-time reservation or a bind's assumption released before its Binding "

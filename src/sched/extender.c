@@ -44,6 +44,7 @@ struct gp_extender {
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
+    atomic_ulong n_dra_unpredicted;   /* pods whose claims could not be predicted */
     atomic_ulong n_unready[4];  /* see gp_extender_stats */
     atomic_bool refusing;       /* the last serving() said no (logged once per spell) */
     int eval_threads;           /* threads evaluating one large node list */
@@ -314,6 +315,13 @@ int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, 
     if (podreq_decode(pod, &view->names, req, err))
         return -1;
     req->priority = podprio_priority(pod);   /* which preemption claims it must respect */
+    gp_err why;
+    if (req->nctrs == 0 && e->cfg.dra_request &&
+        e->cfg.dra_request(e->cfg.dra_ud, pod, req, &why) == 1) {
+        atomic_fetch_add(&e->n_dra_unpredicted, 1);
+        LOG_DEBUG("pod %s/%s: its claims are served without GPU packing: %s", req->ns, req->name,
+                  why.msg);
+    }
     return 0;
 }
 
@@ -560,7 +568,7 @@ static uint64_t mix_str(uint64_t h, const char *s)
 static uint64_t fit_shape_key(const gp_pod_req *req, const gp_policy_view *view, bool scores)
 {
     uint64_t h = mix(GP_FNV_OFFSET, scores);
-    h = mix(mix(h, (uint64_t)req->profile), (uint64_t)req->nctrs);
+    h = mix(mix(mix(h, (uint64_t)req->profile), (uint64_t)req->nctrs), req->dra);
     for (int i = 0; i < req->nctrs; i++) {
         const gp_ctr_req *c = &req->ctrs[i];
         h = mix(mix(mix(mix(mix(mix(h, c->init), (uint64_t)c->count), (uint64_t)c->mem_mib),
@@ -870,7 +878,9 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
                                : view->decide_in_filter ? REASONS_IF_NONE_FITS
                                                         : REASONS_ALL;
         evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, reasons, vs);
-        if (may_preempt && e->cfg.preempt.nofit && req.nctrs > 0)
+        /* claims hold what DRA's allocator gave: gpupack's victims would free
+         * nothing the allocator sees (docs/dra.md) */
+        if (may_preempt && e->cfg.preempt.nofit && req.nctrs > 0 && !req.dra)
             offer_preemption(e, va, &req, view, set, vs);
     }
     policy_set_unref(set);
@@ -1109,6 +1119,7 @@ typedef struct bind_job {
     gp_bind_done_fn done;
     void *ud;
     bool host_only;         /* the pod asks no GPUs: a plain Binding */
+    json_t *dra_pod;        /* its GPUs come from ResourceClaims: the pod (a plain Binding) */
     gp_assignment a;        /* last member (large) */
 } bind_job;
 
@@ -1140,7 +1151,7 @@ static void bind_run(void *arg)
     bind_job *j = arg;
     gp_extender *e = j->e;
     gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->rv[0] ? j->rv : NULL, j->ann,
-                         j->host_only ? NULL : &j->a, j->policy};
+                         j->host_only || j->dra_pod ? NULL : &j->a, j->policy};
     gp_err err;
     gp_bind_outcome o = GP_BIND_REFUSED;
     char why[700];
@@ -1149,13 +1160,17 @@ static void bind_run(void *arg)
          * held by pods the LIST will show; decide again once it is applied */
         cluster_bind_abandon(e->c, j->uid);
         gp_fail(&err, "%s", why);
-    } else if (cluster_bind_claim(e->c, j->uid, j->host_only ? NULL : &j->a)) {
+    } else if (cluster_bind_claim(e->c, j->uid, j->host_only || j->dra_pod ? NULL : &j->a)) {
         /* released meanwhile (reconciliation, or the pod's deletion): nothing
          * of it is left in the store to roll back, and nothing is posted */
         gp_fail(&err, "not posted: gpupack released the GPUs this bind had chosen meanwhile (the "
                       "pod is gone, or pods the API server shows bound hold them); kube-scheduler "
                       "retries the pod");
     } else {
+        /* its claims were allocated in kube-scheduler's PreBind, before this
+         * bind: count them now rather than when the watch shows them */
+        if (j->dra_pod && e->cfg.dra_bind)
+            e->cfg.dra_bind(e->cfg.dra_ud, j->dra_pod);
         o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
         cluster_bind_outcome(e->c, j->uid, o);
     }
@@ -1174,6 +1189,7 @@ static void bind_run(void *arg)
         out = bind_failed(e, j->ns, j->name, j->node, msg);
     }
     json_decref(j->ann);
+    json_decref(j->dra_pod);
     gp_bind_done_fn done = j->done;
     void *ud = j->ud;
     free(j);
@@ -1232,6 +1248,14 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         if (cluster_place_and_assume(e->c, node, &req, &view.place, 0, view.name,
                                      e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err))
             j->a.nctrs = 0;   /* a node gpupack does not know: nothing to record */
+    } else if (req.dra) {
+        /* GPUs from ResourceClaims: the allocator's predicted choice is held
+         * until the claims show up allocated; a plain Binding, no annotations */
+        j->ann = json_object();
+        j->dra_pod = json_incref(pod);
+        if (cluster_place_and_assume(e->c, node, &req, &view.place, view.ns_share_cap, view.name,
+                                     e->binds ? GP_POD_ASSUMED : GP_POD_BOUND, &j->a, &err))
+            j->a.nctrs = 0;   /* its claims may be allocated already: they count then */
     } else if (e->cfg.webhook_names && podenv_check(pod, e->cfg.webhook_names, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (cluster_place_and_assume(e->c, node, &req, &view.place, view.ns_share_cap, view.name,

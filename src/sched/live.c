@@ -19,6 +19,9 @@
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "kube/reflector.h"
+#include "model/dra.h"
+#include "pack/drastore.h"
+#include "sched/dra_feed.h"
 
 #define LIVE_DEFAULT_TTL_S 120.0
 #define LIVE_DEFAULT_STALL_S 90.0
@@ -46,6 +49,8 @@ struct gp_live {
     gp_requeue *rq;                 /* nudges parked pods after regaining service */
     gp_live_pod_observer observer;  /* preemption; NULL fns: none */
     gp_live_warn warn;              /* NULL fn: over-capacity GPUs are only logged */
+    gp_drastore *ds;                /* DRA objects (docs/dra.md) */
+    gp_dra_feed *dra;               /* their LIST + WATCH, where the API serves them */
 };
 
 /* Turns the store's over-capacity notices into Warning Events on the pod
@@ -57,14 +62,25 @@ static void report_over(gp_live *l)
     while ((k = cluster_take_over_notices(l->c, n, GP_ARRAY_LEN(n))) > 0) {
         for (size_t i = 0; i < k && l->warn.fn; i++) {
             char msg[768];
-            snprintf(msg, sizeof msg,
-                     "GPU %d of node %.200s is over capacity: the pods' gpupack.io/assignment "
-                     "annotations hold %lld of %lld MiB and %d.%d%% of %d.%d%% compute (a Binding "
-                     "that landed after gpupack had given its GPUs up, or annotations written "
-                     "elsewhere); gpupack offers nothing on this GPU until pods leave",
-                     n[i].index, n[i].node, (long long)n[i].mem_used, (long long)n[i].mem_total,
-                     n[i].core_used / 10, n[i].core_used % 10, n[i].core_total / 10,
-                     n[i].core_total % 10);
+            if (n[i].dra_claims > 0)
+                snprintf(msg, sizeof msg,
+                         "GPU %d of node %.200s is over capacity: %d ResourceClaim%s allocated by "
+                         "Kubernetes' DRA allocator hold %lld MiB of it and gpupack's pods the rest "
+                         "of %lld of %lld MiB (the allocator does not see gpupack's pods: a claim "
+                         "scheduled without gpupack's filter, see docs/dra.md); gpupack offers "
+                         "nothing on this GPU until pods leave",
+                         n[i].index, n[i].node, n[i].dra_claims, gp_s(n[i].dra_claims),
+                         (long long)n[i].dra_mem, (long long)n[i].mem_used,
+                         (long long)n[i].mem_total);
+            else
+                snprintf(msg, sizeof msg,
+                         "GPU %d of node %.200s is over capacity: the pods' gpupack.io/assignment "
+                         "annotations hold %lld of %lld MiB and %d.%d%% of %d.%d%% compute (a "
+                         "Binding that landed after gpupack had given its GPUs up, or annotations "
+                         "written elsewhere); gpupack offers nothing on this GPU until pods leave",
+                         n[i].index, n[i].node, (long long)n[i].mem_used, (long long)n[i].mem_total,
+                         n[i].core_used / 10, n[i].core_used % 10, n[i].core_total / 10,
+                         n[i].core_total % 10);
             l->warn.fn(l->warn.ud, n[i].ns, n[i].name, n[i].uid, EVENTS_REASON_OVER, msg);
         }
     }
@@ -381,6 +397,42 @@ gp_kube *live_kube(gp_live *l)
     return l->kube;
 }
 
+/* ---------------------------------------------------------------- DRA --- */
+
+static int live_dra_request(void *ud, const json_t *pod, gp_pod_req *req, gp_err *why)
+{
+    gp_live *l = ud;
+    if (dra_feed_state(l->dra) != GP_DRA_PRESENT)
+        return 0;
+    gp_dra_pod_claims pc;
+    if (dra_pod_claims(pod, &pc, why) < 0)
+        return 1;
+    return drastore_pod_request(l->ds, &pc, req->ns, req, why);
+}
+
+static void live_dra_bind(void *ud, const json_t *pod)
+{
+    gp_live *l = ud;
+    gp_dra_pod_claims pc;
+    gp_err err;
+    if (dra_pod_claims(pod, &pc, &err) < 0)
+        return;
+    const char *names[GP_DRA_POD_CLAIMS_MAX];
+    int n = 0;
+    for (int i = 0; i < pc.n; i++)
+        if (pc.c[i].claim[0])
+            names[n++] = pc.c[i].claim;
+    const char *ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
+    dra_feed_refresh_claims(l->dra, ns ? ns : "default", names, n, GP_BINDER_TIMEOUT_S / 2);
+}
+
+void live_dra_hooks(gp_live *l, gp_extender_config *ecfg)
+{
+    ecfg->dra_request = live_dra_request;
+    ecfg->dra_bind = live_dra_bind;
+    ecfg->dra_ud = l;
+}
+
 /* ------------------------------------------------------ housekeeping --- */
 
 /* Asks the API server about binds whose outcome was lost. */
@@ -420,6 +472,8 @@ static void *housekeeping(void *arg)
         period = 0.05;
     while (!kube_cancel_sleep(l->stop, period)) {
         version_refresh(l);
+        dra_feed_poll(l->dra);
+        report_over(l);   /* what DRA's claims brought over capacity (the feed only queues it) */
         settle_unknown(l);
         /* a silent watch may be hiding the event that would confirm a pod */
         if (!reflector_synced(l->pods) || !reflector_healthy(l->pods, NULL, 0))
@@ -500,6 +554,10 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
     gp_reflector_config pcfg = ncfg;
     pcfg.resource = "pods";
     pcfg.path = "/api/v1/pods";
+    gp_dra_drivers drivers;
+    dra_default_drivers(&drivers);
+    l->ds = drastore_new(&drivers);
+    l->dra = dra_feed_new(k, c, l->ds, l->cfg.watch_stall_s);
     l->nodes = reflector_new(k, &ncfg, &node_ops, l);
     l->pods = reflector_new(k, &pcfg, &pod_ops, l);
     /* pods name nodes: list nodes first so that every hold lands on a known node */
@@ -512,6 +570,7 @@ int live_start(gp_live *l, gp_extender *e, gp_err *err)
     atomic_store(&l->ext, e);
     if (reflector_start(l->nodes, err) < 0 || reflector_start(l->pods, err) < 0)
         return -1;
+    dra_feed_poll(l->dra);   /* discovery now rather than at the first housekeeping round */
     int rc = pthread_create(&l->hk, NULL, housekeeping, l);
     if (rc != 0)
         return gp_fail(err, "cannot start the housekeeping thread: %s", strerror(rc));
@@ -528,13 +587,15 @@ bool live_serving(gp_live *l, char *why, size_t whylen)
 {
     if (!l)
         return false;
-    char a[200] = "", b[200] = "";
+    char a[200] = "", b[200] = "", d[200] = "";
     bool nok = reflector_current(l->nodes, a, sizeof a);
     bool pok = reflector_current(l->pods, b, sizeof b);
-    if (nok && pok)
+    bool dok = dra_feed_current(l->dra, d, sizeof d);
+    if (nok && pok && dok)
         return true;
     if (why && whylen)
-        snprintf(why, whylen, "%s%s%s", a, (!nok && !pok) ? "; " : "", b);
+        snprintf(why, whylen, "%s%s%s%s%s", a, a[0] && (b[0] || d[0]) ? "; " : "", b,
+                 b[0] && d[0] ? "; " : "", d);
     return false;
 }
 
@@ -677,6 +738,7 @@ void live_metrics(void *live, gp_buf *out)
                              apiversion_has(&v, (gp_api_fact)f) ? "true" : "false");
     (void)!gp_buf_printf(out, "} 1\n");
     requeue_metrics(l->rq, out);
+    dra_feed_metrics(l->dra, out);
 }
 
 void live_gate_metrics(void *live, gp_buf *out)
@@ -694,10 +756,12 @@ void live_free(gp_live *l)
         return;
     kube_cancel_fire(l->stop);
     requeue_free(l->rq);   /* its thread asks the reflectors and the gate */
+    if (l->hk_started)
+        pthread_join(l->hk, NULL);   /* it polls the DRA feed */
+    dra_feed_free(l->dra);
     reflector_free(l->pods);
     reflector_free(l->nodes);
-    if (l->hk_started)
-        pthread_join(l->hk, NULL);
+    drastore_free(l->ds);
     kube_cancel_free(l->stop);
     kube_free(l->kube);
     pthread_mutex_destroy(&l->ver_mu);

@@ -284,7 +284,12 @@ e2e_cp *e2e_cp_up(const e2e_cp_opts *o)
     registry_add("cp", cp->dir);
     char *up = xasprintf("%s/kube-up", e2e_env.kit);
     char *out = xasprintf("%s.kube-up.log", cp->dir);
-    const char *argv[] = {up, cp->dir, cp->opts.no_watch_cache ? "--no-watch-cache" : NULL, NULL};
+    const char *argv[5] = {up, cp->dir, NULL, NULL, NULL};
+    int ai = 2;
+    if (cp->opts.no_watch_cache)
+        argv[ai++] = "--no-watch-cache";
+    if (cp->opts.controller_manager)
+        argv[ai++] = "--controller-manager";
     char *ea = xasprintf("K8S_APISERVER_ARGS=%s", cp->opts.apiserver_args ? cp->opts.apiserver_args : "");
     char *es = xasprintf("K8S_SCHEDULER_ARGS=%s", cp->opts.scheduler_args ? cp->opts.scheduler_args : "");
     char *ev = cp->opts.version ? xasprintf("K8S_VERSION=%s", cp->opts.version) : NULL;

@@ -69,6 +69,8 @@ typedef struct e2e_cp_opts {
     const char *scheduler_args;     /* extra kube-scheduler flags (K8S_SCHEDULER_ARGS) */
     const char *version;            /* K8S_VERSION for this one ("1.26", "1.36"); NULL:
                                      * the environment's (the kit's default: 1.26) */
+    bool controller_manager;        /* kube-up --controller-manager: ReplicaSets, garbage
+                                     * collection, PDB status, DRA claims from templates */
 } e2e_cp_opts;
 
 typedef struct e2e_cp {
