@@ -182,6 +182,8 @@ typedef struct gp_hold {
     int index;
     int64_t mem_mib;
     int core;
+    bool dra;                     /* a ResourceClaim's share: DRA's allocator counts it too
+                                   * (gp_gpu_dra), on a GPU DRA publishes */
 } gp_hold;
 
 /* What the watch (or the cluster file) knows of a pod: the store applies it

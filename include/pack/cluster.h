@@ -222,6 +222,7 @@ typedef struct gp_claim {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX];
     int32_t priority;
     int64_t cpu_milli, mem_mib;   /* the claimant's host requests */
+    bool dra;                     /* a claim pod's share: DRA's allocator is predicted to count it */
     double created;               /* monotonic seconds, set by cluster_claim */
     gp_assignment a;              /* the node and GPU share claimed (a.node) */
 } gp_claim;
@@ -302,6 +303,10 @@ typedef struct gp_dra_node_view {
  * and that the view now shows holding its claims gives its assumed GPUs up:
  * the claims count instead. */
 void cluster_set_dra(gp_cluster *c, const char *name, const gp_dra_node_view *v);
+/* True while an allocated claim on node `name` is reserved for pod uid, or
+ * one reserved for no pod is still allocated there (on its way out: its
+ * reservation is cleared before it is deleted or deallocated). */
+bool cluster_dra_holds_pod(gp_cluster *c, const char *name, const char *uid);
 /* Frees the arrays of a view built by the caller; accepts a zeroed view. */
 void cluster_dra_view_free(gp_dra_node_view *v);
 

@@ -113,6 +113,12 @@ const gp_node_strategy *placement_node_strategy(const char *name);
 const char *const *placement_gpu_strategy_names(void);
 const char *const *placement_node_strategy_names(void);
 
+/* Adds (sign 1) or removes (-1) one hold on the GPU at position pos: memory,
+ * compute and pods, and for a claim's share (h->dra) what DRA's allocator
+ * counts too. The one place this arithmetic lives (the store, victim search,
+ * preemption's node copies). */
+void placement_hold(gp_node *node, int pos, const gp_hold *h, int sign);
+
 /* Applies / removes an assignment's holds on a node's GPU counters (the store
  * and the simulator share this arithmetic). Returns 0, or -1 when a GPU index
  * is not on the node (nothing is changed then). */

@@ -22,7 +22,7 @@ int gp_assignment_holds(const gp_assignment *a, gp_hold *holds)
             if (k == n) {
                 if (n == GP_MAX_GPUS_PER_NODE)
                     continue;
-                holds[n++] = (gp_hold){ca->gpus[g].index, 0, 0};
+                holds[n++] = (gp_hold){ca->gpus[g].index, 0, 0, false};
             }
             holds[k].mem_mib += ca->gpus[g].mem_mib;
             holds[k].core += ca->gpus[g].core;
@@ -39,7 +39,7 @@ int gp_assignment_holds(const gp_assignment *a, gp_hold *holds)
             if (k == ninit) {
                 if (ninit == GP_MAX_GPUS_PER_NODE)
                     continue;
-                init[ninit++] = (gp_hold){ca->gpus[g].index, 0, 0};
+                init[ninit++] = (gp_hold){ca->gpus[g].index, 0, 0, false};
             }
             /* one init container at a time: take the max, not the sum */
             if (ca->gpus[g].mem_mib > init[k].mem_mib)

@@ -65,6 +65,9 @@ struct gp_cluster {
     strmap *dra;                /* node name -> gp_dra_node_view (owned copies) */
 };
 
+static int dra_pod_holds(const node_ent *e, const gp_dra_node_view *v, const char *uid, bool *told,
+                         gp_hold *holds, int n);
+
 size_t gp_node_size(int ngpus)
 {
     return offsetof(gp_node, gpus) + (size_t)ngpus * sizeof(gp_gpu);
@@ -244,16 +247,10 @@ static void apply_holds(node_ent *e, pod_rec *r, int sign)
             missing++;
             continue;
         }
-        gp_gpu *g = &e->node.gpus[pos];
-        g->mem_used += sign * holds[h].mem_mib;
-        g->core_used += sign * holds[h].core;
-        g->pods += sign;
-        if (r->dra && g->dra.order > 0) {
-            /* a claim the allocator holds in flight: it sees it as taken too */
-            g->dra.mem_used += sign * holds[h].mem_mib;
-            g->dra.core_used = (int16_t)(g->dra.core_used + sign * holds[h].core);
-            g->dra.claims = (uint16_t)(g->dra.claims + sign);
-        }
+        /* a claim pod's predicted share: the allocator holds it in flight, so it
+         * counts as DRA's too */
+        holds[h].dra = r->dra;
+        placement_hold(&e->node, pos, &holds[h], sign);
     }
     e->node.cpu_used_milli += sign * r->cpu_milli;
     e->node.host_mem_used_mib += sign * r->mem_mib;
@@ -578,9 +575,8 @@ static void claim_add(gp_node *n, const gp_claim *cl)
         int pos = gp_node_gpu_pos(n, holds[h].index);
         if (pos < 0)
             continue;
-        n->gpus[pos].mem_used += holds[h].mem_mib;
-        n->gpus[pos].core_used += holds[h].core;
-        n->gpus[pos].pods++;
+        holds[h].dra = cl->dra;   /* held for a claim pod: its prediction counts it as DRA's */
+        placement_hold(n, pos, &holds[h], 1);
     }
     n->cpu_used_milli += cl->cpu_milli;
     n->host_mem_used_mib += cl->mem_mib;
@@ -692,6 +688,8 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
     node_ent *e = strmap_get(c->nodes, node);
     if (!e)
         return;
+    const gp_dra_node_view *dv = strmap_get(c->dra, node);
+    bool *told = dv && dv->nholders ? xcalloc((size_t)dv->nholders, sizeof *told) : NULL;
     for (size_t i = 0; i < e->npods; i++) {
         const pod_rec *r = e->pods[i];
         gp_hold holds[GP_MAX_GPUS_PER_NODE];
@@ -701,12 +699,26 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
             if (pos < 0)
                 continue;   /* a GPU the node no longer has: nothing to free there */
             holds[k] = holds[h];
+            holds[k].dra = r->dra;
             holds[k++].index = e->node.gpus[pos].info.index;
         }
+        /* what its ResourceClaims hold: freed with it, once the claims go */
+        k = dra_pod_holds(e, dv, r->uid, told, holds, k);
         gp_pod_on_node p = {r->uid, r->ns, r->name, r->policy, r->state, k, holds, r->cpu_milli,
                             r->mem_mib};
         fn(ud, &p);
     }
+    /* claims reserved for pods the store has no record of here */
+    for (int i = 0; told && i < dv->nholders; i++) {
+        const gp_dra_holder *d = &dv->holders[i];
+        if (told[i] || !d->pod_uid[0])
+            continue;
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        int k = dra_pod_holds(e, dv, d->pod_uid, told, holds, 0);
+        gp_pod_on_node p = {d->pod_uid, d->claim_ns, d->pod, "", GP_POD_BOUND, k, holds, 0, 0};
+        fn(ud, &p);
+    }
+    free(told);
 }
 
 /* -------------------------------------------------------------- nodes -- */
@@ -881,6 +893,27 @@ void cluster_dra_view_free(gp_dra_node_view *v)
     }
 }
 
+/* Appends to holds (n used) what the claims reserved for pod uid hold on e's
+ * GPUs, marking those holders in told; returns the new count. */
+static int dra_pod_holds(const node_ent *e, const gp_dra_node_view *v, const char *uid, bool *told,
+                         gp_hold *holds, int n)
+{
+    for (int i = 0; v && told && i < v->nholders; i++) {
+        const gp_dra_holder *d = &v->holders[i];
+        if (told[i] || strcmp(d->pod_uid, uid) != 0 || d->gpu < 0 || d->gpu >= v->ngpus)
+            continue;
+        told[i] = true;
+        int pos = -1;
+        for (int g = 0; g < e->node.ngpus && pos < 0; g++)
+            if (e->node.gpus[g].dra.order == v->gpus[d->gpu].dra.order)
+                pos = g;
+        if (pos < 0 || n == GP_MAX_GPUS_PER_NODE)
+            continue;
+        holds[n++] = (gp_hold){e->node.gpus[pos].info.index, d->mem_mib, d->core, true};
+    }
+    return n;
+}
+
 static bool view_holds_pod(const gp_dra_node_view *v, const char *uid)
 {
     for (int i = 0; v && i < v->nholders; i++)
@@ -899,6 +932,20 @@ static void dra_pod_settled(gp_cluster *c, pod_rec *r)
     set_refs(r, NULL, 0);
     r->dra = false;
     attach(c, r);
+}
+
+bool cluster_dra_holds_pod(gp_cluster *c, const char *name, const char *uid)
+{
+    cluster_rdlock(c);
+    const gp_dra_node_view *v = strmap_get(c->dra, name);
+    bool held = view_holds_pod(v, uid);
+    /* a claim whose pods are gone but that is still allocated (its
+     * reservation is cleared before it is deleted or deallocated) may be
+     * this pod's: its share is not back yet */
+    for (int i = 0; v && !held && i < v->nholders; i++)
+        held = !v->holders[i].pod_uid[0];
+    cluster_unlock(c);
+    return held;
 }
 
 void cluster_set_dra(gp_cluster *c, const char *name, const gp_dra_node_view *v)

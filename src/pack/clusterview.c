@@ -193,8 +193,8 @@ void clusterview_store_metrics(void *cluster, gp_buf *out)
     metrics_header(out, "gpupack_dra_gpu_memory_mib", "gauge",
                    "Memory of the GPUs published through DRA: published, and held by allocated "
                    "ResourceClaims.");
-    metrics_i(out, "gpupack_dra_gpu_memory_mib", "kind="total"", cs.dra_mem_total);
-    metrics_i(out, "gpupack_dra_gpu_memory_mib", "kind="claimed"", cs.dra_mem_used);
+    metrics_i(out, "gpupack_dra_gpu_memory_mib", "kind=\"total\"", cs.dra_mem_total);
+    metrics_i(out, "gpupack_dra_gpu_memory_mib", "kind=\"claimed\"", cs.dra_mem_used);
     metrics_header(out, "gpupack_dra_gpu_claims", "gauge",
                    "Allocated ResourceClaim shares on GPUs (a claim on two GPUs counts twice).");
     metrics_u(out, "gpupack_dra_gpu_claims", NULL, cs.dra_claims);

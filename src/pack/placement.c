@@ -797,6 +797,20 @@ uint64_t placement_state_hash(const gp_node *n)
     return h ? h : 1;   /* 0 means "not kept" */
 }
 
+void placement_hold(gp_node *node, int pos, const gp_hold *h, int sign)
+{
+    gp_gpu *g = &node->gpus[pos];
+    g->mem_used += sign * h->mem_mib;
+    g->core_used += sign * h->core;
+    g->pods += sign;
+    if (h->dra && g->dra.order > 0) {
+        g->dra.mem_used += sign * h->mem_mib;
+        if (g->dra.cores)
+            g->dra.core_used = (int16_t)(g->dra.core_used + sign * h->core);
+        g->dra.claims = (uint16_t)(g->dra.claims + sign);
+    }
+}
+
 int placement_apply(gp_node *node, const gp_assignment *a, int sign)
 {
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
@@ -807,11 +821,7 @@ int placement_apply(gp_node *node, const gp_assignment *a, int sign)
         if (pos[h] < 0)
             return -1;
     }
-    for (int h = 0; h < nh; h++) {
-        gp_gpu *g = &node->gpus[pos[h]];
-        g->mem_used += sign * holds[h].mem_mib;
-        g->core_used += sign * holds[h].core;
-        g->pods += sign;
-    }
+    for (int h = 0; h < nh; h++)
+        placement_hold(node, pos[h], &holds[h], sign);
     return 0;
 }

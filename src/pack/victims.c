@@ -92,9 +92,7 @@ static void take(search *s, int i, int sign)
         int pos = gp_node_gpu_pos(n, v->holds[h].index);
         if (pos < 0)
             continue;
-        n->gpus[pos].mem_used -= sign * v->holds[h].mem_mib;
-        n->gpus[pos].core_used -= sign * v->holds[h].core;
-        n->gpus[pos].pods -= sign;
+        placement_hold(n, pos, &v->holds[h], -sign);
         if (v->same_ns)
             s->removed_ns[pos] += sign;
     }

@@ -878,9 +878,7 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
                                : view->decide_in_filter ? REASONS_IF_NONE_FITS
                                                         : REASONS_ALL;
         evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, reasons, vs);
-        /* claims hold what DRA's allocator gave: gpupack's victims would free
-         * nothing the allocator sees (docs/dra.md) */
-        if (may_preempt && e->cfg.preempt.nofit && req.nctrs > 0 && !req.dra)
+        if (may_preempt && e->cfg.preempt.nofit && req.nctrs > 0)
             offer_preemption(e, va, &req, view, set, vs);
     }
     policy_set_unref(set);

@@ -40,6 +40,12 @@ typedef struct pmeta {
     char *nominated;              /* status.nominatedNodeName; NULL = none */
     bool bound;
     json_t *pending;              /* trimmed pod: pending with a nominated node (rebuilds) */
+    /* trimmed pod: pending with ResourceClaims, and kube-scheduler found no
+     * node (PodScheduled False). Its DRA plugin rejects such a pod before any
+     * extender is asked, so gpupack's filter never sees it: the worker plans
+     * its preemption from here (dra_parked_round) */
+    json_t *dra_parked;
+    double dra_tried;             /* monotonic time of the last attempt */
 } pmeta;
 
 enum { V_TODO, V_EVICTED, V_GONE };
@@ -109,6 +115,7 @@ static void meta_free(pmeta *m)
     free(m->labels);
     free(m->nominated);
     json_decref(m->pending);
+    json_decref(m->dra_parked);
     free(m);
 }
 
@@ -198,14 +205,17 @@ static void describe_holds(const gp_hold *h, int nh, char *out, size_t len)
         snprintf(out, len, "host CPU and memory");
 }
 
-/* "ns/a, ns/b" of the victims matching `ours` that are still around (store). */
+/* "ns/a, ns/b" of the victims matching `ours` that are still around (store):
+ * the pod, or a ResourceClaim still allocated for it on the plan's node (the
+ * share comes back only once the claim is deleted or deallocated). */
 static size_t list_victims(gp_preempt *p, const plan *pl, bool only_present, char *out, size_t len)
 {
     size_t off = 0, n = 0;
     out[0] = '\0';
     for (int i = 0; i < pl->nv; i++) {
         gp_assignment *a = xmalloc(sizeof *a);
-        bool present = cluster_pod_get(p->c, pl->v[i].uid, a, NULL) == 0;
+        bool present = cluster_pod_get(p->c, pl->v[i].uid, a, NULL) == 0 ||
+                       cluster_dra_holds_pod(p->c, pl->node, pl->v[i].uid);
         free(a);
         if (only_present && !present)
             continue;
@@ -235,6 +245,20 @@ static void finish(gp_preempt *p, plan *pl, atomic_ulong *outcome, const char *w
 }
 
 static void rebuild_one(gp_preempt *p, const char *uid, pmeta *m);
+
+/* kube-scheduler tried the pod and found no node: PodScheduled False. */
+static bool pod_parked(const json_t *pod)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (t && st && strcmp(t, "PodScheduled") == 0)
+            return strcmp(st, "False") == 0;
+    }
+    return false;
+}
 
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
 {
@@ -295,6 +319,10 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     m->bound = node && *node;
     json_decref(m->pending);
     m->pending = NULL;
+    const json_t *claims = json_object_get(json_object_get(pod, "spec"), "resourceClaims");
+    bool parked = !m->bound && !m->deletion_ns && json_array_size(claims) > 0 && pod_parked(pod);
+    json_decref(m->dra_parked);
+    m->dra_parked = parked ? k8s_obs_trim_pod(pod) : NULL;
     if (m->bound) {
         if (pl)
             finish(p, pl, &p->bound, "the pod is bound");
@@ -475,9 +503,7 @@ static void drop_pod(gp_node *n, const npod *x)
         int pos = gp_node_gpu_pos(n, x->holds[h].index);
         if (pos < 0)
             continue;
-        n->gpus[pos].mem_used -= x->holds[h].mem_mib;
-        n->gpus[pos].core_used -= x->holds[h].core;
-        n->gpus[pos].pods--;
+        placement_hold(n, pos, &x->holds[h], -1);
     }
     n->cpu_used_milli -= x->cpu;
     n->host_mem_used_mib -= x->mem;
@@ -764,6 +790,7 @@ static plan *commit(gp_preempt *p, const json_t *pod, const gp_pod_req *req, nod
     cl->priority = req->priority;
     cl->cpu_milli = req->cpu_milli;
     cl->mem_mib = req->host_mem_mib;
+    cl->dra = req->dra;
     cl->a = np->a;
     gp_strlcpy(cl->a.node, np->node, sizeof cl->a.node);
     int rc = cluster_claim(p->c, cl, err);
@@ -1163,8 +1190,80 @@ static void apply_job(gp_preempt *p, const job *j)
     }
 }
 
+/* Pods with ResourceClaims that kube-scheduler parked: its DRA plugin
+ * answers "cannot allocate all claims" before any extender is asked, and
+ * tells its own preemption that nothing helps. For each (at most every
+ * DRA_RETRY_S), when the claims fit no node as gpupack predicts the
+ * allocator, plan a preemption over every node it knows, as filter would. */
+#define DRA_RETRY_S 2.0
+#define DRA_ROUND_MAX 16
+static void dra_parked_round(gp_preempt *p)
+{
+    gp_extender *e = atomic_load(&p->e);
+    if (!e)
+        return;
+    json_t *pods[DRA_ROUND_MAX];
+    int n = 0;
+    double now = now_s();
+    pthread_mutex_lock(&p->mu);
+    size_t it = 0;
+    const char *uid;
+    pmeta *m;
+    while (n < DRA_ROUND_MAX && (m = strmap_next(p->meta, &it, &uid)))
+        if (m->dra_parked && !strmap_get(p->plans, uid) && now - m->dra_tried >= DRA_RETRY_S) {
+            m->dra_tried = now;
+            pods[n++] = json_incref(m->dra_parked);
+        }
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < n; i++) {
+        gp_policy_set *set = extender_policies(e);
+        gp_pod_req *req = xmalloc(sizeof *req);
+        gp_policy_view view;
+        gp_err err;
+        if (extender_pod_request(e, pods[i], set, req, &view, &err) == 0 && req->dra &&
+            req->nctrs > 0) {
+            /* every node the store knows: preemption's own candidate limit applies */
+            size_t nn = 0, cap = 64;
+            char (*names)[GP_NAME_MAX] = xmalloc(cap * sizeof *names);
+            bool fits = false;
+            gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
+            cluster_rdlock(p->c);
+            size_t ni = 0;
+            const gp_node *node;
+            while ((node = cluster_rd_node_at(p->c, &ni))) {
+                const gp_node *v = cluster_rd_node_for(p->c, node->name, req->uid, req->priority,
+                                                       scratch);
+                gp_assignment *a = xmalloc(sizeof *a);
+                fits = fits || placement_fit(v, req, &view.place, a, NULL) == 0;
+                free(a);
+                if (nn == cap)
+                    names = xrealloc(names, (cap *= 2) * sizeof *names);
+                gp_strlcpy(names[nn++], node->name, GP_NAME_MAX);
+            }
+            cluster_unlock(p->c);
+            free(scratch);
+            if (!fits) {   /* fits somewhere: kube-scheduler's next try places it */
+                const char **list = xmalloc((nn ? nn : 1) * sizeof *list);
+                for (size_t k = 0; k < nn; k++)
+                    list[k] = names[k];
+                char reason[300] = "";
+                (void)on_nofit(p, pods[i], req, &view, set, list, NULL, nn, reason, sizeof reason);
+                if (reason[0])
+                    LOG_INFO("pod %s/%s (ResourceClaims, parked by kube-scheduler): %s", req->ns,
+                             req->name, reason);
+                free(list);
+            }
+            free(names);
+        }
+        free(req);
+        policy_set_unref(set);
+        json_decref(pods[i]);
+    }
+}
+
 void preempt_tick(gp_preempt *p)
 {
+    dra_parked_round(p);
     pthread_mutex_lock(&p->mu);
     size_t cap = strmap_count(p->plans), nj = 0;
     job *jobs = xcalloc(cap ? cap : 1, sizeof *jobs);

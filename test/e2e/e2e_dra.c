@@ -146,7 +146,7 @@ typedef struct dev_use {
 
 typedef struct usage {
     int n;
-    dev_use d[NODES * GPUS + 8];
+    dev_use d[128];
 } usage;
 
 static long quantity_mib(const char *q)
@@ -570,10 +570,157 @@ START_TEST(one_map)
 }
 END_TEST
 
+
+/* Mixed pools: A100 nodes (4 x 80 GiB) and L4 nodes (4 x 24 GiB), the shares
+ * of MIXED_PODS pods (4..20 GiB, fewer than the L4s hold) arriving one by one.
+ * The best leaves every A100 whole; gpupack must stay within one of it
+ * whichever pool's nodes come first by name. */
+#define MIXED_NODES 3
+#define MIXED_PODS 20
+
+static int mixed_round(e2e_world *w, const char *a100_prefix, const char *l4_prefix,
+                       const char *pod_prefix, const long *sizes)
+{
+    for (int n = 0; n < MIXED_NODES; n++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", a100_prefix, n);
+        e2e_node_create(w->cp, e2e_node_plain(name));
+        slice(w->cp, name, GPUS, 80, "NVIDIA A100-SXM4-80GB", NULL);
+        snprintf(name, sizeof name, "%s-%d", l4_prefix, n);
+        e2e_node_create(w->cp, e2e_node_plain(name));
+        slice(w->cp, name, GPUS, 24, "NVIDIA L4", NULL);
+    }
+    wait_inspect(w->cp, w->gp, 20);
+    int bound = 0;
+    for (int i = 0; i < MIXED_PODS; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%02d", pod_prefix, i);
+        e2e_pod_create(w->cp, claim_pod(name, sizes[i], NULL));
+        bound += wait_bound(w->cp, name, 60);
+    }
+    ck_assert_int_eq(bound, MIXED_PODS);
+    usage *u = xmalloc(sizeof *u);
+    measure(w->cp, u);
+    assert_within(u, pod_prefix);
+    int whole = 0;
+    size_t plen = strlen(a100_prefix);
+    for (int i = 0; i < u->n; i++)
+        whole += strncmp(u->d[i].node, a100_prefix, plen) == 0 && u->d[i].used_mib == 0;
+    free(u);
+    for (int i = 0; i < MIXED_PODS; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%02d", pod_prefix, i);
+        e2e_pod_delete(w->cp, NS, name);
+    }
+    return whole;
+}
+
+START_TEST(mixed_pools)
+{
+    e2e_world_opts o = {.cp = {.controller_manager = true}};
+    e2e_world *w = e2e_world_up(&o);
+    if (!dra_served(w->cp)) {
+        absent_api(w);
+        e2e_world_down(w);
+        return;
+    }
+    e2e_ns_create(w->cp, NS);
+    device_class(w->cp);
+    for (long g = 4; g <= 20; g++)
+        templ(w->cp, g);
+    long sizes[MIXED_PODS];
+    uint64_t x = 7;
+    for (int i = 0; i < MIXED_PODS; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        sizes[i] = 4 + (long)((x >> 33) % 17);
+    }
+    /* the A100 nodes first by name, then the L4 nodes first */
+    int a_first = mixed_round(w, "a-a100", "b-l4", "m1", sizes);
+    int l_first = mixed_round(w, "d-a100", "c-l4", "m2", sizes);
+    e2e_log("MEASURED DRA mixed pools, %d shares of 4..20 GiB on %d A100 (80 GiB) and %d L4 "
+            "(24 GiB) GPUs: whole A100s left %d with the A100 nodes first by name, %d with the "
+            "L4 nodes first (best %d)", MIXED_PODS, MIXED_NODES * GPUS, MIXED_NODES * GPUS,
+            a_first, l_first, MIXED_NODES * GPUS);
+    ck_assert_int_ge(a_first, MIXED_NODES * GPUS - 1);
+    ck_assert_int_ge(l_first, MIXED_NODES * GPUS - 1);
+    e2e_world_down(w);
+}
+END_TEST
+
+/* Preemption for claims: a node with two 24 GiB GPUs, one held 20 GiB by one
+ * low-priority claim pod, the other 10 + 10 GiB by two. A high-priority pod
+ * asking 20 GiB fits no device (kube-scheduler's DRA plugin rejects it before
+ * any extender is asked, and its own preemption gives up): gpupack evicts the
+ * one pod, not the two, and the pod binds once that pod's claim is gone. */
+static void priority_class(e2e_cp *cp, const char *name, int value)
+{
+    json_t *pc = json_pack("{s:s,s:s,s:{s:s},s:i}", "apiVersion", "scheduling.k8s.io/v1", "kind",
+                           "PriorityClass", "metadata", "name", name, "value", value);
+    json_decref(e2e_api_ok(cp, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", NULL, pc));
+    json_decref(pc);
+}
+
+static void prio_pod(e2e_cp *cp, const char *name, long gib, const char *pc)
+{
+    json_t *p = claim_pod(name, gib, "pre-0");
+    json_object_set_new(json_object_get(p, "spec"), "priorityClassName", json_string(pc));
+    e2e_pod_create(cp, p);
+    ck_assert_msg(!strcmp(pc, "dra-high") || wait_bound(cp, name, 30), "%s did not bind", name);
+}
+
+START_TEST(preempts_for_claims)
+{
+    e2e_world_opts o = {.cp = {.controller_manager = true}};
+    e2e_world *w = e2e_world_up(&o);
+    if (!dra_served(w->cp)) {
+        absent_api(w);
+        e2e_world_down(w);
+        return;
+    }
+    e2e_ns_create(w->cp, NS);
+    device_class(w->cp);
+    templ(w->cp, 10);
+    templ(w->cp, 20);
+    priority_class(w->cp, "dra-low", 0);
+    priority_class(w->cp, "dra-high", 1000);
+    e2e_node_create(w->cp, e2e_node_plain("pre-0"));
+    slice(w->cp, "pre-0", 2, 24, "NVIDIA L4", NULL);
+    wait_inspect(w->cp, w->gp, 20);
+    prio_pod(w->cp, "low-a", 20, "dra-low");   /* gpu-0 */
+    prio_pod(w->cp, "low-b", 10, "dra-low");   /* gpu-1: gpu-0 has 4 GiB left */
+    prio_pod(w->cp, "low-c", 10, "dra-low");   /* gpu-1 */
+    usage *u = xmalloc(sizeof *u);
+    measure(w->cp, u);
+    assert_within(u, "low-priority pods placed");
+    prio_pod(w->cp, "high", 20, "dra-high");
+    double t0 = gp_mono_s(), end = t0 + 90;
+    bool bound = false;
+    while (!bound && gp_mono_s() < end) {
+        bound = wait_bound(w->cp, "high", 0.5);
+        measure(w->cp, u);
+        assert_within(u, "during the preemption");
+    }
+    ck_assert_msg(bound, "the high-priority claim pod did not bind within 90 s");
+    e2e_log("MEASURED high-priority claim pod bound %.1f s after it was created", gp_mono_s() - t0);
+    json_t *a = e2e_pod_get(w->cp, NS, "low-a"), *b = e2e_pod_get(w->cp, NS, "low-b"),
+           *c = e2e_pod_get(w->cp, NS, "low-c");
+    ck_assert_msg(!a, "low-a (the one victim) is still there");
+    ck_assert_msg(b && c, "low-b or low-c was evicted: two victims where one sufficed");
+    json_decref(b);
+    json_decref(c);
+    ck_assert_int_ge(e2e_gp_metric(w->gp, "gpupack_preemption_victims_total"), 1);
+    ck_assert_int_eq(e2e_gp_metric(w->gp, "gpupack_preemption_victims_total"), 1);
+    free(u);
+    e2e_world_down(w);
+}
+END_TEST
+
 E2E_SUITE(dra)
 {
     Suite *s = suite_create("e2e dra");
     E2E_TEST(s, packs_claims, 600);
     E2E_TEST(s, one_map, 300);
+    E2E_TEST(s, mixed_pools, 400);
+    E2E_TEST(s, preempts_for_claims, 300);
     return s;
 }
