@@ -151,7 +151,7 @@ static gp_node *case_node(const vcase *c, gp_hold holds[][4])
     for (int p = 0; p < c->npods; p++) {
         const tpod *t = &c->pods[p];
         for (int k = 0; k < t->ngpu; k++) {
-            holds[p][k] = (gp_hold){t->gpus[k], t->mem, t->core};
+            holds[p][k] = (gp_hold){t->gpus[k], t->mem, t->core, false};
             n->gpus[t->gpus[k]].mem_used += t->mem;
             n->gpus[t->gpus[k]].core_used += t->core;
             n->gpus[t->gpus[k]].pods++;
@@ -260,7 +260,7 @@ START_TEST(budget_bounded)
     static gp_hold holds[NG * PER];
     gp_victim cands[NG * PER];
     for (int i = 0; i < NG * PER; i++) {
-        holds[i] = (gp_hold){i / PER, G / PER, 0};
+        holds[i] = (gp_hold){i / PER, G / PER, 0, false};
         n->gpus[i / PER].mem_used += G / PER;
         n->gpus[i / PER].pods++;
         cands[i] = (gp_victim){(int32_t)(i % 3), (int64_t)i, false, false, 1, &holds[i], 0, 0};
