@@ -19,7 +19,7 @@ typedef struct {
     int nctrs;
     ctr_spec ctrs[4];
     int nholds;
-    gp_hold want[4];        /* any order */
+    gp_gpu_grant want[4];   /* the holds {index, mem_mib, core}, any order */
 } holds_case;
 
 static const holds_case holds_cases[] = {

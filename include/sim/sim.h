@@ -62,6 +62,12 @@ typedef struct sim_config {
     bool extender_cpu;         /* kube mode: gpupack sees host CPU and memory and
                                 * decides CPU-only pods too (live gpupack does, from
                                 * node allocatable and every pod's requests) */
+    /* GPU pods ask through ResourceClaims (docs/dra.md): every GPU is a DRA
+     * device shared by capacity (memory and compute, as HAMi's driver
+     * publishes them), kube-scheduler's DRA plugin keeps the nodes where its
+     * allocator finds devices and the allocator picks them (first fit in
+     * published order); a configured extender chooses among those nodes. */
+    bool dra;
 } sim_config;
 
 typedef struct sim_point {

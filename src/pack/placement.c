@@ -496,7 +496,10 @@ static int64_t dra_need(const gp_gpu *g, const gp_ctr_req *r)
 {
     if (!g->dra.multi)
         return g->dra.mem_total;
-    int64_t need = r->ask == GP_ASK_WHOLE ? g->dra.default_mib : r->mem_mib;
+    int64_t need = r->ask == GP_ASK_WHOLE ? g->dra.default_mib
+                   : r->mem_mib > 0       ? r->mem_mib
+                   : r->mem_ppm > 0       ? gp_ctr_mem_on(r, g->dra.mem_total)   /* a share */
+                                          : 0;
     if (need <= 0)
         return g->dra.mem_total;
     if (need < g->dra.min_mib)

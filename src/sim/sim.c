@@ -344,8 +344,9 @@ static int choose_node_kube(run *R, size_t pi, const gp_pod_req *req)
     int nall = (int)R->nn;
     if (nall == 0)
         return -1;
-    /* NodeResourcesFit filter: no node advertises gpupack's resources */
-    for (int i = 0; i < nres; i++)
+    /* NodeResourcesFit filter: no node advertises gpupack's resources (a
+     * pod asking through claims asks none) */
+    for (int i = 0; i < nres && !c->dra; i++)
         if (kubesim_checks_resource(k, gpu_resources[i])) {
             R->start = (R->start + R->nn) % R->nn;   /* every node was examined */
             return -1;
@@ -355,7 +356,10 @@ static int choose_node_kube(run *R, size_t pi, const gp_pod_req *req)
     for (int i = 0; i < nall && nf < want; i++) {
         size_t ni = (R->start + (size_t)i) % R->nn;
         processed++;
-        if (kube_fits(&R->ka[ni], p))
+        double unused;
+        /* DRA's Filter: the allocator finds devices for the claims there */
+        if (kube_fits(&R->ka[ni], p) &&
+            (!c->dra || !gpu || (p->num_gpu <= R->nodes[ni].ngpus && node_eval(R, ni, pi, req, &unused))))
             R->fits[nf++] = (int)ni;
     }
     R->start = (R->start + processed) % R->nn;
@@ -442,6 +446,7 @@ static int place_pod(run *R, size_t pi, const char *name, placed *out)
     const trace_pod *p = &R->cfg->pods[pi];
     gp_pod_req req;
     trace_pod_to_req(p, name, &req);
+    req.dra = R->cfg->dra && req.nctrs > 0;
     out->node = -1;
     out->ngpus = 0;
     int ni = R->cfg->kube ? choose_node_kube(R, pi, &req) : choose_node(R, pi, &req);
@@ -451,12 +456,17 @@ static int place_pod(run *R, size_t pi, const char *name, placed *out)
     gp_assignment a;
     if (placement_fit(n, &req, &R->cfg->place, &a, NULL) != 0)
         return -1;   /* cannot happen: the node was chosen because it fits */
-    if (placement_apply(n, &a, +1) != 0)
-        return -1;
+    out->ngpus = gp_assignment_holds(&a, out->holds);
+    for (int h = 0; h < out->ngpus; h++) {
+        int pos = gp_node_gpu_pos(n, out->holds[h].index);
+        if (pos < 0)
+            return -1;
+        out->holds[h].dra = req.dra;   /* a claim's share: the allocator counts it */
+        placement_hold(n, pos, &out->holds[h], +1);
+    }
     account(R, ni, p, +1);
     node_changed(R, ni);
     out->node = ni;
-    out->ngpus = gp_assignment_holds(&a, out->holds);
     R->alloc_milli += trace_pod_gpu_milli(p);
     return 0;
 }
@@ -467,16 +477,11 @@ static void remove_pod(run *R, size_t pi, const placed *pl)
         return;
     const trace_pod *p = &R->cfg->pods[pi];
     gp_node *n = &R->nodes[pl->node];
-    gp_assignment a;
-    memset(&a, 0, sizeof a);
-    gp_strlcpy(a.node, n->name, sizeof a.node);
-    a.nctrs = 1;
-    a.ctrs[0].ngpus = pl->ngpus;
-    for (int g = 0; g < pl->ngpus; g++)
-        a.ctrs[0].gpus[g] = (gp_gpu_grant){pl->holds[g].index, pl->holds[g].mem_mib,
-                                           pl->holds[g].core};
-    if (pl->ngpus > 0 && placement_apply(n, &a, -1) != 0)
-        return;
+    for (int g = 0; g < pl->ngpus; g++) {
+        int pos = gp_node_gpu_pos(n, pl->holds[g].index);
+        if (pos >= 0)
+            placement_hold(n, pos, &pl->holds[g], -1);
+    }
     account(R, pl->node, p, -1);
     node_changed(R, pl->node);
     R->alloc_milli -= trace_pod_gpu_milli(p);
@@ -578,6 +583,10 @@ static void run_init(run *R, const sim_config *cfg)
     for (size_t i = 0; i < R->nn; i++) {
         gp_node *n = &R->nodes[i];
         trace_node_to_gp(&cfg->nodes[i], n);
+        for (int g = 0; cfg->dra && g < n->ngpus; g++)
+            n->gpus[g].dra = (gp_gpu_dra){.mem_total = n->gpus[g].info.mem_total,
+                                          .order = (int16_t)(g + 1), .multi = true,
+                                          .cores = true, .core_default = GP_CORE_FULL};
         R->ka[i] = (kacct){n->cpu_alloc_milli, n->host_mem_alloc_mib, n->cpu_used_milli,
                            n->host_mem_used_mib, n->cpu_used_milli, n->host_mem_used_mib};
         if (R->blind) {
@@ -730,6 +739,7 @@ typedef struct cli {
     sim_ties ties;                /* --ties */
     sim_cpu_pods cpu_pods;        /* --cpu-pods */
     bool departures, no_shuffle, no_cache;
+    bool dra;                     /* --dra */
 } cli;
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -945,6 +955,10 @@ static const gp_flag sim_flags[] = {
     FN("--seeds", f_seeds, "A..B|A,B,...", "(default 42..51)"),
     GP_FLAG("--inflate", FLAG_DOUBLE, O(inflate), "X",
      "re-sample to X x GPU capacity (default 1.3; 0 = off)", .min = 0, .max = 100),
+    GP_FLAG("--dra", FLAG_BOOL, O(dra), NULL,
+     "GPU pods ask through DRA ResourceClaims: GPUs are devices\n"
+     "shared by memory and compute capacity, the allocator picks\n"
+     "the first that fits on the node chosen (docs/dra.md)"),
     GP_FLAG("--departures", FLAG_BOOL, O(departures), NULL,
      "replay creation/deletion times (no shuffle, no inflation)"),
     GP_FLAG("--no-shuffle", FLAG_BOOL, O(no_shuffle), NULL, "keep the file order"),
@@ -1424,6 +1438,7 @@ static void sim_configure(cli *c, sim_job *r)
     cfg->cache = !c->no_cache;
     cfg->kube = c->sched_path ? &r->kube : NULL;
     cfg->extender_cpu = !c->extender_no_cpu;
+    cfg->dra = c->dra;
     if (!c->label) {
         snprintf(r->label, sizeof r->label, "%s/%s",
                  cfg->place.node ? cfg->place.node->name : "binpack",
@@ -1457,11 +1472,11 @@ static void report_json(FILE *f, const cli *c, const sim_job *r, double wall)
 static void report_table(FILE *f, const cli *c, const sim_job *r, double wall)
 {
     const schedcfg *kube = r->cfg.kube;
-    fprintf(f, "gpupack simulate: %s (%zu node%s, %d GPU%s) x %s (%zu pod%s), inflate %.2f%s, "
+    fprintf(f, "gpupack simulate: %s (%zu node%s, %d GPU%s) x %s (%zu pod%s), inflate %.2f%s%s, "
                "%d seed%s, %d typical shape%s\n",
             c->nodes_path, r->nnodes, gp_s((long long)r->nnodes), r->gpus, gp_s(r->gpus),
             c->pods_path, r->npods, gp_s((long long)r->npods), r->cfg.inflate,
-            c->departures ? ", departures" : "", c->nseeds, gp_s(c->nseeds), r->shapes->n,
+            c->departures ? ", departures" : "", c->dra ? ", GPUs through DRA claims" : "", c->nseeds, gp_s(c->nseeds), r->shapes->n,
             gp_s(r->shapes->n));
     if (kube)
         fprintf(f, "scheduler: %s (percentageOfNodesToScore %d%s, NodeResourcesFit %s x%d, "
