@@ -31,18 +31,18 @@ typedef struct hint_case {
 } hint_case;
 
 static const hint_case hint_cases[] = {
-    {"one pod in the way", 2, 81920, {{"ns/a", 0, 20480, 300}}, 1, 2, 70000,
+    {"one pod in the way", 2, 81920, {{"ns/a", 0, 20480, 300, false}}, 1, 2, 70000,
      {"fits if this pod left the node: ns/a (20480 MiB, 30 %)"}, {"never"}},
     {"largest first, but only what is needed", 2, 81920,
-     {{"ns/a", 0, 50000, 0}, {"ns/c", 0, 25000, 0}, {"ns/b", 1, 45000, 0}}, 3, 1, 70000,
+     {{"ns/a", 0, 50000, 0, false}, {"ns/c", 0, 25000, 0, false}, {"ns/b", 1, 45000, 0, false}}, 3, 1, 70000,
      {"this pod", "ns/b (45000 MiB"}, {"ns/a", "ns/c"}},
-    {"two pods on one GPU", 1, 81920, {{"ns/a", 0, 40000, 0}, {"ns/b", 0, 30000, 0}}, 2, 1, 75000,
+    {"two pods on one GPU", 1, 81920, {{"ns/a", 0, 40000, 0, false}, {"ns/b", 0, 30000, 0, false}}, 2, 1, 75000,
      {"these pods", "ns/a (40000 MiB", "ns/b (30000 MiB"}, {"never"}},
-    {"a pod on two GPUs counts once", 2, 81920, {{"ns/x", 0, 40000, 0}, {"ns/x", 1, 40000, 0}}, 2,
+    {"a pod on two GPUs counts once", 2, 81920, {{"ns/x", 0, 40000, 0, false}, {"ns/x", 1, 40000, 0, false}}, 2,
      2, 60000, {"ns/x (80000 MiB, 0 %)"}, {"these pods"}},
-    {"too big for any GPU", 2, 32768, {{"ns/a", 0, 1000, 0}}, 1, 1, 40000,
+    {"too big for any GPU", 2, 32768, {{"ns/a", 0, 1000, 0, false}}, 1, 1, 40000,
      {"never, even with every GPU free (2 healthy GPUs, largest 32768 MiB)"}, {"ns/a"}},
-    {"no GPUs", 0, 0, {{"", 0, 0, 0}}, 0, 1, 1000, {"no healthy GPU", "inventory"}, {"fits if"}},
+    {"no GPUs", 0, 0, {{"", 0, 0, 0, false}}, 0, 1, 1000, {"no healthy GPU", "inventory"}, {"fits if"}},
 };
 
 START_TEST(hint_table)

@@ -22,12 +22,15 @@
 #include "pack/placement.h"
 #include "lib/util.h"
 
-/* One pod's hold on one GPU of a node, as /inspect lists it. */
+/* One pod's hold on one GPU of a node, as /inspect lists it: its own, or
+ * an allocated ResourceClaim reserved for it (dra). */
 typedef struct explain_hold {
-    char pod[2 * GP_NAME_MAX];   /* "namespace/name" */
+    char pod[2 * GP_NAME_MAX];   /* "namespace/name" ("claim namespace/name" for a claim no
+                                  * pod reserves) */
     int index;                   /* device index */
     int64_t mem_mib;
     int core;                    /* per-mille */
+    bool dra;                    /* a claim's share (DRA's allocator counts it too) */
 } explain_hold;
 
 /* What would make req fit `node` (which it does not fit now): writes a

@@ -38,9 +38,8 @@ static void move_pod(gp_node *w, const explain_hold *holds, int nholds, const ch
         int pos = gp_node_gpu_pos(w, holds[i].index);
         if (pos < 0)
             continue;
-        w->gpus[pos].mem_used += sign * holds[i].mem_mib;
-        w->gpus[pos].core_used += sign * holds[i].core;
-        w->gpus[pos].pods += sign;
+        gp_hold h = {holds[i].index, holds[i].mem_mib, holds[i].core, holds[i].dra};
+        placement_hold(w, pos, &h, sign);
     }
     w->state_hash = 0;
 }
@@ -247,10 +246,27 @@ static int holds_of(gp_cluster *c, const char *node, explain_hold **out)
     const json_t *gpus = json_object_get(json_object_get(j, "node"), "gpus");
     size_t n = 0, i, k;
     const json_t *g, *p;
-    json_array_foreach(gpus, i, g) n += json_array_size(json_object_get(g, "pods"));
+    json_array_foreach(gpus, i, g) n += json_array_size(json_object_get(g, "pods")) +
+                                        json_array_size(json_object_get(json_object_get(g, "dra"),
+                                                                        "claims"));
     explain_hold *h = xcalloc(n ? n : 1, sizeof *h);
     int m = 0;
     json_array_foreach(gpus, i, g) {
+        /* the allocated claims on it: they leave with the pod they are reserved for */
+        json_array_foreach(json_object_get(json_object_get(g, "dra"), "claims"), k, p) {
+            explain_hold *x = &h[m++];
+            const char *ns = json_string_value(json_object_get(p, "namespace"));
+            const char *pod = json_string_value(json_object_get(p, "pod"));
+            if (pod && *pod)
+                snprintf(x->pod, sizeof x->pod, "%s/%s", ns ? ns : "", pod);
+            else
+                snprintf(x->pod, sizeof x->pod, "claim %s/%s", ns ? ns : "",
+                         json_string_value(json_object_get(p, "claim")));
+            x->index = (int)json_integer_value(json_object_get(g, "index"));
+            x->mem_mib = json_integer_value(json_object_get(p, "memMiB"));
+            x->core = (int)(json_number_value(json_object_get(p, "corePercent")) * 10 + 0.5);
+            x->dra = true;
+        }
         json_array_foreach(json_object_get(g, "pods"), k, p) {
             explain_hold *x = &h[m++];
             snprintf(x->pod, sizeof x->pod, "%s/%s",
