@@ -345,7 +345,7 @@ static void absent_api(e2e_world *w)
     free(e2e_gp_get(w->gp, "/readyz", &st));
     ck_assert_int_eq(st, 200);
     ck_assert(e2e_gp_metric(w->gp, "gpupack_dra_api") == 1);
-    e2e_log("v%s: no resource.k8s.io/v1, gpupack reads no DRA objects and is ready",
+    e2e_log("%s: no resource.k8s.io/v1, gpupack reads no DRA objects and is ready",
             e2e_k8s_version(w->cp));
 }
 
