@@ -140,7 +140,44 @@ static const struct bad_case {
     {"preempt_unknown_key.yaml", 6, 5, "preemption: unknown key \"protect\" (expected one of: "
                                        "mayPreempt, minPriority, protected)"},
     {"preempt_not_mapping.yaml", 5, 15, "spec.preemption: expected a mapping, got a list"},
+    {"dra_not_default.yaml", 5, 8, "only the policy named \"default\" may set dra"},
+    {"dra_missing_memory.yaml", 7, 9, "missing required key \"memoryCapacity\""},
+    {"dra_attribute_without_value.yaml", 7, 9, "gpuAttribute and gpuValue go together"},
+    {"dra_driver_twice.yaml", 8, 9, "driver \"gpu.example.com\" is listed twice"},
+    {"dra_compute_without_full.yaml", 7, 9, "computeCapacity and computeFull go together"},
+    {"dra_bad_name.yaml", 7, 18, "\"gpu example\" is not a driver, attribute or capacity name"},
 };
+
+/* spec.dra of the default policy replaces the built-in driver table; without
+ * it, the set has the built-in one (NVIDIA's and HAMi's). */
+START_TEST(dra_drivers)
+{
+    gp_policy_set *s = NULL;
+    gp_err err;
+    ck_assert_msg(policy_set_load_file(GOOD "dra_drivers.yaml", &s, &err) == 0, "%s", err.msg);
+    gp_dra_drivers t;
+    policy_set_dra_drivers(s, &t);
+    ck_assert_int_eq(t.n, 2);
+    const gp_dra_driver *d = dra_driver_find(&t, "gpu.example.com");
+    ck_assert_ptr_nonnull(d);
+    ck_assert_str_eq(d->type_attr, "kind");
+    ck_assert_str_eq(d->type_value, "accelerator");
+    ck_assert_str_eq(d->uuid_attr, "serial");
+    ck_assert_str_eq(d->mem_capacity, "vram");
+    ck_assert_str_eq(d->core_capacity, "sm");
+    ck_assert_int_eq(d->core_full, 132);
+    ck_assert_ptr_null(dra_driver_find(&t, "hami-core-gpu.project-hami.io"));
+    policy_set_unref(s);
+    gp_dra_drivers builtin;
+    dra_default_drivers(&builtin);
+    policy_set_dra_drivers(NULL, &t);
+    ck_assert_int_eq(memcmp(&t, &builtin, sizeof t), 0);
+    s = policy_set_default();
+    policy_set_dra_drivers(s, &t);
+    ck_assert_int_eq(memcmp(&t, &builtin, sizeof t), 0);
+    policy_set_unref(s);
+}
+END_TEST
 
 START_TEST(bad_fixture)
 {
@@ -762,6 +799,7 @@ Suite *suite_policy(void)
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("validation");
     tcase_add_loop_test(tc, bad_fixture, 0, (int)GP_ARRAY_LEN(bad_cases));
+    tcase_add_test(tc, dra_drivers);
     tcase_add_test(tc, request_formats);
     tcase_add_test(tc, every_error_of_a_file);
     tcase_add_test(tc, errors_across_files);

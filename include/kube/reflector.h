@@ -67,6 +67,11 @@ int reflector_start(gp_reflector *r, gp_err *err) GP_WUR;
 /* Stops the thread promptly (unblocking a streaming watch) and frees; accepts NULL. */
 void reflector_free(gp_reflector *r);
 
+/* Ends the current watch and LISTs again (a reader whose way of decoding
+ * the objects changed); until that LIST is applied the view is not current.
+ * A LIST under way is followed by another. Thread-safe. */
+void reflector_relist(gp_reflector *r);
+
 /* True once a first complete LIST was applied. Thread-safe. */
 bool reflector_synced(gp_reflector *r);
 /* True while the view is the API server's as of the last event applied: a

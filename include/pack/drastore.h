@@ -30,8 +30,10 @@ typedef struct gp_drastore gp_drastore;
 /* Copies the driver table. */
 gp_drastore *drastore_new(const gp_dra_drivers *t);
 void drastore_free(gp_drastore *ds);   /* accepts NULL */
-/* Replaces the driver table; every node is recomputed at the next flush. */
-void drastore_set_drivers(gp_drastore *ds, const gp_dra_drivers *t);
+/* Replaces the driver table; every node is recomputed at the next flush.
+ * Returns true when it differs from the one in use: the slices, decoded by
+ * the old table, must then be listed again (dra_feed_drivers_changed). */
+bool drastore_set_drivers(gp_drastore *ds, const gp_dra_drivers *t);
 void drastore_drivers(gp_drastore *ds, gp_dra_drivers *out);
 
 /* Adds or replaces an object; takes over the arrays of *s / *c (the struct

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "pack/placement.h"
+#include "model/dra.h"
 #include "model/podreq.h"
 #include "lib/util.h"
 
@@ -59,6 +60,10 @@ int policy_select(const gp_policy_set *s, const char *ns, const json_t *labels,
  * has no such policy. */
 int policy_view_by_name(const gp_policy_set *s, const char *name, gp_policy_view *out,
                         gp_err *err) GP_WUR;
+
+/* Which DRA devices are GPUs (docs/dra.md): the default policy's spec.dra
+ * drivers, else the built-in table (dra_default_drivers). s NULL: built-in. */
+void policy_set_dra_drivers(const gp_policy_set *s, gp_dra_drivers *out);
 
 /* Number of policies in the set and their names (for /inspect, metrics). */
 int policy_set_count(const gp_policy_set *s);

@@ -13,6 +13,7 @@
 
 #include "pack/placement.h"
 #include "model/podreq.h"
+#include "model/dra.h"
 #include "policy/policy.h"
 #include "policy/policy_tz.h"
 #include "lib/util.h"
@@ -92,6 +93,8 @@ typedef struct gp_policy {
     bool decide_in_filter;
     double ns_share_cap;
     gp_preempt_rules preempt;   /* spec.preemption */
+    bool has_dra;               /* spec.dra given (the default policy only) */
+    gp_dra_drivers dra;         /* spec.dra.drivers: which DRA devices are GPUs */
 } gp_policy;
 
 /* A policy with every default filled in (the built-in "default" when named so). */

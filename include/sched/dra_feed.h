@@ -45,6 +45,10 @@ gp_dra_state dra_feed_state(gp_dra_feed *f);
  * which (discovery unanswered, a view not listed or due a relist). */
 bool dra_feed_current(gp_dra_feed *f, char *why, size_t whylen);
 
+/* The GPU driver table changed (policy reload): the slices are listed again
+ * and decoded with it; the verbs wait for that LIST. */
+void dra_feed_drivers_changed(gp_dra_feed *f);
+
 /* GET each named claim of namespace ns and apply it to the store, then flush
  * (a bind learns the allocation kube-scheduler wrote in its PreBind before
  * the watch shows it). Returns how many were applied. */

@@ -30,6 +30,9 @@ struct gp_reflector {
     double down_since;
     gp_reflector_stats stats;
 
+    bool relist_asked;             /* reflector_relist: a LIST is wanted now */
+    gp_kube_cancel *watch_cancel;  /* the watch streaming now (NULL between watches) */
+
     /* the reflector thread's own state */
     char rv[64];
     bool need_list;
@@ -402,8 +405,22 @@ static step do_watch(gp_reflector *r)
     gp_err err;
     STAT_ADD(r, watches, 1);
     double started = gp_mono_s();
+    /* its own cancel, fired by reflector_free and reflector_relist alike */
+    gp_kube_cancel *wc = kube_cancel_new();
+    pthread_mutex_lock(&r->mu);
+    r->watch_cancel = wc;
+    bool asked = r->relist_asked;
+    pthread_mutex_unlock(&r->mu);
+    if (asked || kube_cancel_fired(r->cancel))
+        kube_cancel_fire(wc);
     int rc = kube_stream(r->kube, path, r->cfg.stall_s, (double)r->cfg.watch_timeout_s + r->cfg.stall_s,
-                         r->cancel, on_open, on_data, &w, &status, &errbody, &err);
+                         wc, on_open, on_data, &w, &status, &errbody, &err);
+    pthread_mutex_lock(&r->mu);
+    r->watch_cancel = NULL;
+    asked = r->relist_asked;
+    r->relist_asked = false;
+    pthread_mutex_unlock(&r->mu);
+    kube_cancel_free(wc);
     step res;
     char why[400];
     r->watch_lasted_s = gp_mono_s() - started;
@@ -411,6 +428,9 @@ static step do_watch(gp_reflector *r)
         r->bad_line_restarts = 0;
     if (kube_cancel_fired(r->cancel)) {
         res = STEP_STOP;
+    } else if (asked) {
+        LOG_INFO("%s: listing again, as asked", r->resource);
+        res = STEP_RELIST;
     } else if (w.bad_line) {
         /* resume from the last good resourceVersion; the same spot failing
          * again without progress means the stream will not heal: relist */
@@ -573,11 +593,24 @@ int reflector_start(gp_reflector *r, gp_err *err)
     return 0;
 }
 
+void reflector_relist(gp_reflector *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->relist_asked = true;
+    if (r->watch_cancel)
+        kube_cancel_fire(r->watch_cancel);
+    pthread_mutex_unlock(&r->mu);
+}
+
 void reflector_free(gp_reflector *r)
 {
     if (!r)
         return;
     kube_cancel_fire(r->cancel);
+    pthread_mutex_lock(&r->mu);
+    if (r->watch_cancel)
+        kube_cancel_fire(r->watch_cancel);
+    pthread_mutex_unlock(&r->mu);
     if (r->started)
         pthread_join(r->thread, NULL);
     kube_cancel_free(r->cancel);

@@ -85,14 +85,16 @@ void drastore_free(gp_drastore *ds)
     free(ds);
 }
 
-void drastore_set_drivers(gp_drastore *ds, const gp_dra_drivers *t)
+bool drastore_set_drivers(gp_drastore *ds, const gp_dra_drivers *t)
 {
     pthread_mutex_lock(&ds->mu);
-    if (memcmp(&ds->drivers, t, sizeof *t) != 0) {
+    bool changed = memcmp(&ds->drivers, t, sizeof *t) != 0;
+    if (changed) {
         ds->drivers = *t;
         ds->all_dirty = true;
     }
     pthread_mutex_unlock(&ds->mu);
+    return changed;
 }
 
 void drastore_drivers(gp_drastore *ds, gp_dra_drivers *out)

@@ -438,3 +438,13 @@ json_t *policy_set_to_json(const gp_policy_set *s, time_t now)
     policy_set_unref(builtin);
     return arr;
 }
+
+void policy_set_dra_drivers(const gp_policy_set *s, gp_dra_drivers *out)
+{
+    for (int i = 0; s && i < s->n; i++)
+        if (s->pols[i]->is_default) {
+            *out = s->pols[i]->dra;
+            return;
+        }
+    dra_default_drivers(out);
+}

@@ -90,6 +90,7 @@ gp_policy *policy_yaml_new(const char *name, const char *file)
     placement_default_opts(&p->place);
     podreq_default_names(&p->names);
     p->preempt.may_preempt = true;
+    dra_default_drivers(&p->dra);
     return p;
 }
 
@@ -1317,6 +1318,109 @@ static void h_shapes(pctx *c, yaml_node_t *v, void *obj)
     p->place.shapes = &p->shapes;
 }
 
+/* ------------------------------------------------------------ spec.dra */
+
+/* A driver entry's names: what dra.h's gp_dra_driver holds. */
+static void dra_name(pctx *c, yaml_node_t *v, char *out, size_t size)
+{
+    const char *s = get_str(c, v, size - 1);
+    if (!s)
+        return;
+    if (!*s) {
+        fail_at(c, v, "an empty name");
+        return;
+    }
+    for (const char *q = s; *q; q++)
+        if (!isalnum((unsigned char)*q) && !strchr("-._/", *q)) {
+            fail_at(c, v, "\"%s\" is not a driver, attribute or capacity name (letters, digits, "
+                          "'-', '.', '_', '/')", show(s).s);
+            return;
+        }
+    gp_strlcpy(out, s, size);
+}
+
+#define DRA_NAME_FN(fn, field)                                                                   \
+    static void fn(pctx *c, yaml_node_t *v, void *obj)                                           \
+    {                                                                                            \
+        gp_dra_driver *d = obj;                                                                  \
+        dra_name(c, v, d->field, sizeof d->field);                                               \
+    }
+DRA_NAME_FN(h_dra_driver, driver)
+DRA_NAME_FN(h_dra_gpu_attr, type_attr)
+DRA_NAME_FN(h_dra_gpu_value, type_value)
+DRA_NAME_FN(h_dra_uuid, uuid_attr)
+DRA_NAME_FN(h_dra_model, model_attr)
+DRA_NAME_FN(h_dra_mem, mem_capacity)
+DRA_NAME_FN(h_dra_core, core_capacity)
+#undef DRA_NAME_FN
+
+static void h_dra_core_full(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_dra_driver *d = obj;
+    long x;
+    if (get_int(c, v, 1, 1000000, &x))
+        d->core_full = x;
+}
+
+static const key_def dra_driver_keys[] = {
+    {"driver", YAML_SCALAR_NODE, h_dra_driver, true},
+    {"gpuAttribute", YAML_SCALAR_NODE, h_dra_gpu_attr, false},
+    {"gpuValue", YAML_SCALAR_NODE, h_dra_gpu_value, false},
+    {"uuidAttribute", YAML_SCALAR_NODE, h_dra_uuid, false},
+    {"modelAttribute", YAML_SCALAR_NODE, h_dra_model, false},
+    {"memoryCapacity", YAML_SCALAR_NODE, h_dra_mem, true},
+    {"computeCapacity", YAML_SCALAR_NODE, h_dra_core, false},
+    {"computeFull", YAML_SCALAR_NODE, h_dra_core_full, false},
+};
+
+static void dra_driver_item(pctx *c, yaml_node_t *it, void *obj)
+{
+    gp_policy *p = obj;
+    gp_dra_driver d;
+    memset(&d, 0, sizeof d);
+    int before = c->errors;
+    if (it->type != YAML_MAPPING_NODE) {
+        fail_at(c, it, "expected a mapping, got %s", type_name(it));
+        return;
+    }
+    walk_map(c, it, dra_driver_keys, GP_ARRAY_LEN(dra_driver_keys), &d);
+    if (c->errors != before)
+        return;
+    if (!d.type_attr[0] != !d.type_value[0])
+        fail_at(c, it, "gpuAttribute and gpuValue go together (a device is a GPU when its string "
+                       "attribute gpuAttribute is gpuValue; leave both out for every device)");
+    else if (!d.core_capacity[0] != !d.core_full)
+        fail_at(c, it, "computeCapacity and computeFull go together (computeFull is what one "
+                       "whole GPU publishes, e.g. 100 for HAMi's \"cores\")");
+    else if (dra_driver_find(&p->dra, d.driver))
+        fail_at(c, it, "driver \"%s\" is listed twice", show(d.driver).s);
+    else
+        p->dra.d[p->dra.n++] = d;
+}
+
+static void h_dra_drivers(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_policy *p = obj;
+    p->dra.n = 0;
+    walk_seq(c, v, GP_DRA_DRIVERS_MAX, dra_driver_item, obj);
+}
+
+static const key_def dra_keys[] = {
+    {"drivers", YAML_SEQUENCE_NODE, h_dra_drivers, true},
+};
+
+static void h_dra(pctx *c, yaml_node_t *v, void *obj)
+{
+    gp_policy *p = obj;
+    if (!p->is_default) {
+        fail_at(c, v, "only the policy named \"default\" may set dra (which DRA devices are GPUs "
+                      "is one table for the whole cluster)");
+        return;
+    }
+    walk_map(c, v, dra_keys, GP_ARRAY_LEN(dra_keys), obj);
+    p->has_dra = true;
+}
+
 /* ------------------------------------------------------------ spec and top */
 
 static const key_def spec_keys[] = {
@@ -1333,6 +1437,7 @@ static const key_def spec_keys[] = {
     {"resources", YAML_MAPPING_NODE, h_resources, false},
     {"shapes", YAML_SEQUENCE_NODE, h_shapes, false},
     {"preemption", YAML_MAPPING_NODE, h_preemption, false},
+    {"dra", YAML_MAPPING_NODE, h_dra, false},
 };
 
 static void h_spec(pctx *c, yaml_node_t *v, void *obj)

@@ -239,6 +239,12 @@ bool dra_feed_current(gp_dra_feed *f, char *why, size_t whylen)
     return true;
 }
 
+void dra_feed_drivers_changed(gp_dra_feed *f)
+{
+    if (dra_feed_state(f) == GP_DRA_PRESENT)
+        reflector_relist(f->r[GP_DRA_SLICES]);
+}
+
 /* ------------------------------------------------------- bind's claims -- */
 
 int dra_feed_refresh_claims(gp_dra_feed *f, const char *ns, const char *const *names, int n,
