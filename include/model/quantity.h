@@ -17,6 +17,14 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err) GP_WUR;
  * ("1.5", "500m") and negative values. Returns 0 or -1 with a message. */
 int quantity_parse_int(const char *s, int64_t *out, gp_err *err) GP_WUR;
 
+/* For amounts kept in their own unit whatever their size (DRA capacities and
+ * counters: bytes, counts): whole units, fractions rounded up in magnitude as
+ * Kubernetes' Quantity.Value() does ("1500m" -> 2, "80Gi" -> 85899345920).
+ * A magnitude past INT64_MAX saturates there ("16Ei" -> INT64_MAX, "-16Ei" ->
+ * -INT64_MAX) instead of failing. Returns 0, or -1 with a message on syntax
+ * errors (exponents past +-40 included); the sign is the caller's to check. */
+int quantity_parse_units(const char *s, int64_t *out, gp_err *err) GP_WUR;
+
 /* The value of resource `name` in a container's `resources` object
  * (borrowed): limits, then requests (Kubernetes defaults requests from
  * limits), as a quantity string or a JSON number, whole and non-negative.

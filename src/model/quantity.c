@@ -28,7 +28,11 @@ static const suffix suffixes[] = {
 
 static const i128 LIMIT = (i128)INT64_MAX;
 
-int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
+/* The one parser: the value in units of 10^-exp10 (3: thousandths, 0: whole
+ * units), its magnitude rounded up. saturate: a magnitude past INT64_MAX
+ * becomes INT64_MAX instead of an error, and integer digits past what int64
+ * holds are dropped into the exponent instead of refused. */
+static int parse_scaled(const char *s, int exp10, bool saturate, int64_t *out, gp_err *err)
 {
     size_t len = strnlen(s, QTY_MAX_LEN + 1);
     if (len == 0)
@@ -40,17 +44,24 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
     if (*p == '+' || *p == '-')
         neg = *p++ == '-';
     i128 digits = 0;     /* all digits, integer and fraction, as one number */
-    int frac = 0;        /* how many of them are fraction digits */
+    int frac = 0;        /* how many of them are fraction digits (negative: integer
+                          * digits dropped, saturate only) */
     int any = 0;
+    bool dropped_nonzero = false;
     while (isdigit((unsigned char)*p)) {
-        if (digits > LIMIT)
-            return gp_fail(err, "quantity \"%s\" is too large", s);
+        if (digits > LIMIT) {
+            if (!saturate)
+                return gp_fail(err, "quantity \"%s\" is too large", s);
+            dropped_nonzero |= *p++ != '0';
+            frac--;
+            any = 1;
+            continue;
+        }
         digits = digits * 10 + (*p++ - '0');
         any = 1;
     }
     if (*p == '.') {
         p++;
-        bool dropped_nonzero = false;
         while (isdigit((unsigned char)*p)) {
             /* keep 19 significant digits at most; the rest only rounds up */
             if (digits < (i128)1000000000000000000LL) {
@@ -62,12 +73,11 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
             p++;
             any = 1;
         }
-        if (dropped_nonzero)
-            digits += 1;
     }
+    if (dropped_nonzero)
+        digits += 1;
     if (!any)
         return gp_fail(err, "quantity \"%s\" has no digits", s);
-    int exp10 = 3;       /* we return thousandths */
     i128 mul = 1;
     if ((*p == 'e' || *p == 'E') && p[1] && (isdigit((unsigned char)p[1]) || p[1] == '-' || p[1] == '+')) {
         p++;
@@ -103,12 +113,12 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
      * mul <= 2^60, so the product fits in 128 bits; range is checked at the end. */
     i128 v = digits * mul;
     int shift = exp10 - frac;
-    while (shift > 0) {
-        if (v > LIMIT)
-            return gp_fail(err, "quantity \"%s\" is too large", s);
+    while (shift > 0 && v <= LIMIT) {
         v *= 10;
         shift--;
     }
+    if (shift > 0)
+        v = LIMIT + 1;   /* past int64 whatever remains */
     if (shift < -37) {
         v = v > 0 ? 1 : 0;
     } else if (shift < 0) {
@@ -117,10 +127,23 @@ int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
             d *= 10;
         v = (v + d - 1) / d;
     }
-    if (v > LIMIT)
-        return gp_fail(err, "quantity \"%s\" is too large", s);
+    if (v > LIMIT) {
+        if (!saturate)
+            return gp_fail(err, "quantity \"%s\" is too large", s);
+        v = LIMIT;
+    }
     *out = neg ? -(int64_t)v : (int64_t)v;
     return 0;
+}
+
+int quantity_parse_milli(const char *s, int64_t *out, gp_err *err)
+{
+    return parse_scaled(s, 3, false, out, err);
+}
+
+int quantity_parse_units(const char *s, int64_t *out, gp_err *err)
+{
+    return parse_scaled(s, 0, true, out, err);
 }
 
 int quantity_parse_int(const char *s, int64_t *out, gp_err *err)
