@@ -39,6 +39,8 @@
 #define GP_DRA_POD_CLAIMS_MAX 32    /* spec.resourceClaims of one pod */
 #define GP_DRA_DRIVERS_MAX 8        /* GPU drivers in the table */
 #define GP_DRA_CAPS_MAX 4           /* capacities one request asks / one result consumes */
+#define GP_DRA_VALUES_MAX 16        /* requestPolicy.validValues of one capacity (the API allows 10) */
+#define GP_DRA_ALTS_MAX 8           /* firstAvailable entries of one request (the API allows 8) */
 
 /* --------------------------------------------------------- drivers --- */
 
@@ -100,7 +102,7 @@ typedef struct gp_dra_device {
      * (validRange min/step; validValues are kept sorted in values) */
     int64_t mem_default_mib, mem_min_mib, mem_max_mib, mem_step_mib;
     int nvalues;
-    int64_t mem_values_mib[16];
+    int64_t mem_values_mib[GP_DRA_VALUES_MAX];
     int ncons;                           /* consumesCounters (partitionable devices) */
     gp_dra_counter_set *cons;            /* heap, ncons entries */
     char node[GP_NAME_MAX];              /* per-device nodeName (perDeviceNodeSelection), else "" */
@@ -140,6 +142,14 @@ typedef struct gp_dra_class {
      * or more than one */
     char driver[GP_DRA_DRIVER_MAX];
     bool other_selectors;                /* CEL beyond the driver test (gpupack cannot evaluate it) */
+    /* one string-attribute test of a device, `device.attributes["D"].NAME ==
+     * "V"` (either side; one top-level && conjunct, like the driver test):
+     * attr "D/NAME", attr_value "V"; "" when none. Every stock class of the
+     * NVIDIA and HAMi drivers has one ("gpu.nvidia.com/type" == "gpu"), which
+     * tells its GPUs from its MIG devices; it does not count in
+     * other_selectors (a second, different test does). */
+    char attr[GP_DRA_DRIVER_MAX + GP_DRA_NAME_MAX];
+    char attr_value[GP_DRA_NAME_MAX];
     char extended_resource[GP_NAME_MAX]; /* spec.extendedResourceName, "" when none */
 } gp_dra_class;
 
