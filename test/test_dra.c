@@ -729,6 +729,8 @@ static const bad_case bad[] = {
      "status.resourceClaimStatuses: 33 entries"},
     {CLASS, GPUCLS, "spec.selectors", LIST, 33, "{\"cel\":{\"expression\":\"true\"}}",
      "spec.selectors: 33 entries, more than 32"},
+    {CLAIM, FA, "spec.devices.requests.0.firstAvailable.0.selectors", LIST, 33,
+     "{\"cel\":{\"expression\":\"true\"}}", "firstAvailable[0].selectors: 33 entries, more than 32"},
     {CLASS, GPUCLS, "spec.selectors.0.cel.expression", LONG_STR, 10241, NULL,
      "spec.selectors[0].cel.expression: 10241 characters, more than 10240"},
     /* strings one past their field */

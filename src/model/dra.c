@@ -23,6 +23,7 @@ __extension__ typedef __int128 i128;
 #define WHERE_MAX 192                /* a member's path in a message */
 #define CEL_MAX (10 * 1024)          /* a selector's expression (the API allows 10 KiB) */
 #define CEL_DEPTH 16                 /* parentheses around && conjuncts gpupack looks into */
+#define SELECTORS_MAX 32             /* CEL selectors of a class or a request (the API allows 32) */
 
 /* ----------------------------------------------------------- drivers --- */
 
@@ -780,7 +781,7 @@ static int class_spec(const json_t *obj, gp_dra_class *out, gp_err *err)
     if (get_obj(obj, "spec", &spec, "", err) ||
         get_str(spec, "extendedResourceName", out->extended_resource,
                 sizeof out->extended_resource, "spec", err) ||
-        get_arr(spec, "selectors", GP_DRA_REQUESTS_MAX, &sels, &n, "spec", err))
+        get_arr(spec, "selectors", SELECTORS_MAX, &sels, &n, "spec", err))
         return -1;
     for (size_t i = 0; i < n; i++) {
         const json_t *sel = json_array_get(sels, i), *cel;
@@ -844,7 +845,7 @@ static int get_subrequest(const json_t *r, gp_dra_request *q, const char *where,
     if (!json_is_object(r))
         return gp_fail(err, "%s: must be an object", where);
     if (need_str(r, "deviceClassName", q->cls, sizeof q->cls, where, err) ||
-        get_arr(r, "selectors", GP_DRA_REQUESTS_MAX, &sels, &n, where, err) ||
+        get_arr(r, "selectors", SELECTORS_MAX, &sels, &n, where, err) ||
         get_str(r, "allocationMode", mode, sizeof mode, where, err) ||
         get_bool(r, "adminAccess", &q->admin, where, err) ||
         get_obj(r, "capacity", &cap, where, err))
