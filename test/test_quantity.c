@@ -182,6 +182,62 @@ START_TEST(bug_long_fraction_is_not_large)
 }
 END_TEST
 
+/* Whole units, rounded up, saturating: DRA capacities and counters in bytes. */
+static const int_case units_ok[] = {
+    {"0", 0},
+    {"80Gi", INT64_C(85899345920)},
+    {"81559Mi", INT64_C(85520809984)},
+    {"85899345920", INT64_C(85899345920)},
+    {"1500m", 2},
+    {"250m", 1},
+    {"1n", 1},
+    {"-1500m", -2},
+    {"1.5Gi", INT64_C(1610612736)},
+    {"10Pi", INT64_C(11258999068426240)},          /* past what thousandths hold */
+    {"7Ei", INT64_C(8070450532247928832)},
+    {"8Ei", INT64_MAX},                            /* 2^63: saturates */
+    {"16Ei", INT64_MAX},
+    {"-16Ei", -INT64_MAX},
+    {"9223372036854775807", INT64_MAX},
+    {"9223372036854775808", INT64_MAX},
+    {"99999999999999999999999999999999", INT64_MAX},
+    {"9999999999999999999999999n", INT64_C(10000000000000000)},   /* digits dropped, then scaled down */
+    {"1e40", INT64_MAX},
+    {"1e-40", 1},
+    {"10.000000000000000000", 10},
+};
+
+START_TEST(units_accepts)
+{
+    const int_case *c = &units_ok[_i];
+    int64_t v = SENTINEL;
+    gp_err err = {{0}};
+    ck_assert_msg(quantity_parse_units(c->in, &v, &err) == 0, "\"%s\": %s", c->in, err.msg);
+    ck_assert_msg(v == c->v, "\"%s\": got %lld, want %lld", c->in, (long long)v, (long long)c->v);
+}
+END_TEST
+
+static const bad_case units_bad[] = {
+    {"", "empty"},
+    {"1x", "unknown suffix"},
+    {"1e41", "out of range"},
+    {"1.5.5", "1.5.5"},
+    {"Gi", "no digits"},
+    {"1111111111111111111111111111111111111111111111111111111111111111111", "longer than"},
+};
+
+START_TEST(units_rejects)
+{
+    const bad_case *c = &units_bad[_i];
+    int64_t v = SENTINEL;
+    gp_err err = {{0}};
+    ck_assert_msg(quantity_parse_units(c->in, &v, &err) == -1, "\"%s\" accepted", c->in);
+    ck_assert_msg(strstr(err.msg, c->msg) != NULL, "\"%s\": message \"%s\" lacks \"%s\"", c->in,
+                  err.msg, c->msg);
+    ck_assert_msg(v == SENTINEL, "\"%s\": output written on failure", c->in);
+}
+END_TEST
+
 Suite *suite_quantity(void);
 Suite *suite_quantity(void)
 {
@@ -191,6 +247,8 @@ Suite *suite_quantity(void)
     tcase_add_loop_test(t, milli_rejects, 0, (int)GP_ARRAY_LEN(milli_bad));
     tcase_add_loop_test(t, int_accepts, 0, (int)GP_ARRAY_LEN(int_ok));
     tcase_add_loop_test(t, int_rejects, 0, (int)GP_ARRAY_LEN(int_bad));
+    tcase_add_loop_test(t, units_accepts, 0, (int)GP_ARRAY_LEN(units_ok));
+    tcase_add_loop_test(t, units_rejects, 0, (int)GP_ARRAY_LEN(units_bad));
     tcase_add_loop_test(t, bug_long_fraction_is_not_large, 0, (int)GP_ARRAY_LEN(long_fraction));
     suite_add_tcase(s, t);
     return s;

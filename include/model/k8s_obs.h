@@ -50,9 +50,11 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
  * namespace, uid, resourceVersion, labels, creation and deletion timestamps,
  * deletionGracePeriodSeconds, the annotations extargs_annotation_prefixes
  * names; spec.nodeName, priority, preemptionPolicy,
- * terminationGracePeriodSeconds, resourceClaims; of each (init)container its name, resources,
- * restartPolicy and env names/valueFrom; status.phase, startTime,
- * nominatedNodeName, resourceClaimStatuses and the conditions' type, status and reason).
+ * terminationGracePeriodSeconds; of each (init)container its name, resources,
+ * restartPolicy and env names/valueFrom; of spec.resourceClaims and
+ * status.resourceClaimStatuses the name, resourceClaimName and
+ * resourceClaimTemplateName; status.phase, startTime, nominatedNodeName and
+ * the conditions' type, status and reason).
  * The one table behind every reduced copy of a pod -- the ExtenderArgs
  * scanner (extargs_scan), the LIST buffer and the pods the extender keeps
  * between filter and bind (k8s_obs_trim_pod) -- so that a reduced pod decodes

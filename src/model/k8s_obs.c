@@ -135,10 +135,11 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
 /* Every member of a Pod that gpupack's decoders read: podreq (requests,
  * sidecars, the annotations of gpupack and the other formats), policy
  * selection (namespace, labels), k8s_obs_pod (node, phase, deletion,
- * assignment annotations, kube-scheduler's PodScheduled verdict), the webhook
+ * assignment annotations, kube-scheduler's PodScheduled verdict), dra_pod_claims
+ * (spec.resourceClaims, status.resourceClaimStatuses), the webhook
  * check at bind (env), bind's precondition (resourceVersion), preemption
  * (priority, preemptionPolicy, grace periods, start and creation times, the
- * nominated node), DRA (the pod's resourceClaims and their statuses). */
+ * nominated node). */
 static const gp_keep env_keep[] = {{.key = "name"}, {.key = "valueFrom"}, {0}};
 static const gp_keep ctr_keep[] = {{.key = "name"},
                                    {.key = "resources"},
@@ -155,20 +156,26 @@ static const gp_keep meta_keep[] = {{.key = "name"},
                                     {.key = "deletionGracePeriodSeconds"},
                                     {.key = "annotations", .prefixes = extargs_annotation_prefixes},
                                     {0}};
+/* dra_pod_claims: the pod's names for its ResourceClaims, and the claims made from templates */
+static const gp_keep claim_keep[] = {{.key = "name"},
+                                     {.key = "resourceClaimName"},
+                                     {.key = "resourceClaimTemplateName"},
+                                     {0}};
 static const gp_keep spec_keep[] = {{.key = "nodeName"},
                                     {.key = "priority"},
                                     {.key = "preemptionPolicy"},
                                     {.key = "terminationGracePeriodSeconds"},
                                     {.key = "containers", .sub = ctr_keep, .each = true},
                                     {.key = "initContainers", .sub = ctr_keep, .each = true},
-                                    {.key = "resourceClaims"},   /* DRA (model/dra.h) */
+                                    {.key = "resourceClaims", .sub = claim_keep, .each = true},
                                     {0}};
 static const gp_keep cond_keep[] = {{.key = "type"}, {.key = "status"}, {.key = "reason"}, {0}};
 static const gp_keep status_keep[] = {{.key = "phase"},
                                       {.key = "startTime"},
                                       {.key = "nominatedNodeName"},
                                       {.key = "conditions", .sub = cond_keep, .each = true},
-                                      {.key = "resourceClaimStatuses"},
+                                      {.key = "resourceClaimStatuses", .sub = claim_keep,
+                                       .each = true},
                                       {0}};
 const gp_keep k8s_obs_pod_keep[] = {{.key = "metadata", .sub = meta_keep},
                                     {.key = "spec", .sub = spec_keep},
