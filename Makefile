@@ -9,6 +9,8 @@
 #                   the other Kubernetes; test/e2e/README.md)
 #   make e2e-versions   the same on every version CI runs (1.26 and 1.36)
 #   make install PREFIX=/usr/local   bin/gpupack and the kubectl plugin kubectl-gpupack
+#   make image      the container image gpupack:latest (IMAGE=...) with docker, podman or
+#                   buildah; its SBOM in build/sbom.txt (scripts/image.sh, docs/deploy.md)
 #   WERROR=1        turn warnings into errors (CI sets it)
 
 CC      ?= cc
@@ -182,6 +184,16 @@ install: build
 
 clean:
 	rm -rf build bin
+
+# The container image (scripts/image.sh says which variables it takes): .dockerignore drops
+# .git, so the version goes in as build arguments; SOURCE_DATE_EPOCH is the commit's time.
+IMAGE ?= gpupack:latest
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+.PHONY: image
+image:
+	IMAGE='$(IMAGE)' IMAGE_ENGINE='$(IMAGE_ENGINE)' IMAGE_BUILD_FLAGS='$(IMAGE_BUILD_FLAGS)' \
+	  BUILD_BASE='$(BUILD_BASE)' RUNTIME_BASE='$(RUNTIME_BASE)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' \
+	  GPUPACK_VERSION='$(GIT_TAG)' GPUPACK_COMMIT='$(GIT_COMMIT)$(GIT_DIRTY)' scripts/image.sh
 
 # libFuzzer harnesses (clang): test/fuzz/fuzz_NAME.c -> build/fuzz/fuzz_NAME, linked
 # against the library built with -fsanitize=fuzzer-no-link,address,undefined.
