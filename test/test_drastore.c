@@ -394,6 +394,57 @@ START_TEST(predicted_hold_gives_way_to_the_claim)
 }
 END_TEST
 
+
+/* Partitionable devices (NVIDIA's dynamic MIG): a GPU and its MIG devices
+ * consume one counter set; an allocated MIG device makes the whole GPU
+ * unavailable to the allocator and holds its counters' memory there. */
+START_TEST(partitions_hold_their_gpu)
+{
+    gp_drastore *ds = store();
+    json_t *j = parse(
+        "{\"metadata\":{\"name\":\"mig\",\"uid\":\"mig\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+        "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":1,\"resourceSliceCount\":2},"
+        "\"devices\":[{\"name\":\"gpu-0\",\"attributes\":{\"type\":{\"string\":\"gpu\"},"
+        "\"uuid\":{\"string\":\"GPU-a\"}},\"capacity\":{\"memory\":{\"value\":\"80Gi\"}},"
+        "\"consumesCounters\":[{\"counterSet\":\"gpu-0-counter-set\",\"counters\":{\"memory\":"
+        "{\"value\":\"80Gi\"}}}]},{\"name\":\"gpu-0-mig-1g\",\"attributes\":{\"type\":{\"string\":"
+        "\"mig\"}},\"capacity\":{\"memory\":{\"value\":\"10Gi\"}},\"consumesCounters\":[{"
+        "\"counterSet\":\"gpu-0-counter-set\",\"counters\":{\"memory\":{\"value\":\"10Gi\"}}}]}]}}");
+    put_slice(ds, j);
+    gp_dra_node_view v;
+    drastore_node_view(ds, "n1", &v);
+    ck_assert_int_eq(v.ngpus, 1);   /* the MIG device is no GPU of the map */
+    ck_assert_int_eq(v.gpus[0].dra.mem_used, 0);
+    cluster_dra_view_free(&v);
+    put_claim(ds, claim_at("c1", "mig-claim", 10, "n1", "n1", "gpu-0-mig-1g", false, "pod-1"));
+    drastore_node_view(ds, "n1", &v);
+    ck_assert_int_eq(v.gpus[0].dra.mem_used, 10240);
+    ck_assert_int_ge(v.gpus[0].dra.claims, 1);
+    ck_assert_int_eq(v.gpus[0].core_used, GP_CORE_FULL);
+    cluster_dra_view_free(&v);
+    /* a whole-GPU claim is then predicted nowhere on the node */
+    gp_cluster *c = cluster_new();
+    gp_inventory none;
+    memset(&none, 0, sizeof none);
+    cluster_upsert_node(c, "n1", &none);
+    drastore_flush(ds, c);
+    gp_pod_req r;
+    tu_req(&r, "whole", 1, 0, 0);
+    r.ctrs[0].ask = GP_ASK_WHOLE;
+    r.ctrs[0].mem_ppm = GP_PPM_FULL;
+    r.dra = true;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_fit_fail why;
+    cluster_rdlock(c);
+    ck_assert_int_eq(placement_fit(cluster_rd_node(c, "n1"), &r, &o, &a, &why), -1);
+    cluster_unlock(c);
+    cluster_free(c);
+    drastore_free(ds);
+}
+END_TEST
+
 Suite *suite_drastore(void);
 Suite *suite_drastore(void)
 {
@@ -405,6 +456,7 @@ Suite *suite_drastore(void)
     tcase_add_test(t, pod_claims_become_a_request);
     tcase_add_test(t, one_map_by_uuid);
     tcase_add_test(t, predicted_hold_gives_way_to_the_claim);
+    tcase_add_test(t, partitions_hold_their_gpu);
     suite_add_tcase(s, t);
     return s;
 }

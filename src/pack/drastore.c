@@ -437,7 +437,10 @@ static void view_locked(gp_drastore *ds, const char *node, gp_dra_node_view *out
             continue;
         gp_dra_gpu_view *v = &out->gpus[refs[i].gpu];
         for (int j = 0; j < nr; j++) {
-            if (j == i || refs[j].s != refs[i].s || refs[j].d->ncons == 0)
+            /* the counter sets live in a slice of their own: a partition and
+             * its GPU share the pool, not necessarily the slice */
+            if (j == i || refs[j].d->ncons == 0 || strcmp(refs[j].s->driver, refs[i].s->driver) ||
+                strcmp(refs[j].s->pool, refs[i].s->pool))
                 continue;
             bool shares = false;
             for (int a = 0; a < refs[i].d->ncons && !shares; a++)
