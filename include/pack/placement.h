@@ -72,7 +72,6 @@ void placement_default_opts(gp_place_opts *o);
 const gp_node *place_ctx_node(const gp_place_ctx *ctx);
 int64_t place_ctx_mem_free(const gp_place_ctx *ctx, int pos);
 int place_ctx_core_free(const gp_place_ctx *ctx, int pos);
-int place_ctx_pods(const gp_place_ctx *ctx, int pos);
 const gp_place_opts *place_ctx_opts(const gp_place_ctx *ctx);
 
 /* Why a pod does not fit a node: a sentence a person can act on, and whether

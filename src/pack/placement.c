@@ -51,11 +51,6 @@ int place_ctx_core_free(const gp_place_ctx *ctx, int pos)
     return ctx->base_core[pos] - hold_core(ctx, pos);
 }
 
-int place_ctx_pods(const gp_place_ctx *ctx, int pos)
-{
-    return ctx->node->gpus[pos].pods + (ctx->touched[pos] ? 1 : 0);
-}
-
 const gp_place_opts *place_ctx_opts(const gp_place_ctx *ctx)
 {
     return ctx->opts;
