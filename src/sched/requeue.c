@@ -206,8 +206,7 @@ typedef enum { NUDGE_SENT, NUDGE_GONE, NUDGE_FAILED, NUDGE_FORBIDDEN } nudge_res
 
 static nudge_result nudge(gp_requeue *rq, const pick *p)
 {
-    char *ns = kube_escape(p->ns), *name = kube_escape(p->name);
-    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name);
+    char *path = kube_pod_path(p->ns, p->name, NULL);
     char *body = requeue_patch_body(p->uid, gp_now_ns());
     gp_kube_resp resp;
     gp_err err;
@@ -241,8 +240,6 @@ static nudge_result nudge(gp_requeue *rq, const pick *p)
     kube_resp_free(&resp);
     free(body);
     free(path);
-    free(name);
-    free(ns);
     return r;
 }
 
