@@ -94,10 +94,6 @@ double placement_node_score(const gp_node *node, const gp_pod_req *req,
  * gets 10, the worst 0, linear between; all equal -> 10. In place. */
 void placement_normalize(const double *raw, int n, int *scores);
 
-/* Utilisation of one GPU after adding (mem, core): weighted mean of memory
- * and compute fractions in 0..1. Shared by strategies. */
-double placement_gpu_util(const gp_gpu *g, int64_t mem_add, int core_add, const gp_place_opts *o);
-
 /* True when nodes a and b are in the same state for placement: same GPUs
  * (inventory and use), same host resources. Their fit and score for one
  * request are then the same, unless the GPU strategy is per_node. */

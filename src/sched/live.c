@@ -593,7 +593,8 @@ int live_start(gp_live *l, gp_extender *e, gp_err *err)
     return requeue_start(l->rq, err);
 }
 
-bool live_ready(gp_live *l)
+/* True once the first full LIST of nodes and of pods has been applied. */
+static bool live_ready(gp_live *l)
 {
     return l && reflector_synced(l->nodes) && reflector_synced(l->pods);
 }
@@ -646,7 +647,18 @@ bool live_stale(gp_live *l, char *why, size_t whylen)
     return true;
 }
 
-void live_stats(gp_live *l, gp_live_stats *out)
+/* Counters for /metrics (thread-safe snapshot). */
+typedef struct gp_live_stats {
+    gp_reflector_stats nodes, pods;
+    unsigned long binds;                /* Bindings posted */
+    unsigned long bound, refused, unknown;   /* their outcomes */
+    unsigned long settled_bound, settled_released;   /* UNKNOWN outcomes a GET settled */
+    unsigned long assumed_expired;      /* in-flight binds released by the TTL */
+    unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
+    unsigned long binds_refused;        /* binds the gate refused (not the leader) */
+} gp_live_stats;
+
+static void live_stats(gp_live *l, gp_live_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!l)
