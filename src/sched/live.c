@@ -755,15 +755,17 @@ void live_metrics(void *live, gp_buf *out)
     pthread_mutex_lock(&l->ver_mu);
     gp_apiversion v = l->ver;
     pthread_mutex_unlock(&l->ver_mu);
-    char d[80];
-    apiversion_describe(&v, d, sizeof d);
+    char raw[80], d[80], labels[256];
+    apiversion_describe(&v, raw, sizeof raw);
+    metrics_label_value(d, sizeof d, raw);
+    size_t n = (size_t)snprintf(labels, sizeof labels, "version=\"%s\"", d);
+    for (int f = 0; f < GP_FACT_COUNT && n < sizeof labels; f++)
+        n += (size_t)snprintf(labels + n, sizeof labels - n, ",%s=\"%s\"",
+                              apiversion_fact_name((gp_api_fact)f),
+                              apiversion_has(&v, (gp_api_fact)f) ? "true" : "false");
     metrics_header(out, "gpupack_kubernetes_info", "gauge",
                    "The API server's version (/version) and what gpupack does about it.");
-    (void)!gp_buf_printf(out, "gpupack_kubernetes_info{version=\"%s\"", d);
-    for (int f = 0; f < GP_FACT_COUNT; f++)
-        (void)!gp_buf_printf(out, ",%s=\"%s\"", apiversion_fact_name((gp_api_fact)f),
-                             apiversion_has(&v, (gp_api_fact)f) ? "true" : "false");
-    (void)!gp_buf_printf(out, "} 1\n");
+    metrics_u(out, "gpupack_kubernetes_info", labels, 1);
     requeue_metrics(l->rq, out);
     dra_feed_metrics(l->dra, out);
 }
