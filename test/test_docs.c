@@ -1,7 +1,8 @@
 /* test_docs.c -- the reference pages say what the code does: docs/http.md names
  * every metric family the sources emit and no other (and a running gpupack
- * serves no family the sources were not found to emit). Each failure names
- * what to add or remove. */
+ * serves no family the sources were not found to emit); docs/cli.md lists every
+ * flag each subcommand's --help prints and no other. Each failure names what
+ * to add or remove. */
 #include <check.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -82,6 +83,29 @@ static void report(const gp_buf *bad, const char *what)
 static bool is_ident(char c)
 {
     return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Runs `$GPUPACK_BIN args` and returns its stdout (owned); *status its exit status. */
+static char *run_bin(const char *args, int *status)
+{
+    const char *bin = getenv("GPUPACK_BIN");
+    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
+    char *cmd = xasprintf("%s %s", bin, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    gp_buf b;
+    gp_buf_init(&b, 1 << 20);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        gp_buf_printf(&b, "%.*s", (int)n, chunk);
+    int st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ck_assert(!gp_buf_failed(&b));
+    char *out = xstrdup(b.data ? b.data : "");
+    gp_buf_free(&b);
+    free(cmd);
+    return out;
 }
 
 /* ------------------------------------------------------ metric families -- */
@@ -311,6 +335,139 @@ START_TEST(served_families_are_the_scanned_ones)
 }
 END_TEST
 
+/* ------------------------------------------------------------ flags -- */
+
+/* The line after p's, or NULL after the last. */
+static const char *next_line(const char *p)
+{
+    p = strchr(p, '\n');
+    return p ? p + 1 : NULL;
+}
+
+/* The flags of a --help text: lines "  --name ...". */
+static strmap *help_flags(const char *help)
+{
+    strmap *m = strmap_new();
+    for (const char *p = help; p && *p; p = next_line(p)) {
+        if (strncmp(p, "  --", 4) != 0)
+            continue;
+        size_t l = 2 + strspn(p + 4, "abcdefghijklmnopqrstuvwxyz0123456789-");
+        char *flag = xasprintf("%.*s", (int)l, p + 2);
+        set_add(m, flag, xstrdup(""));
+        free(flag);
+    }
+    return m;
+}
+
+/* The flags docs/cli.md's section "## gpupack CMD" lists: the --names in the
+ * first cell of its table rows. NULL when there is no such section. */
+static strmap *doc_flags(const char *doc, const char *cmd)
+{
+    char *head = xasprintf("\n## gpupack %s\n", cmd);
+    const char *sec = strstr(doc, head);
+    free(head);
+    if (!sec)
+        return NULL;
+    sec++;
+    const char *end = strstr(sec, "\n## ");
+    if (!end)
+        end = sec + strlen(sec);
+    strmap *m = strmap_new();
+    for (const char *p = sec; p && p < end; p = next_line(p)) {
+        if (strncmp(p, "| `--", 5) == 0) {
+            const char *cell = p + 1, *stop = cell;
+            while (*stop && *stop != '\n' && !(*stop == '|' && stop[-1] != '\\'))
+                stop++;
+            for (const char *q = strstr(cell, "--"); q && q < stop; q = strstr(q + 2, "--")) {
+                if (is_ident(q[-1]) || q[-1] == '-')
+                    continue;
+                size_t l = 2 + strspn(q + 2, "abcdefghijklmnopqrstuvwxyz0123456789-");
+                char *flag = xasprintf("%.*s", (int)l, q);
+                set_add(m, flag, xstrdup(""));
+                free(flag);
+                q += l - 2;
+            }
+        }
+    }
+    return m;
+}
+
+/* Appends to bad every key of a that b lacks. */
+static void missing(gp_buf *bad, const strmap *a, const strmap *b, const char *fmt_cmd,
+                    const char *what)
+{
+    size_t it = 0;
+    const char *k;
+    while (strmap_next(a, &it, &k))
+        if (!strmap_get(b, k))
+            gp_buf_printf(bad, "gpupack %s: %s %s\n", fmt_cmd, k, what);
+}
+
+START_TEST(cli_md_lists_every_flag)
+{
+    int st;
+    char *top = run_bin("--help", &st);
+    ck_assert_int_eq(st, 0);
+    char *doc = tu_read_text("docs/cli.md");
+    gp_buf bad;
+    gp_buf_init(&bad, 1 << 16);
+    int cmds = 0, flags = 0;
+    /* the commands: usage lines "  gpupack NAME [NAME] ..." of `gpupack --help` */
+    for (const char *p = top; p && *p; p = next_line(p)) {
+        if (strncmp(p, "  gpupack ", 10) != 0)
+            continue;
+        /* the words in lowercase after "gpupack", each followed by one space:
+         * "policy check" of "gpupack policy check FILE|DIR..." */
+        const char *w = p + 10, *e = w;
+        for (size_t l; (l = strspn(e, "abcdefghijklmnopqrstuvwxyz")) > 0;) {
+            e += l;
+            if (*e != ' ' || !islower((unsigned char)e[1]))
+                break;
+            e++;
+        }
+        ck_assert_msg(e > w && e - w < 64 && (*e == ' ' || *e == '\n'),
+                      "no command in the usage line: %.60s", p);
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "%.*s", (int)(e - w), w);
+        cmds++;
+        char *args = xasprintf("%s --help", cmd);
+        char *help = run_bin(args, &st);
+        free(args);
+        ck_assert_msg(st == 0, "gpupack %s --help: exit %d", cmd, st);
+        strmap *hf = help_flags(help), *df = doc_flags(doc, cmd);
+        if (!df) {
+            gp_buf_printf(&bad, "docs/cli.md has no section \"## gpupack %s\"\n", cmd);
+        } else {
+            missing(&bad, hf, df, cmd, "is in --help, not in docs/cli.md's table");
+            missing(&bad, df, hf, cmd, "is in docs/cli.md's table, not in --help");
+            set_free(df);
+        }
+        flags += (int)strmap_count(hf);
+        set_free(hf);
+        free(help);
+    }
+    /* and docs/cli.md describes no command that is gone */
+    for (const char *p = strstr(doc, "\n## gpupack "); p; p = strstr(p + 1, "\n## gpupack ")) {
+        size_t l = strcspn(p + 12, "\n");
+        char *usage = xasprintf("\n  gpupack %.*s ", (int)l, p + 12);
+        char *usage_nl = xasprintf("\n  gpupack %.*s\n", (int)l, p + 12);
+        if (!strstr(top, usage) && !strstr(top, usage_nl))
+            gp_buf_printf(&bad, "docs/cli.md describes gpupack %.*s, which `gpupack --help` "
+                          "does not list\n", (int)l, p + 12);
+        free(usage);
+        free(usage_nl);
+    }
+    ck_assert(!gp_buf_failed(&bad));
+    report(&bad, "docs/cli.md and --help disagree");
+    ck_assert_int_ge(cmds, 6);
+    ck_assert_int_gt(flags, 50);
+    printf("docs: docs/cli.md lists the %d flags of %d commands\n", flags, cmds);
+    gp_buf_free(&bad);
+    free(doc);
+    free(top);
+}
+END_TEST
+
 Suite *suite_docs(void);
 Suite *suite_docs(void)
 {
@@ -319,6 +476,7 @@ Suite *suite_docs(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, http_md_names_every_metric_family);
     tcase_add_test(t, served_families_are_the_scanned_ones);
+    tcase_add_test(t, cli_md_lists_every_flag);
     suite_add_tcase(s, t);
     return s;
 }
