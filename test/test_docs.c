@@ -1,8 +1,9 @@
 /* test_docs.c -- the reference pages say what the code does: docs/http.md names
  * every metric family the sources emit and no other (and a running gpupack
  * serves no family the sources were not found to emit); docs/cli.md lists every
- * flag each subcommand's --help prints and no other. Each failure names what
- * to add or remove. */
+ * flag each subcommand's --help prints and no other; the links of the docs and
+ * the docs/ pages the sources cite exist. Each failure names what to add or
+ * remove. */
 #include <check.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -468,6 +470,77 @@ START_TEST(cli_md_lists_every_flag)
 }
 END_TEST
 
+/* ------------------------------------------------------------ links -- */
+
+static bool exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Relative links "](target)" of one Markdown file point at files that exist. */
+static void check_links(const char *md, gp_buf *bad)
+{
+    char *text = tu_read_text(md);
+    const char *slash = strrchr(md, '/');
+    int dirlen = slash ? (int)(slash - md + 1) : 0;
+    for (const char *p = strstr(text, "]("); p; p = strstr(p + 1, "](")) {
+        const char *t = p + 2;
+        size_t l = strcspn(t, ")# \n");
+        if (l == 0 || memchr(t, ':', l))   /* an anchor in the page, or a URL */
+            continue;
+        char *path = xasprintf("%.*s%.*s", dirlen, md, (int)l, t);
+        if (!exists(path))
+            gp_buf_printf(bad, "%s links to %.*s, which does not exist\n", md, (int)l, t);
+        free(path);
+    }
+    free(text);
+}
+
+/* The docs/NAME.md pages a source file cites exist. */
+static void check_cites(const char *path, void *ud)
+{
+    char *text = tu_read_text(path);
+    for (const char *p = strstr(text, "docs/"); p; p = strstr(p + 1, "docs/")) {
+        size_t l = 5 + strspn(p + 5, "abcdefghijklmnopqrstuvwxyz0123456789_-./");
+        if (l < 9 || strncmp(p + l - 3, ".md", 3) != 0 || (p > text && is_ident(p[-1])))
+            continue;
+        char *page = xasprintf("%.*s", (int)l, p);
+        if (!exists(page))
+            gp_buf_printf(ud, "%s cites %s, which does not exist\n", path, page);
+        free(page);
+    }
+    free(text);
+}
+
+START_TEST(docs_links_and_cites_exist)
+{
+    gp_buf bad;
+    gp_buf_init(&bad, 1 << 16);
+    check_links("README.md", &bad);
+    DIR *d = opendir("docs");
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    int pages = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 4 || strcmp(e->d_name + l - 3, ".md") != 0)
+            continue;
+        char *md = xasprintf("docs/%s", e->d_name);
+        check_links(md, &bad);
+        free(md);
+        pages++;
+    }
+    closedir(d);
+    each_file("src", ".c", check_cites, &bad);
+    each_file("include", ".h", check_cites, &bad);
+    ck_assert(!gp_buf_failed(&bad));
+    report(&bad, "references to documents that do not exist");
+    ck_assert_int_gt(pages, 10);
+    gp_buf_free(&bad);
+}
+END_TEST
+
 Suite *suite_docs(void);
 Suite *suite_docs(void)
 {
@@ -477,6 +550,7 @@ Suite *suite_docs(void)
     tcase_add_test(t, http_md_names_every_metric_family);
     tcase_add_test(t, served_families_are_the_scanned_ones);
     tcase_add_test(t, cli_md_lists_every_flag);
+    tcase_add_test(t, docs_links_and_cites_exist);
     suite_add_tcase(s, t);
     return s;
 }
