@@ -269,17 +269,8 @@ START_TEST(served_families_are_the_scanned_ones)
 {
     gp_fakeapi *f = fakeapi_start();
     ck_assert_ptr_nonnull(f);
-    char kc[] = "/tmp/gpupack-docs-kubeconfig-XXXXXX";
-    int fd = mkstemp(kc);
-    ck_assert_int_ge(fd, 0);
-    FILE *kf = fdopen(fd, "w");
-    fprintf(kf,
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-            "clusters: [{name: f, cluster: {server: \"%s\"}}]\n"
-            "users: [{name: u, user: {token: t}}]\n"
-            "contexts: [{name: c, context: {cluster: f, user: u}}]\n",
-            fakeapi_url(f));
-    fclose(kf);
+    char kc[64];
+    tu_kubeconfig(fakeapi_url(f), kc, sizeof kc);
     const char *args[] = {"--kubeconfig", kc, "--policies", "policies", "--listen",
                           "127.0.0.1:0", "--log-level", "info", "--leader-elect",
                           "--leader-elect-identity", "docs-test", NULL};
