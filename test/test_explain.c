@@ -293,15 +293,8 @@ START_TEST(cli_pod_from_api_server)
     ck_assert_msg(s != NULL, "%s", err.msg);
     gp_fakeapi *api = fakeapi_start();
     fakeapi_put_pod(api, tu_load_json("test/fixtures/explain-pod.json"));
-    char kc[] = "/tmp/gpupack-explain-kc-XXXXXX";
-    FILE *kf = fdopen(mkstemp(kc), "w");
-    fprintf(kf,
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-            "clusters: [{name: f, cluster: {server: \"%s\"}}]\n"
-            "users: [{name: u, user: {token: t}}]\n"
-            "contexts: [{name: c, context: {cluster: f, user: u}}]\n",
-            fakeapi_url(api));
-    fclose(kf);
+    char kc[64];
+    tu_kubeconfig(fakeapi_url(api), kc, sizeof kc);
     char *cmd = xasprintf("%s explain research/trainer --server http://127.0.0.1:%d --kubeconfig %s 2>&1",
                           bin, server_port(s), kc);
     FILE *p = popen(cmd, "r");

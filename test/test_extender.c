@@ -381,7 +381,7 @@ START_TEST(binder_failure_rolls_back)
     json_decref(out);
     ck_assert_int_eq(fb.calls, 1);
     ck_assert_int_eq(total_used(c), 0);   /* rolled back */
-    /* the annotations handed to the binder follow DESIGN §4 */
+    /* the annotations handed to the binder are docs/requests.md's ("What bind writes") */
     ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/assignment\": \"{\\\"node\\\":\\\"n0\\\"") ||
                   strstr(fb.last_ann, "\"gpupack.io/assignment\":\"{\\\"node\\\":\\\"n0\\\""), "%s", fb.last_ann);
     ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/visible-devices\":\"GPU-0\""), "%s", fb.last_ann);

@@ -44,6 +44,31 @@ START_TEST(paths_name_resource_and_subresource)
 }
 END_TEST
 
+/* A pod's paths: segments escaped, the subresource after the name, and named
+ * back as the pod resource by the accounting. */
+START_TEST(pod_paths_are_escaped_and_named)
+{
+    static const struct {
+        const char *ns, *name, *sub, *path, *acct_sub;
+    } c[] = {
+        {"default", "p1", NULL, "/api/v1/namespaces/default/pods/p1", ""},
+        {"default", "p1", "", "/api/v1/namespaces/default/pods/p1", ""},
+        {"ml", "job-0.a", "binding", "/api/v1/namespaces/ml/pods/job-0.a/binding", "binding"},
+        {"ml", "p", "eviction", "/api/v1/namespaces/ml/pods/p/eviction", "eviction"},
+        {"a b", "x/y?z", "status", "/api/v1/namespaces/a%20b/pods/x%2Fy%3Fz/status", "status"},
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(c); i++) {
+        char *p = kube_pod_path(c[i].ns, c[i].name, c[i].sub);
+        ck_assert_str_eq(p, c[i].path);
+        char res[48], sub[24];
+        ck_assert_int_eq(kube_path_parts(p, res, sizeof res, sub, sizeof sub), 1);
+        ck_assert_str_eq(res, "pods");
+        ck_assert_str_eq(sub, c[i].acct_sub);
+        free(p);
+    }
+}
+END_TEST
+
 /* A counter of kube_metrics' text; 0 when absent. */
 static double counter(const char *series)
 {
@@ -169,6 +194,7 @@ Suite *suite_kube(void)
     TCase *t = tcase_create("accounting");
     tcase_set_timeout(t, 30);
     tcase_add_loop_test(t, paths_name_resource_and_subresource, 0, (int)GP_ARRAY_LEN(path_cases));
+    tcase_add_test(t, pod_paths_are_escaped_and_named);
     tcase_add_test(t, requests_are_counted_by_verb_and_resource);
     tcase_add_test(t, overlapping_requests_reuse_connections);
     suite_add_tcase(s, t);

@@ -157,17 +157,8 @@ START_TEST(live_metrics_pass_promtool)
     if (!have_promtool())
         return;
     gp_fakeapi *f = fakeapi_start();
-    char kc[] = "/tmp/gpupack-kubeconfig-XXXXXX";
-    int fd = mkstemp(kc);
-    ck_assert_int_ge(fd, 0);
-    FILE *kf = fdopen(fd, "w");
-    fprintf(kf,
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-            "clusters: [{name: f, cluster: {server: \"%s\"}}]\n"
-            "users: [{name: u, user: {token: t}}]\n"
-            "contexts: [{name: c, context: {cluster: f, user: u}}]\n",
-            fakeapi_url(f));
-    fclose(kf);
+    char kc[64];
+    tu_kubeconfig(fakeapi_url(f), kc, sizeof kc);
     const char *args[] = {"--kubeconfig", kc, "--policies", "policies", NULL};
     int port;
     pid_t pid = serve(args, &port);

@@ -113,6 +113,23 @@ char *tu_read_text(const char *path)
     return s;
 }
 
+void tu_kubeconfig(const char *url, char *path, size_t len)
+{
+    ck_assert_uint_ge(len, 32);
+    snprintf(path, len, "/tmp/gpupack-kc-XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: f, cluster: {server: \"%s\"}}]\n"
+            "users: [{name: u, user: {token: t}}]\n"
+            "contexts: [{name: c, context: {cluster: f, user: u}}]\n",
+            url);
+    fclose(f);
+}
+
 pid_t tu_serve(const char *const *args, int *port, FILE **log)
 {
     const char *bin = getenv("GPUPACK_BIN");

@@ -28,6 +28,10 @@ const char *tu_captured(const char *rel);
 char *tu_http(const char *method, const char *url, const char *body, long *status);
 /* A whole text file (aborts the test on failure); owned. */
 char *tu_read_text(const char *path);
+/* Writes a kubeconfig for the API server at url (token "t") to a new file
+ * /tmp/gpupack-kc-XXXXXX; path (at least 32 bytes) gets its name. The caller
+ * unlinks it. */
+void tu_kubeconfig(const char *url, char *path, size_t len);
 /* Starts `$GPUPACK_BIN serve ARGS...` (args NULL-terminated, at most 14) with
  * its stderr piped, and reads that log until the line "listening on ... (port
  * N)". Returns the pid; *port gets N and *log the rest of the log (owned: the

@@ -120,4 +120,9 @@ int kube_path_parts(const char *path, char *resource, size_t rlen, char *sub, si
 /* Percent-escapes one path segment or query value (owned). */
 char *kube_escape(const char *s);
 
+/* The API path of Pod ns/name ("/api/v1/namespaces/NS/pods/NAME"), or of its
+ * subresource sub ("binding", "eviction", "status"; NULL or "" for the Pod
+ * itself), ns and name escaped with kube_escape. Returns owned; free(). Pure. */
+char *kube_pod_path(const char *ns, const char *name, const char *sub);
+
 #endif

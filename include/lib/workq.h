@@ -18,8 +18,6 @@ gp_workq *workq_new(int threads, const char *name, gp_err *err);
 /* Queues fn(arg); runs on some worker, exactly once, even when workq_free
  * comes first (it waits). Borrows arg (fn usually frees it). */
 void workq_push(gp_workq *q, gp_work_fn fn, void *arg);
-/* Jobs queued or running right now. */
-size_t workq_busy(gp_workq *q);
 /* Runs what is queued, stops the workers and frees; accepts NULL. */
 void workq_free(gp_workq *q);
 

@@ -1,4 +1,5 @@
-/* annotations.h -- assignment <-> pod annotations (DESIGN §4), both profiles. Pure. */
+/* annotations.h -- assignment <-> pod annotations (docs/requests.md, "What bind
+ * writes on the pod"; the per-container keys: docs/node-side.md), both profiles. Pure. */
 #ifndef GP_ANNOTATIONS_H
 #define GP_ANNOTATIONS_H
 

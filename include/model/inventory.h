@@ -1,6 +1,6 @@
 /* inventory.h -- a Kubernetes Node (JSON) -> its physical GPUs. Pure.
  *
- * Sources, first found wins (DESIGN §3):
+ * Sources, first found wins (docs/requests.md, "Where a node's GPUs come from"):
  *   1. annotation gpupack.io/gpus               (JSON array)
  *   2. annotation hami.io/node-nvidia-register  (HAMi, JSON array form)
  *   3. labels nvidia.com/gpu.count/.memory/.product (GPU feature discovery)

@@ -235,9 +235,6 @@ int cluster_claim(gp_cluster *c, const gp_claim *cl, gp_err *err) GP_WUR;
 void cluster_unclaim(gp_cluster *c, const char *uid);
 /* Copies the claim of uid into out: 0, or -1 when it has none. */
 int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out);
-/* Copies up to max claims into out (heap arrays are fine: gp_claim is ~7 KiB);
- * returns how many there are in all. */
-size_t cluster_claims(gp_cluster *c, gp_claim *out, size_t max);
 
 /* The node as placement should see it for pod `uid` of priority `prio`: the
  * stored node itself when no claim applies to that pod, else a copy in

@@ -48,13 +48,11 @@ json_t *clusterview_json(const clusterview *v);
  * gpupack_gpu_fragment_gpus and gpupack_model_gpu_memory_mib{model,kind},
  * gpupack_model_gpus{model,state}. */
 void clusterview_metrics(const clusterview *v, gp_buf *out);
-/* Appends gpupack_node_gpu_memory_mib{node,kind="total"|"used"} for every
- * node of the store (two series per node), under its read lock. */
-void clusterview_node_metrics(gp_cluster *c, gp_buf *out);
 /* metrics_fn (cluster: a gp_cluster *): the store's gauges (gpupack_nodes,
  * _gpus, _pods{state}, _pods_gpu_missing, _gpu_memory_mib{kind},
  * _gpu_core_percent{kind}), then clusterview_metrics over the whole store and
- * clusterview_node_metrics. Takes the store's read lock. */
+ * gpupack_node_gpu_memory_mib{node,kind} (two series per node). Takes the
+ * store's read lock. */
 void clusterview_store_metrics(void *cluster, gp_buf *out);
 
 #endif

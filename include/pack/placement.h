@@ -72,7 +72,6 @@ void placement_default_opts(gp_place_opts *o);
 const gp_node *place_ctx_node(const gp_place_ctx *ctx);
 int64_t place_ctx_mem_free(const gp_place_ctx *ctx, int pos);
 int place_ctx_core_free(const gp_place_ctx *ctx, int pos);
-int place_ctx_pods(const gp_place_ctx *ctx, int pos);
 const gp_place_opts *place_ctx_opts(const gp_place_ctx *ctx);
 
 /* Why a pod does not fit a node: a sentence a person can act on, and whether
@@ -94,10 +93,6 @@ double placement_node_score(const gp_node *node, const gp_pod_req *req,
 /* Maps raw scores of the fitting nodes to kube-scheduler's 0..10: the best
  * gets 10, the worst 0, linear between; all equal -> 10. In place. */
 void placement_normalize(const double *raw, int n, int *scores);
-
-/* Utilisation of one GPU after adding (mem, core): weighted mean of memory
- * and compute fractions in 0..1. Shared by strategies. */
-double placement_gpu_util(const gp_gpu *g, int64_t mem_add, int core_add, const gp_place_opts *o);
 
 /* True when nodes a and b are in the same state for placement: same GPUs
  * (inventory and use), same host resources. Their fit and score for one

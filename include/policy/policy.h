@@ -98,10 +98,6 @@ int policy_set_load_file(const char *path, gp_policy_set **out, gp_err *err) GP_
 /* The policy named `name` in the set, or NULL. Borrowed from the set. */
 const gp_policy *policy_set_find(const gp_policy_set *s, const char *name);
 
-/* True when the policy's schedule (in its time zone) covers `now`; always
- * true without a schedule. Pure. */
-bool policy_active_at(const gp_policy *p, time_t now);
-
 /* A JSON description of the set for /inspect: [{"name", "file", "priority",
  * "node", "gpu", "nodeDecision", "activeNow"}...] in selection order.
  * Returns an owned array. */

@@ -50,7 +50,7 @@ typedef struct gp_live_warn {
 void live_set_warn(gp_live *l, gp_live_warn warn);
 /* Who else hears of pods (preemption): every pod object the watch applies,
  * after the store did, and the end of every full pod LIST (called before
- * live_ready turns true after the first). From the pod reflector's thread.
+ * gpupack_cluster_ready turns 1 after the first). From the pod reflector's thread.
  * Set before live_start; borrows ud. */
 typedef struct gp_live_pod_observer {
     void (*apply)(void *ud, bool deleted, const json_t *pod);
@@ -70,8 +70,6 @@ void live_dra_hooks(gp_live *l, gp_extender_config *ecfg);
 gp_kube *live_kube(gp_live *l);
 /* Starts the node and pod reflectors (threads). Borrows e for note_pod. */
 int live_start(gp_live *l, gp_extender *e, gp_err *err) GP_WUR;
-/* True once the first full LIST of nodes and of pods has been applied. */
-bool live_ready(gp_live *l);
 /* True while the map may answer the verbs: the nodes and the pods have been
  * listed and applied, and no relist that will replace either view is due
  * (reflector_current). Until then gpupack's map is not the API server's
@@ -91,17 +89,6 @@ bool live_stale(gp_live *l, char *why, size_t whylen);
  * and the cluster (the reflectors use both until they stop). */
 void live_free(gp_live *l);
 
-/* Counters for /metrics (thread-safe snapshot). */
-typedef struct gp_live_stats {
-    gp_reflector_stats nodes, pods;
-    unsigned long binds;                /* Bindings posted */
-    unsigned long bound, refused, unknown;   /* their outcomes */
-    unsigned long settled_bound, settled_released;   /* UNKNOWN outcomes a GET settled */
-    unsigned long assumed_expired;      /* in-flight binds released by the TTL */
-    unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
-    unsigned long binds_refused;        /* binds the gate refused (not the leader) */
-} gp_live_stats;
-void live_stats(gp_live *l, gp_live_stats *out);
 /* metrics_fn (live: a gp_live *, or NULL in embedded mode, which reports
  * ready 1, stale 0 and nothing else): gpupack_cluster_ready/_stale, the
  * reflectors' watch/list counters, the Binding outcomes and the bind API

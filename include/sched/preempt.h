@@ -93,18 +93,12 @@ int preempt_start(gp_preempt *p, gp_extender *e, gp_kube *k, bool worker, gp_err
  * full LIST. */
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod);
 void preempt_pods_synced(gp_preempt *p);
-/* The PodDisruptionBudget feed (its own reflector; tests call these). */
+/* The PodDisruptionBudget feed (its own reflector; tests call it). */
 void preempt_pdb_event(gp_preempt *p, bool deleted, const json_t *pdb);
-void preempt_pdbs_resync(gp_preempt *p, bool end);
 
 /* One round of the worker: nominations, evictions, expiry. */
 void preempt_tick(gp_preempt *p);
 
-/* For `gpupack explain`: what preemption does or would do for this pod
- * (borrowed Pod JSON): {"state": "preempting"|"waiting"|"would-preempt"|
- * "cannot"|"not-eligible"|"none", "message", "node", "victims":[...]}. A dry
- * run: nothing is claimed or evicted. Returns owned JSON. */
-json_t *preempt_status(gp_preempt *p, const json_t *pod);
 /* For /inspect: {"preemptions":[{pod, priority, node, stage, frees, victims,
  * ageSeconds, expiresInSeconds}]}. Owned. */
 json_t *preempt_inspect(gp_preempt *p);

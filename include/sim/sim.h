@@ -93,9 +93,6 @@ typedef struct sim_result {
  * configuration). Thread-safe: runs share only the read-only config. */
 int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err) GP_WUR;
 
-/* Capacity of a node list: GPUs and GPU share (milli). */
-void sim_capacity(const trace_node *nodes, size_t n, int *gpus, int64_t *milli);
-
 /* `gpupack simulate ...`: argv[0] is "simulate". Prints the report on stdout,
  * progress and errors on stderr; returns the process exit status. */
 int sim_main(int argc, char **argv);

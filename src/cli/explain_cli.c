@@ -77,10 +77,7 @@ static json_t *pod_from_api(const char *kubeconfig, const char *ns, const char *
     k = kube_new(&auth, err);
     if (!k)
         goto out;
-    char *ens = kube_escape(ns), *ename = kube_escape(name);
-    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ens, ename);
-    free(ens);
-    free(ename);
+    char *path = kube_pod_path(ns, name, NULL);
     int rc = kube_request(k, "GET", path, NULL, NULL, 30, NULL, &r, err);
     free(path);
     if (rc)

@@ -39,8 +39,7 @@ void leader_label_free(gp_leader_label *l)
  * as done when removing (the Pod is gone). */
 static int patch_label(gp_leader_label *l, const char *name, bool on)
 {
-    char *ens = kube_escape(l->ns), *ename = kube_escape(name);
-    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ens, ename);
+    char *path = kube_pod_path(l->ns, name, NULL);
     const char *body = on ? "{\"metadata\":{\"labels\":{\"" GP_LEADER_LABEL "\":\"true\"}}}"
                           : "{\"metadata\":{\"labels\":{\"" GP_LEADER_LABEL "\":null}}}";
     gp_kube_resp resp;
@@ -58,8 +57,6 @@ static int patch_label(gp_leader_label *l, const char *name, bool on)
     }
     kube_resp_free(&resp);
     free(path);
-    free(ens);
-    free(ename);
     return rc;
 }
 

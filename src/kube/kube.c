@@ -830,3 +830,13 @@ char *kube_escape(const char *s)
     *p = '\0';
     return o;
 }
+
+char *kube_pod_path(const char *ns, const char *name, const char *sub)
+{
+    char *ens = kube_escape(ns), *ename = kube_escape(name);
+    char *path = sub && *sub ? xasprintf("/api/v1/namespaces/%s/pods/%s/%s", ens, ename, sub)
+                             : xasprintf("/api/v1/namespaces/%s/pods/%s", ens, ename);
+    free(ens);
+    free(ename);
+    return path;
+}

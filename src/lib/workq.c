@@ -20,7 +20,6 @@ struct gp_workq {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     job *head, *tail;
-    size_t busy;            /* queued + running */
     bool stopping;
     int nthreads;
     pthread_t th[];
@@ -43,7 +42,6 @@ static void *worker(void *p)
         j->fn(j->arg);
         free(j);
         pthread_mutex_lock(&q->mu);
-        q->busy--;
     }
     pthread_mutex_unlock(&q->mu);
     return NULL;
@@ -84,17 +82,8 @@ void workq_push(gp_workq *q, gp_work_fn fn, void *arg)
     else
         q->head = j;
     q->tail = j;
-    q->busy++;
     pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
-}
-
-size_t workq_busy(gp_workq *q)
-{
-    pthread_mutex_lock(&q->mu);
-    size_t n = q->busy;
-    pthread_mutex_unlock(&q->mu);
-    return n;
 }
 
 void workq_free(gp_workq *q)

@@ -1,4 +1,5 @@
-/* annotations.c -- assignment <-> pod annotations (DESIGN §4), both profiles. */
+/* annotations.c -- assignment <-> pod annotations (docs/requests.md, "What bind
+ * writes on the pod"; the per-container keys: docs/node-side.md), both profiles. */
 #include "model/annotations.h"
 
 #include <inttypes.h>

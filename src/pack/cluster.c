@@ -672,16 +672,6 @@ int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out)
     return i < c->nclaims ? 0 : -1;
 }
 
-size_t cluster_claims(gp_cluster *c, gp_claim *out, size_t max)
-{
-    cluster_rdlock(c);
-    size_t n = c->nclaims;
-    for (size_t i = 0; i < n && i < max; i++)
-        out[i] = *c->claims[i];
-    cluster_unlock(c);
-    return n;
-}
-
 void cluster_rd_node_pods(const gp_cluster *c, const char *node,
                           void (*fn)(void *ud, const gp_pod_on_node *p), void *ud)
 {

@@ -136,7 +136,9 @@ void clusterview_metrics(const clusterview *v, gp_buf *out)
     }
 }
 
-void clusterview_node_metrics(gp_cluster *c, gp_buf *out)
+/* Appends gpupack_node_gpu_memory_mib{node,kind="total"|"used"} for every
+ * node of the store (two series per node), under its read lock. */
+static void clusterview_node_metrics(gp_cluster *c, gp_buf *out)
 {
     metrics_header(out, "gpupack_node_gpu_memory_mib", "gauge",
                    "GPU memory of a node's healthy GPUs, total and allocated.");

@@ -51,11 +51,6 @@ int place_ctx_core_free(const gp_place_ctx *ctx, int pos)
     return ctx->base_core[pos] - hold_core(ctx, pos);
 }
 
-int place_ctx_pods(const gp_place_ctx *ctx, int pos)
-{
-    return ctx->node->gpus[pos].pods + (ctx->touched[pos] ? 1 : 0);
-}
-
 const gp_place_opts *place_ctx_opts(const gp_place_ctx *ctx)
 {
     return ctx->opts;
@@ -75,7 +70,10 @@ static void weights(const gp_place_opts *o, double *wm, double *wc)
         *wm = *wc = 1.0;
 }
 
-double placement_gpu_util(const gp_gpu *g, int64_t mem_add, int core_add, const gp_place_opts *o)
+/* Utilisation of one GPU after adding (mem, core): weighted mean of memory
+ * and compute fractions in 0..1. Shared by strategies. */
+static double placement_gpu_util(const gp_gpu *g, int64_t mem_add, int core_add,
+                                 const gp_place_opts *o)
 {
     double wm, wc;
     weights(o, &wm, &wc);

@@ -123,7 +123,9 @@ static bool window_covers(const policy_window *w, int wday, int minute)
     return (today && minute >= w->from_min) || (yesterday && minute < w->to_min);
 }
 
-bool policy_active_at(const gp_policy *p, time_t now)
+/* True when the policy's schedule (in its time zone) covers `now`; always
+ * true without a schedule. Pure. */
+static bool policy_active_at(const gp_policy *p, time_t now)
 {
     if (p->nwin == 0)
         return true;

@@ -8,15 +8,6 @@
 #include "model/annotations.h"
 #include "lib/log.h"
 
-static char *pod_path(const gp_bind_call *call, const char *suffix)
-{
-    char *ns = kube_escape(call->ns), *name = kube_escape(call->name);
-    char *p = xasprintf("/api/v1/namespaces/%s/pods/%s%s", ns, name, suffix);
-    free(ns);
-    free(name);
-    return p;
-}
-
 /* Does the pod carry call->assign (any assignment is fine for a plain Binding)? */
 static bool carries_ours(const json_t *annotations, const gp_bind_call *call)
 {
@@ -74,7 +65,7 @@ static gp_bind_outcome check_pod(gp_kube *k, const gp_bind_call *call, double ti
 {
     gp_bind_outcome out = GP_BIND_UNKNOWN;
     fresh_rv[0] = '\0';
-    char *path = pod_path(call, "");
+    char *path = kube_pod_path(call->ns, call->name, NULL);
     gp_kube_resp resp;
     gp_err e;
     char msg[300];
@@ -136,7 +127,7 @@ static gp_bind_outcome post_binding(gp_kube *k, const gp_bind_call *call, const 
                                     double timeout_s, char *fresh_rv, size_t rvlen, gp_err *err)
 {
     gp_bind_outcome out;
-    char *path = pod_path(call, "/binding");
+    char *path = kube_pod_path(call->ns, call->name, "binding");
     char *body = binding_body(call, rv);
     gp_kube_resp resp;
     char msg[300];

@@ -8,15 +8,6 @@
 
 #include "sched/requeue.h"
 
-static char *pod_path(const char *ns, const char *name, const char *suffix)
-{
-    char *n = kube_escape(ns), *p = kube_escape(name);
-    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s%s", n, p, suffix);
-    free(n);
-    free(p);
-    return path;
-}
-
 static char *dump(json_t *j)
 {
     char *s = json_dumps(j, JSON_COMPACT);
@@ -37,7 +28,7 @@ gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, con
         json_object_set_new(ev, "deleteOptions",
                             json_pack("{s:{s:s}}", "preconditions", "uid", uid));
     char *body = dump(ev);
-    char *path = pod_path(ns, name, "/eviction");
+    char *path = kube_pod_path(ns, name, "eviction");
     gp_kube_resp r;
     gp_err e;
     gp_evict_outcome out;
@@ -68,11 +59,11 @@ done:
     return out;
 }
 
-/* One merge patch of a pod (suffix "" or "/status") with its uid as a
+/* One merge patch of a pod (sub NULL, or "status") with its uid as a
  * precondition. Returns 0 done, 1 gone or another pod (404, 409, 422),
  * 2 refused (401, 403), -1 to retry; err says why. */
 static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *uid,
-                     const char *suffix, json_t *patch, const char *what, double timeout_s,
+                     const char *sub, json_t *patch, const char *what, double timeout_s,
                      gp_err *err)
 {
     if (uid && *uid) {
@@ -82,7 +73,7 @@ static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *u
         json_object_set_new(md, "uid", json_string(uid));
     }
     char *body = dump(patch);
-    char *path = pod_path(ns, name, suffix);
+    char *path = kube_pod_path(ns, name, sub);
     gp_kube_resp r;
     gp_err e;
     int rc;
@@ -111,7 +102,7 @@ int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *u
     json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
     if (!patch)
         abort();
-    return patch_pod(k, ns, name, uid, "/status", patch, "nominate", timeout_s, err);
+    return patch_pod(k, ns, name, uid, "status", patch, "nominate", timeout_s, err);
 }
 
 int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
@@ -122,5 +113,5 @@ int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid,
     free(text);
     if (!patch)
         abort();
-    return patch_pod(k, ns, name, NULL, "", patch, "touch", timeout_s, err);
+    return patch_pod(k, ns, name, NULL, NULL, patch, "touch", timeout_s, err);
 }

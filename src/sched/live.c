@@ -593,7 +593,8 @@ int live_start(gp_live *l, gp_extender *e, gp_err *err)
     return requeue_start(l->rq, err);
 }
 
-bool live_ready(gp_live *l)
+/* True once the first full LIST of nodes and of pods has been applied. */
+static bool live_ready(gp_live *l)
 {
     return l && reflector_synced(l->nodes) && reflector_synced(l->pods);
 }
@@ -646,7 +647,18 @@ bool live_stale(gp_live *l, char *why, size_t whylen)
     return true;
 }
 
-void live_stats(gp_live *l, gp_live_stats *out)
+/* Counters for /metrics (thread-safe snapshot). */
+typedef struct gp_live_stats {
+    gp_reflector_stats nodes, pods;
+    unsigned long binds;                /* Bindings posted */
+    unsigned long bound, refused, unknown;   /* their outcomes */
+    unsigned long settled_bound, settled_released;   /* UNKNOWN outcomes a GET settled */
+    unsigned long assumed_expired;      /* in-flight binds released by the TTL */
+    unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
+    unsigned long binds_refused;        /* binds the gate refused (not the leader) */
+} gp_live_stats;
+
+static void live_stats(gp_live *l, gp_live_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!l)
@@ -743,15 +755,17 @@ void live_metrics(void *live, gp_buf *out)
     pthread_mutex_lock(&l->ver_mu);
     gp_apiversion v = l->ver;
     pthread_mutex_unlock(&l->ver_mu);
-    char d[80];
-    apiversion_describe(&v, d, sizeof d);
+    char raw[80], d[80], labels[256];
+    apiversion_describe(&v, raw, sizeof raw);
+    metrics_label_value(d, sizeof d, raw);
+    size_t n = (size_t)snprintf(labels, sizeof labels, "version=\"%s\"", d);
+    for (int f = 0; f < GP_FACT_COUNT && n < sizeof labels; f++)
+        n += (size_t)snprintf(labels + n, sizeof labels - n, ",%s=\"%s\"",
+                              apiversion_fact_name((gp_api_fact)f),
+                              apiversion_has(&v, (gp_api_fact)f) ? "true" : "false");
     metrics_header(out, "gpupack_kubernetes_info", "gauge",
                    "The API server's version (/version) and what gpupack does about it.");
-    (void)!gp_buf_printf(out, "gpupack_kubernetes_info{version=\"%s\"", d);
-    for (int f = 0; f < GP_FACT_COUNT; f++)
-        (void)!gp_buf_printf(out, ",%s=\"%s\"", apiversion_fact_name((gp_api_fact)f),
-                             apiversion_has(&v, (gp_api_fact)f) ? "true" : "false");
-    (void)!gp_buf_printf(out, "} 1\n");
+    metrics_u(out, "gpupack_kubernetes_info", labels, 1);
     requeue_metrics(l->rq, out);
     dra_feed_metrics(l->dra, out);
 }

@@ -364,7 +364,9 @@ void preempt_pdb_event(gp_preempt *p, bool deleted, const json_t *obj)
     pthread_mutex_unlock(&p->mu);
 }
 
-void preempt_pdbs_resync(gp_preempt *p, bool end)
+/* The PodDisruptionBudget LIST begins (end false) or ends: budgets it did not
+ * show are dropped. */
+static void preempt_pdbs_resync(gp_preempt *p, bool end)
 {
     pthread_mutex_lock(&p->mu);
     if (!end) {
@@ -1470,6 +1472,8 @@ static int on_process(void *ud, const json_t *args, char **out)
     return 200;
 }
 
+static json_t *preempt_status(gp_preempt *p, const json_t *pod);
+
 static json_t *on_status(void *ud, const json_t *pod)
 {
     return preempt_status(ud, pod);
@@ -1501,7 +1505,12 @@ static json_t *victims_json(gp_preempt *p, const pvictim *v, int n)
     return arr;
 }
 
-json_t *preempt_status(gp_preempt *p, const json_t *pod)
+/* For `gpupack explain` (the hooks' status): what preemption does or would do
+ * for this pod (borrowed Pod JSON): {"state": "preempting"|"waiting"|
+ * "would-preempt"|"cannot"|"not-eligible"|"none", "message", "node",
+ * "victims":[...]}. A dry run: nothing is claimed or evicted. Returns owned
+ * JSON. */
+static json_t *preempt_status(gp_preempt *p, const json_t *pod)
 {
     gp_extender *e = atomic_load(&p->e);
     const char *uid = uid_of(pod);

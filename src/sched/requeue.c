@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/log.h"
+#include "lib/metrics.h"
 #include "lib/strmap.h"
 #include "lib/tbucket.h"
 #include "model/gpu.h"
@@ -206,8 +207,7 @@ typedef enum { NUDGE_SENT, NUDGE_GONE, NUDGE_FAILED, NUDGE_FORBIDDEN } nudge_res
 
 static nudge_result nudge(gp_requeue *rq, const pick *p)
 {
-    char *ns = kube_escape(p->ns), *name = kube_escape(p->name);
-    char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name);
+    char *path = kube_pod_path(p->ns, p->name, NULL);
     char *body = requeue_patch_body(p->uid, gp_now_ns());
     gp_kube_resp resp;
     gp_err err;
@@ -241,8 +241,6 @@ static nudge_result nudge(gp_requeue *rq, const pick *p)
     kube_resp_free(&resp);
     free(body);
     free(path);
-    free(name);
-    free(ns);
     return r;
 }
 
@@ -482,50 +480,52 @@ void requeue_stats(gp_requeue *rq, gp_requeue_stats *out)
     pthread_mutex_unlock(&rq->mu);
 }
 
-#define EMIT(...) (void)!gp_buf_printf(out, __VA_ARGS__)
-
 void requeue_metrics(gp_requeue *rq, gp_buf *out)
 {
     if (!rq)
         return;
     gp_requeue_stats s;
     requeue_stats(rq, &s);
-    EMIT("# HELP gpupack_requeue_regained_total Times this replica regained the ability to serve "
-         "(first full list applied, leadership won).\n"
-         "# TYPE gpupack_requeue_regained_total counter\ngpupack_requeue_regained_total %lu\n"
-         "# HELP gpupack_requeue_triggers_total Triggers on which parked pods were nudged "
-         "(kube-scheduler before 1.29 / 1.32 only), by trigger.\n"
-         "# TYPE gpupack_requeue_triggers_total counter\n"
-         "gpupack_requeue_triggers_total{trigger=\"regained\"} %lu\n"
-         "gpupack_requeue_triggers_total{trigger=\"capacity\"} %lu\n"
-         "# HELP gpupack_requeue_nudges_total Pods patched (annotation " GP_REQUEUE_ANNOTATION
-         ") so that kube-scheduler retries them, by outcome.\n"
-         "# TYPE gpupack_requeue_nudges_total counter\n"
-         "gpupack_requeue_nudges_total{result=\"sent\"} %lu\n"
-         "gpupack_requeue_nudges_total{result=\"gone\"} %lu\n"
-         "gpupack_requeue_nudges_total{result=\"failed\"} %lu\n"
-         "gpupack_requeue_nudges_total{result=\"forbidden\"} %lu\n"
-         "# HELP gpupack_requeue_parked_pods Pending pods kube-scheduler parked that gpupack "
-         "tracks (only while nudges may be needed).\n"
-         "# TYPE gpupack_requeue_parked_pods gauge\ngpupack_requeue_parked_pods %lu\n",
-         s.regained, s.passes[TRIG_REGAINED], s.passes[TRIG_CAPACITY], s.sent, s.gone, s.failed,
-         s.forbidden, s.parked);
-    EMIT("# HELP gpupack_requeue_bind_seconds Time from a trigger (service regained, GPU "
-         "capacity grew) to the binding of a pod nudged for it.\n"
-         "# TYPE gpupack_requeue_bind_seconds histogram\n");
+    metrics_header(out, "gpupack_requeue_regained_total", "counter",
+                   "Times this replica regained the ability to serve (first full list applied, "
+                   "leadership won).");
+    metrics_u(out, "gpupack_requeue_regained_total", NULL, s.regained);
+    metrics_header(out, "gpupack_requeue_triggers_total", "counter",
+                   "Triggers on which parked pods were nudged (kube-scheduler before 1.29 / 1.32 "
+                   "only), by trigger.");
+    metrics_u(out, "gpupack_requeue_triggers_total", "trigger=\"regained\"",
+              s.passes[TRIG_REGAINED]);
+    metrics_u(out, "gpupack_requeue_triggers_total", "trigger=\"capacity\"",
+              s.passes[TRIG_CAPACITY]);
+    metrics_header(out, "gpupack_requeue_nudges_total", "counter",
+                   "Pods patched (annotation " GP_REQUEUE_ANNOTATION ") so that kube-scheduler "
+                   "retries them, by outcome.");
+    metrics_u(out, "gpupack_requeue_nudges_total", "result=\"sent\"", s.sent);
+    metrics_u(out, "gpupack_requeue_nudges_total", "result=\"gone\"", s.gone);
+    metrics_u(out, "gpupack_requeue_nudges_total", "result=\"failed\"", s.failed);
+    metrics_u(out, "gpupack_requeue_nudges_total", "result=\"forbidden\"", s.forbidden);
+    metrics_header(out, "gpupack_requeue_parked_pods", "gauge",
+                   "Pending pods kube-scheduler parked that gpupack tracks (only while nudges may "
+                   "be needed).");
+    metrics_u(out, "gpupack_requeue_parked_pods", NULL, s.parked);
+    /* its own buckets (seconds to minutes), so not metrics_render_histo's */
+    metrics_header(out, "gpupack_requeue_bind_seconds", "histogram",
+                   "Time from a trigger (service regained, GPU capacity grew) to the binding of a "
+                   "pod nudged for it.");
     for (int t = 0; t < TRIG_N; t++) {
+        char labels[64];
         unsigned long cum = 0;
         for (size_t b = 0; b < RQ_NB; b++) {
             cum += atomic_load(&rq->h[t].b[b]);
             if (b < GP_ARRAY_LEN(rq_bounds))
-                EMIT("gpupack_requeue_bind_seconds_bucket{trigger=\"%s\",le=\"%g\"} %lu\n",
-                     trig_name[t], rq_bounds[b], cum);
+                snprintf(labels, sizeof labels, "trigger=\"%s\",le=\"%g\"", trig_name[t],
+                         rq_bounds[b]);
             else
-                EMIT("gpupack_requeue_bind_seconds_bucket{trigger=\"%s\",le=\"+Inf\"} %lu\n",
-                     trig_name[t], cum);
+                snprintf(labels, sizeof labels, "trigger=\"%s\",le=\"+Inf\"", trig_name[t]);
+            metrics_u(out, "gpupack_requeue_bind_seconds_bucket", labels, cum);
         }
-        EMIT("gpupack_requeue_bind_seconds_sum{trigger=\"%s\"} %.3f\n"
-             "gpupack_requeue_bind_seconds_count{trigger=\"%s\"} %lu\n", trig_name[t],
-             atomic_load(&rq->h[t].sum), trig_name[t], atomic_load(&rq->h[t].count));
+        snprintf(labels, sizeof labels, "trigger=\"%s\"", trig_name[t]);
+        metrics_f(out, "gpupack_requeue_bind_seconds_sum", labels, 3, atomic_load(&rq->h[t].sum));
+        metrics_u(out, "gpupack_requeue_bind_seconds_count", labels, atomic_load(&rq->h[t].count));
     }
 }

@@ -93,7 +93,8 @@ typedef struct run {
     int64_t alloc_milli;
 } run;
 
-void sim_capacity(const trace_node *nodes, size_t n, int *gpus, int64_t *milli)
+/* Capacity of a node list: GPUs and GPU share (milli). */
+static void sim_capacity(const trace_node *nodes, size_t n, int *gpus, int64_t *milli)
 {
     int g = 0;
     for (size_t i = 0; i < n; i++)
