@@ -46,6 +46,8 @@ typedef struct pmeta {
      * its preemption from here (dra_parked_round) */
     json_t *dra_parked;
     double dra_tried;             /* monotonic time of the last attempt */
+    double dra_wait;              /* seconds until the next one: doubles while nothing comes
+                                   * of them (DRA_RETRY_S .. DRA_RETRY_MAX_S) */
 } pmeta;
 
 enum { V_TODO, V_EVICTED, V_GONE };
@@ -323,6 +325,8 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     bool parked = !m->bound && !m->deletion_ns && json_array_size(claims) > 0 && pod_parked(pod);
     json_decref(m->dra_parked);
     m->dra_parked = parked ? k8s_obs_trim_pod(pod) : NULL;
+    if (!parked)
+        m->dra_wait = 0;   /* the next parking starts the retries afresh */
     if (m->bound) {
         if (pl)
             finish(p, pl, &p->bound, "the pod is bound");
@@ -1198,6 +1202,7 @@ static void apply_job(gp_preempt *p, const job *j)
  * DRA_RETRY_S), when the claims fit no node as gpupack predicts the
  * allocator, plan a preemption over every node it knows, as filter would. */
 #define DRA_RETRY_S 2.0
+#define DRA_RETRY_MAX_S 60.0
 #define DRA_ROUND_MAX 16
 static void dra_parked_round(gp_preempt *p)
 {
@@ -1212,8 +1217,13 @@ static void dra_parked_round(gp_preempt *p)
     const char *uid;
     pmeta *m;
     while (n < DRA_ROUND_MAX && (m = strmap_next(p->meta, &it, &uid)))
-        if (m->dra_parked && !strmap_get(p->plans, uid) && now - m->dra_tried >= DRA_RETRY_S) {
+        if (m->dra_parked && !strmap_get(p->plans, uid) &&
+            now - m->dra_tried >= (m->dra_wait > 0 ? m->dra_wait : DRA_RETRY_S)) {
+            /* a pod no preemption helps is asked again less and less often */
             m->dra_tried = now;
+            m->dra_wait = m->dra_wait > 0 ? m->dra_wait * 2 : DRA_RETRY_S;
+            if (m->dra_wait > DRA_RETRY_MAX_S)
+                m->dra_wait = DRA_RETRY_MAX_S;
             pods[n++] = json_incref(m->dra_parked);
         }
     pthread_mutex_unlock(&p->mu);
@@ -1233,6 +1243,11 @@ static void dra_parked_round(gp_preempt *p)
             size_t ni = 0;
             const gp_node *node;
             while ((node = cluster_rd_node_at(p->c, &ni))) {
+                bool dra = false;
+                for (int g = 0; g < node->ngpus && !dra; g++)
+                    dra = node->gpus[g].dra.order > 0;
+                if (!dra)
+                    continue;   /* no device DRA publishes: nothing to free there */
                 const gp_node *v = cluster_rd_node_for(p->c, node->name, req->uid, req->priority,
                                                        scratch);
                 gp_assignment *a = xmalloc(sizeof *a);
