@@ -145,6 +145,11 @@ static bool lists_all(const char *body, size_t len)
 static int start_reflectors(gp_dra_feed *f, gp_err *err)
 {
     int timeout = (int)(f->stall_s * 2 / 3);
+    for (int k = 0; k < 3; k++) {   /* a start that failed half-way is tried again whole */
+        reflector_free(f->r[k]);
+        f->r[k] = NULL;
+    }
+    free(f->uds);
     f->uds = xcalloc(3, sizeof *f->uds);
     for (int k = 0; k < 3; k++) {
         char path[96];
