@@ -370,6 +370,24 @@ static int online_best_fit(const long *sizes, int n, long cap)
     return open;
 }
 
+/* A world for a scene: the kit with kube-controller-manager, gpupack and
+ * kube-scheduler with the shipped stanza, the test namespace and NVIDIA's
+ * DeviceClass. NULL (the world checked and gone) where the API server has no
+ * resource.k8s.io/v1. */
+static e2e_world *dra_world(void)
+{
+    e2e_world_opts o = {.cp = {.controller_manager = true}};
+    e2e_world *w = e2e_world_up(&o);
+    if (!dra_served(w->cp)) {
+        absent_api(w);
+        e2e_world_down(w);
+        return NULL;
+    }
+    e2e_ns_create(w->cp, NS);
+    device_class(w->cp);
+    return w;
+}
+
 typedef struct pack_result {
     int touched, free_gpus, bound;
     long asked_mib;
@@ -453,15 +471,9 @@ static void no_extender(json_t *cfg, void *ud)
  * an API server restart in the middle). */
 START_TEST(packs_claims)
 {
-    e2e_world_opts o = {.cp = {.controller_manager = true}};
-    e2e_world *w = e2e_world_up(&o);
-    if (!dra_served(w->cp)) {
-        absent_api(w);
-        e2e_world_down(w);
+    e2e_world *w = dra_world();
+    if (!w)
         return;
-    }
-    e2e_ns_create(w->cp, NS);
-    device_class(w->cp);
     for (long g = 4; g <= 20; g++)
         templ(w->cp, g);
     for (int n = 0; n < NODES; n++) {
@@ -515,15 +527,9 @@ START_TEST(one_map)
 {
     if (!kit_has_dra("one_map"))
         return;
-    e2e_world_opts o = {.cp = {.controller_manager = true}};
-    e2e_world *w = e2e_world_up(&o);
-    if (!dra_served(w->cp)) {
-        absent_api(w);
-        e2e_world_down(w);
+    e2e_world *w = dra_world();
+    if (!w)
         return;
-    }
-    e2e_ns_create(w->cp, NS);
-    device_class(w->cp);
     templ(w->cp, 20);
     json_t *node = e2e_node_gpupack("both-0", 2, 24 * GIB, "NVIDIA L4");
     json_error_t je;
@@ -634,15 +640,9 @@ START_TEST(mixed_pools)
 {
     if (!kit_has_dra("mixed_pools"))
         return;
-    e2e_world_opts o = {.cp = {.controller_manager = true}};
-    e2e_world *w = e2e_world_up(&o);
-    if (!dra_served(w->cp)) {
-        absent_api(w);
-        e2e_world_down(w);
+    e2e_world *w = dra_world();
+    if (!w)
         return;
-    }
-    e2e_ns_create(w->cp, NS);
-    device_class(w->cp);
     for (long g = 4; g <= 20; g++)
         templ(w->cp, g);
     long sizes[MIXED_PODS];
@@ -689,15 +689,9 @@ START_TEST(preempts_for_claims)
 {
     if (!kit_has_dra("preempts_for_claims"))
         return;
-    e2e_world_opts o = {.cp = {.controller_manager = true}};
-    e2e_world *w = e2e_world_up(&o);
-    if (!dra_served(w->cp)) {
-        absent_api(w);
-        e2e_world_down(w);
+    e2e_world *w = dra_world();
+    if (!w)
         return;
-    }
-    e2e_ns_create(w->cp, NS);
-    device_class(w->cp);
     templ(w->cp, 10);
     templ(w->cp, 20);
     priority_class(w->cp, "dra-low", 0);
