@@ -76,12 +76,10 @@ typedef struct gp_extender_config {
     /* DRA (live mode, docs/dra.md); both optional. dra_request: for a pod
      * that asks no GPUs of gpupack's own, the GPU devices its ResourceClaims
      * ask and no allocation has given yet, into req (drastore_pod_request:
-     * 0, or 1 with why when it cannot be predicted); `set` is the policy set
-     * in force (its default policy says which devices are GPUs). dra_bind: before the
+     * 0, or 1 with why when it cannot be predicted). dra_bind: before the
      * Binding of such a pod goes out, learns the allocation kube-scheduler
      * wrote in its PreBind (called from a bind thread). */
-    int (*dra_request)(void *ud, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
-                       gp_err *why);
+    int (*dra_request)(void *ud, const json_t *pod, gp_pod_req *req, gp_err *why);
     void (*dra_bind)(void *ud, const json_t *pod);
     void *dra_ud;
 } gp_extender_config;

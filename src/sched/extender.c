@@ -317,7 +317,7 @@ int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, 
     req->priority = podprio_priority(pod);   /* which preemption claims it must respect */
     gp_err why;
     if (req->nctrs == 0 && e->cfg.dra_request &&
-        e->cfg.dra_request(e->cfg.dra_ud, pod, set, req, &why) == 1) {
+        e->cfg.dra_request(e->cfg.dra_ud, pod, req, &why) == 1) {
         atomic_fetch_add(&e->n_dra_unpredicted, 1);
         LOG_DEBUG("pod %s/%s: its claims are served without GPU packing: %s", req->ns, req->name,
                   why.msg);

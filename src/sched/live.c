@@ -399,24 +399,34 @@ gp_kube *live_kube(gp_live *l)
 
 /* ---------------------------------------------------------------- DRA --- */
 
-static int live_dra_request(void *ud, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
-                            gp_err *why)
+static int live_dra_request(void *ud, const json_t *pod, gp_pod_req *req, gp_err *why)
 {
     gp_live *l = ud;
     if (dra_feed_state(l->dra) != GP_DRA_PRESENT)
         return 0;
-    /* the policy set in force says which devices are GPUs (a reload may change it) */
-    gp_dra_drivers t;
-    policy_set_dra_drivers(set, &t);
-    if (drastore_set_drivers(l->ds, &t)) {
-        LOG_INFO("DRA: the GPU driver table changed (%d driver%s): listing ResourceSlices again",
-                 t.n, gp_s(t.n));
-        dra_feed_drivers_changed(l->dra);
-    }
     gp_dra_pod_claims pc;
     if (dra_pod_claims(pod, &pc, why) < 0)
         return 1;
     return drastore_pod_request(l->ds, &pc, req->ns, req, why);
+}
+
+/* Which devices are GPUs follows the policy set in force: its default
+ * policy's spec.dra (a reload may change it; the slices are then listed
+ * again). Once per housekeeping round, off the verbs' path. */
+static void dra_drivers_follow(gp_live *l)
+{
+    gp_extender *e = atomic_load(&l->ext);
+    if (!e)
+        return;
+    gp_policy_set *set = extender_policies(e);
+    gp_dra_drivers t;
+    policy_set_dra_drivers(set, &t);
+    policy_set_unref(set);
+    if (drastore_set_drivers(l->ds, &t) && dra_feed_state(l->dra) == GP_DRA_PRESENT) {
+        LOG_INFO("DRA: the GPU driver table changed (%d driver%s): listing ResourceSlices again",
+                 t.n, gp_s(t.n));
+        dra_feed_drivers_changed(l->dra);
+    }
 }
 
 static void live_dra_bind(void *ud, const json_t *pod)
@@ -482,6 +492,7 @@ static void *housekeeping(void *arg)
     while (!kube_cancel_sleep(l->stop, period)) {
         version_refresh(l);
         dra_feed_poll(l->dra);
+        dra_drivers_follow(l);
         report_over(l);   /* what DRA's claims brought over capacity (the feed only queues it) */
         settle_unknown(l);
         /* a silent watch may be hiding the event that would confirm a pod */
@@ -577,12 +588,7 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
 int live_start(gp_live *l, gp_extender *e, gp_err *err)
 {
     atomic_store(&l->ext, e);
-    /* which DRA devices are GPUs: the policy set's table, before the first LIST */
-    gp_policy_set *set = extender_policies(e);
-    gp_dra_drivers t;
-    policy_set_dra_drivers(set, &t);
-    (void)drastore_set_drivers(l->ds, &t);
-    policy_set_unref(set);
+    dra_drivers_follow(l);   /* which DRA devices are GPUs, before the first LIST */
     if (reflector_start(l->nodes, err) < 0 || reflector_start(l->pods, err) < 0)
         return -1;
     dra_feed_poll(l->dra);   /* discovery now rather than at the first housekeeping round */
