@@ -235,8 +235,8 @@ int consolidate_plan(const gp_consol_query *q, gp_consol_plan *out)
     s.order = xmalloc((size_t)q->nmovers * sizeof *s.order);
     s.target = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
     s.a = xmalloc(sizeof *s.a);
-    gp_consol_plan *cand = xmalloc(sizeof *cand);
-    bool found = false;
+    gp_consol_plan *cand = xcalloc(1, sizeof *cand);
+    bool found = false, complete = true;
     for (int t = 0; t < q->nnodes; t++) {
         if (q->target_ok && !q->target_ok[t])
             continue;
@@ -265,11 +265,12 @@ int consolidate_plan(const gp_consol_query *q, gp_consol_plan *out)
             if (out->nmoves == 1 && out->pdb_violations == 0)
                 break;
         } else if (rc < 0) {
-            out->complete = false;
+            complete = false;
             break;
         }
     }
     out->checks = s.checks;
+    out->complete = complete;
     free(cand);
     free(s.a);
     free(s.target);
