@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pack/consolidate.h"
+#include "pack/moveledger.h"
 #include "pack/placement.h"
 #include "testutil.h"
 
@@ -276,6 +277,33 @@ START_TEST(budget_bounded)
 }
 END_TEST
 
+/* The ledger: an hour's moves per namespace, a controller's cool-down, pruning. */
+START_TEST(ledger)
+{
+    gp_ledger *l = ledger_new();
+    ck_assert_int_eq(ledger_left(l, "ml", 2, 100), 2);
+    ledger_record(l, "ml", "rs-1", 100);
+    ledger_record(l, "ml", "rs-2", 200);
+    ledger_record(l, "web", "", 300);
+    ck_assert_int_eq(ledger_left(l, "ml", 2, 300), 0);
+    ck_assert_int_eq(ledger_left(l, "ml", 1, 300), 0);   /* never below 0 */
+    ck_assert_int_eq(ledger_left(l, "web", 5, 300), 4);
+    ck_assert_uint_eq(ledger_last_hour(l, 300), 3);
+    ck_assert(ledger_cooling(l, "rs-1", 600, 650));
+    ck_assert(!ledger_cooling(l, "rs-1", 600, 700));
+    ck_assert(!ledger_cooling(l, "rs-9", 600, 300));
+    ck_assert(!ledger_cooling(l, "", 600, 300));
+    ledger_record(l, NULL, "rs-3", 400);   /* a refused move: the cool-down only */
+    ck_assert(ledger_cooling(l, "rs-3", 60, 410));
+    ck_assert_uint_eq(ledger_last_hour(l, 400), 3);   /* not a move of a namespace */
+    ck_assert_int_eq(ledger_left(l, "ml", 2, 100 + 3600), 1);   /* the first move left the hour */
+    ledger_prune(l, 100000, 3600);
+    ck_assert_uint_eq(ledger_last_hour(l, 100000), 0);
+    ck_assert(!ledger_cooling(l, "rs-1", 1e9, 100000));   /* forgotten */
+    ledger_free(l);
+}
+END_TEST
+
 Suite *suite_consolidate(void);
 Suite *suite_consolidate(void)
 {
@@ -284,6 +312,7 @@ Suite *suite_consolidate(void)
     tcase_add_loop_test(t, plan_table, 0, (int)GP_ARRAY_LEN(cases));
     tcase_add_test(t, req_from_holds);
     tcase_add_test(t, budget_bounded);
+    tcase_add_test(t, ledger);
     suite_add_tcase(s, t);
     return s;
 }

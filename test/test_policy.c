@@ -140,6 +140,13 @@ static const struct bad_case {
     {"preempt_unknown_key.yaml", 6, 5, "preemption: unknown key \"protect\" (expected one of: "
                                        "mayPreempt, minPriority, protected)"},
     {"preempt_not_mapping.yaml", 5, 15, "spec.preemption: expected a mapping, got a list"},
+    {"consol_moves_range.yaml", 6, 21, "consolidation.maxMovesPerPod: 17 is out of range (1..16)"},
+    {"consol_hold_range.yaml", 6, 18, "consolidation.holdSeconds: 5 is out of range (10..3600)"},
+    {"consol_unknown_key.yaml", 6, 5, "consolidation: unknown key \"budget\" (expected one of: "
+                                      "enabled, maxMovesPerPod, maxMovesPerHour, cooldownSeconds, "
+                                      "holdSeconds, movable)"},
+    {"consol_bad_bool.yaml", 6, 14, "consolidation.enabled: expected true or false, got \"maybe\""},
+    {"consol_not_mapping.yaml", 5, 18, "spec.consolidation: expected a mapping, got a list"},
     {"dra_not_default.yaml", 5, 8, "only the policy named \"default\" may set dra"},
     {"dra_missing_memory.yaml", 7, 9, "missing required key \"memoryCapacity\""},
     {"dra_attribute_without_value.yaml", 7, 9, "gpuAttribute and gpuValue go together"},
@@ -357,7 +364,14 @@ START_TEST(view_fields)
                                     "  shapes:\n"
                                     "    - {gpus: 1, core: 50, weight: 3, cpuMilli: 4000, gpuModels: [A100, H100]}\n"
                                     "    - {core: 100, weight: 1}\n"
-                                    "    - {gpus: 0, core: 0, weight: 4, cpuMilli: 8000}\n");
+                                    "    - {gpus: 0, core: 0, weight: 4, cpuMilli: 8000}\n"
+                                    "  consolidation:\n"
+                                    "    enabled: false\n"
+                                    "    maxMovesPerPod: 2\n"
+                                    "    maxMovesPerHour: 7\n"
+                                    "    cooldownSeconds: 30\n"
+                                    "    holdSeconds: 45\n"
+                                    "    movable: false\n");
     gp_policy_view v;
     gp_err err;
     ck_assert_int_eq(policy_select(s, "ml", NULL, NULL, 0, &v, &err), 0);
@@ -382,6 +396,11 @@ START_TEST(view_fields)
     ck_assert_int_eq(v.place.shapes->s[0].core, 500);
     ck_assert_int_eq(v.place.shapes->s[0].cpu_milli, 4000);
     ck_assert_str_eq(v.place.shapes->s[0].models, "A100|H100");
+    ck_assert(!v.consol.enabled && !v.consol.movable);
+    ck_assert_int_eq(v.consol.max_moves, 2);
+    ck_assert_int_eq(v.consol.max_per_hour, 7);
+    ck_assert_int_eq(v.consol.cooldown_s, 30);
+    ck_assert_int_eq(v.consol.hold_s, 45);
     ck_assert_str_eq(v.place.shapes->s[1].models, "");
     ck_assert_int_eq(v.place.shapes->s[1].count, 1);
     ck_assert_int_eq(v.place.shapes->s[1].core, 1000);
@@ -398,6 +417,11 @@ START_TEST(view_fields)
     ck_assert(memcmp(&v.place, &dp, sizeof dp) == 0);
     ck_assert(memcmp(&v.names, &dn, sizeof dn) == 0);
     ck_assert(!v.decide_in_filter && v.ns_share_cap == 0);
+    ck_assert(v.consol.enabled && v.consol.movable);   /* consolidation's defaults */
+    ck_assert_int_eq(v.consol.max_moves, 4);
+    ck_assert_int_eq(v.consol.max_per_hour, 20);
+    ck_assert_int_eq(v.consol.cooldown_s, 600);
+    ck_assert_int_eq(v.consol.hold_s, 120);
     policy_set_unref(s);
 }
 END_TEST

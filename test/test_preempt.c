@@ -132,9 +132,30 @@ static json_t *pod_json(const char *name, int prio, const char *node, int64_t me
     return j;
 }
 
+/* The pod made by controller `owner` ("ReplicaSet/uid"), or by none. */
+static void set_owner(json_t *pod, const char *owner)
+{
+    if (!owner)
+        return;
+    char kind[32], uid[64];
+    ck_assert(sscanf(owner, "%31[^/]/%63s", kind, uid) == 2);
+    json_object_set_new(json_object_get(pod, "metadata"), "ownerReferences",
+                        json_pack("[{s:s,s:s,s:s,s:b}]", "kind", kind, "name", uid, "uid", uid,
+                                  "controller", 1));
+}
+
+static void add_pod_owned(world *w, const char *name, int prio, const char *node, const int *gpus,
+                          int64_t mem, int start_s, const char *labels, const char *owner);
+
 /* A bound pod holding `mem` on each of gpus[] (ended by -1), started at start_s. */
 static void add_pod(world *w, const char *name, int prio, const char *node, const int *gpus,
                     int64_t mem, int start_s, const char *labels)
+{
+    add_pod_owned(w, name, prio, node, gpus, mem, start_s, labels, NULL);
+}
+
+static void add_pod_owned(world *w, const char *name, int prio, const char *node, const int *gpus,
+                          int64_t mem, int start_s, const char *labels, const char *owner)
 {
     gp_assignment a;
     memset(&a, 0, sizeof a);
@@ -155,6 +176,7 @@ static void add_pod(world *w, const char *name, int prio, const char *node, cons
     char ts[40];
     snprintf(ts, sizeof ts, "2025-01-01T00:%02d:%02dZ", start_s / 60, start_s % 60);
     json_object_set_new(json_object_get(j, "status"), "startTime", json_string(ts));
+    set_owner(j, owner);
     preempt_pod_event(w->p, false, j);
     json_decref(j);
 }
@@ -615,6 +637,212 @@ START_TEST(preempt_verb)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ consolidation -- */
+
+/* Two GPUs each half full with a ReplicaSet's pods; a pod of the same
+ * priority asks a whole GPU. */
+static world *frag_scene(const char *owner_a, const char *owner_b)
+{
+    world *w = world_new(60);
+    add_node(w, "n1", 2, "A100");
+    add_pod_owned(w, "a", 0, "n1", GPU0, G / 2, 1, NULL, owner_a);
+    add_pod_owned(w, "b", 0, "n1", GPU1, G / 2, 2, NULL, owner_b);
+    return w;
+}
+
+static int held_places(world *w)
+{
+    json_t *ins = preempt_inspect(w->p);
+    int n = (int)json_array_size(json_object_get(ins, "heldPlaces"));
+    json_decref(ins);
+    return n;
+}
+
+/* The story: one move, the freed GPU and the replacement's place are held,
+ * a third pod takes neither, the replacement takes its place, the waiting
+ * pod binds. */
+START_TEST(consolidation_moves_one)
+{
+    world *w = frag_scene("ReplicaSet/rs-1", "ReplicaSet/rs-1");
+    json_t *big = pod_json("big", 0, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, big, N1);
+    ck_assert_msg(strstr(reason(ans, "n1"), "moving 1 pod to free GPU 0 (16384 MiB) for this pod: "
+                                            "ml/a"), "%s", reason(ans, "n1"));
+    json_decref(ans);
+    ck_assert(has_claim(w, "big"));
+    ck_assert_int_eq(held_places(w), 1);
+    preempt_tick(w->p);   /* nominate, evict */
+    ck_assert_int_eq(w->io.nevict, 1);
+    ck_assert_str_eq(w->io.evicted[0], "a");
+    bool consolidating = false, moved = false;
+    for (int i = 0; i < w->io.nevents; i++) {
+        consolidating |= strncmp(w->io.events[i], "Consolidating big: moving 1 pod on n1", 37) == 0;
+        moved |= strncmp(w->io.events[i], "MovedForConsolidation a: moved by gpupack", 41) == 0 &&
+                 strstr(w->io.events[i], "for pod ml/big") &&
+                 strstr(w->io.events[i], "held for the replacement on n1 GPU 1 (8192 MiB)");
+    }
+    ck_assert_msg(consolidating && moved, "%s | %s", w->io.events[0], w->io.events[1]);
+    pod_gone(w, "a");
+    /* a third pod of the same priority: the freed GPU and the held place are not its */
+    json_t *third = pod_json("third", 0, NULL, G / 2, 1, NULL, NULL);
+    ans = filter(w, third, N1);
+    ck_assert_msg(!fits(ans, "n1"), "the third pod took a held share");
+    json_decref(ans);
+    /* the replacement (same ReplicaSet) takes the held place: on GPU 1 beside b */
+    json_t *repl = pod_json("a-2", 0, NULL, G / 2, 1, NULL, NULL);
+    set_owner(repl, "ReplicaSet/rs-1");
+    ans = filter(w, repl, N1);
+    ck_assert(fits(ans, "n1"));
+    json_decref(ans);
+    ck_assert(bind(w, "a-2", "n1"));
+    preempt_tick(w->p);
+    ck_assert_int_eq(held_places(w), 0);
+    /* the waiting pod fits and binds; the third still does not */
+    ans = filter(w, big, N1);
+    ck_assert(fits(ans, "n1"));
+    json_decref(ans);
+    ck_assert(bind(w, "big", "n1"));
+    ans = filter(w, third, N1);
+    ck_assert(!fits(ans, "n1"));
+    json_decref(ans);
+    preempt_tick(w->p);
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    ck_assert_int_eq(st.c_started, 1);
+    ck_assert_int_eq(st.c_moved, 1);
+    ck_assert_int_eq(st.c_held_used, 1);
+    ck_assert_int_eq(st.c_bound, 1);
+    ck_assert_int_eq(st.started, 0);   /* not a preemption */
+    ck_assert_int_eq(st.c_last_hour, 1);
+    json_decref(repl);
+    json_decref(third);
+    json_decref(big);
+    world_free(w);
+}
+END_TEST
+
+/* Who is never moved, and what stops consolidation: nothing is claimed or
+ * evicted. */
+typedef struct keep_case {
+    const char *what;
+    const char *owner_a, *owner_b;
+    int prio;                     /* of the waiting pod */
+    const char *policy;
+    const char *reason;           /* in filter's reason, or NULL */
+} keep_case;
+
+#define POLICY_HEAD "apiVersion: gpupack.io/v1alpha1\nkind: PackingPolicy\nmetadata: {name: default}\n"
+static const keep_case keeps[] = {
+    {"bare pods: nothing recreates them", NULL, NULL, 0, NULL, NULL},
+    {"a Job's pods (an eviction counts against its backoffLimit)", "Job/j-1", "Job/j-1", 0, NULL,
+     NULL},
+    {"a DaemonSet's pods", "DaemonSet/d-1", "DaemonSet/d-1", 0, NULL, NULL},
+    {"pods of higher priority than the waiting pod", "ReplicaSet/rs-1", "ReplicaSet/rs-1", -1, NULL,
+     NULL},
+    {"consolidation off in the policy", "ReplicaSet/rs-1", "StatefulSet/s-1", 0,
+     POLICY_HEAD "spec: {consolidation: {enabled: false}}\n", NULL},
+    {"pods placed under a policy that says movable: false", "ReplicaSet/rs-1", "ReplicaSet/rs-2", 0,
+     POLICY_HEAD "spec: {consolidation: {movable: false}}\n", NULL},
+    {"pods placed under a protected policy", "ReplicaSet/rs-1", "ReplicaSet/rs-2", 0,
+     POLICY_HEAD "spec: {preemption: {protected: true}}\n", NULL},
+    {"the namespace's hourly budget is spent", "ReplicaSet/rs-1", "ReplicaSet/rs-2", 0,
+     POLICY_HEAD "spec: {consolidation: {maxMovesPerHour: 0}}\n",
+     "moving 1 pod would make room, but the hourly move budget"},
+};
+
+START_TEST(consolidation_keeps)
+{
+    const keep_case *k = &keeps[_i];
+    world *w = frag_scene(k->owner_a, k->owner_b);
+    if (k->policy) {
+        extender_free(w->e);
+        char path[] = "/tmp/gpupack-consol-XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(k->policy, f);
+        fclose(f);
+        gp_err err;
+        ck_assert_msg(policy_set_load_file(path, &test_set, &err) == 0, "%s", err.msg);
+        unlink(path);
+        gp_extender_config ec = {.preempt = preempt_hooks(w->p), .policies = set_source};
+        w->e = extender_new(w->c, &ec);
+        ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
+    }
+    json_t *big = pod_json("big", k->prio, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, big, N1);
+    ck_assert_msg(!fits(ans, "n1") && !strstr(reason(ans, "n1"), "moving 1 pod to"), "%s: %s",
+                  k->what, reason(ans, "n1"));
+    if (k->reason)
+        ck_assert_msg(strstr(reason(ans, "n1"), k->reason), "%s: %s", k->what, reason(ans, "n1"));
+    json_decref(ans);
+    preempt_tick(w->p);
+    ck_assert_msg(w->io.nevict == 0 && !has_claim(w, "big") && held_places(w) == 0, "%s",
+                  k->what);
+    json_decref(big);
+    if (k->policy) {
+        extender_free(w->e);
+        w->e = extender_new(w->c, NULL);
+        policy_set_unref(test_set);
+        test_set = NULL;
+    }
+    world_free(w);
+}
+END_TEST
+
+/* A PodDisruptionBudget refuses the move (429): the plan ends, its held
+ * place goes, and the next plan moves the other controller's pod. */
+START_TEST(consolidation_pdb_blocked)
+{
+    world *w = frag_scene("ReplicaSet/rs-1", "StatefulSet/s-2");
+    json_t *big = pod_json("big", 0, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, big, N1);
+    ck_assert_msg(strstr(reason(ans, "n1"), "ml/a"), "%s", reason(ans, "n1"));
+    json_decref(ans);
+    gp_strlcpy(w->io.block, "a", sizeof w->io.block);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 0);
+    ck_assert(!has_claim(w, "big"));
+    ck_assert_int_eq(held_places(w), 0);
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    ck_assert_int_eq(st.c_blocked, 1);
+    bool warned = false;
+    for (int i = 0; i < w->io.nevents; i++)
+        warned |= strncmp(w->io.events[i], "ConsolidationBlocked big", 24) == 0;
+    ck_assert(warned);
+    ans = filter(w, big, N1);   /* a's controller rests: b moves */
+    ck_assert_msg(strstr(reason(ans, "n1"), "moving 1 pod to free GPU 1 (16384 MiB) for this pod: "
+                                            "ml/b"), "%s", reason(ans, "n1"));
+    json_decref(ans);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 1);
+    ck_assert_str_eq(w->io.evicted[0], "b");
+    json_decref(big);
+    world_free(w);
+}
+END_TEST
+
+/* Nothing stays held: the replacement never comes, the waiting pod is deleted. */
+START_TEST(consolidation_nothing_stays)
+{
+    world *w = frag_scene("ReplicaSet/rs-1", "ReplicaSet/rs-1");
+    json_t *big = pod_json("big", 0, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, big, N1);
+    json_decref(ans);
+    ck_assert(has_claim(w, "big"));
+    ck_assert_int_eq(held_places(w), 1);
+    pod_gone(w, "big");   /* deleted before anything moved: the held place goes with the plan */
+    preempt_tick(w->p);
+    ck_assert(!has_claim(w, "big"));
+    ck_assert_int_eq(w->io.nevict, 0);
+    ck_assert_int_eq(held_places(w), 0);
+    json_decref(big);
+    world_free(w);
+}
+END_TEST
+
 Suite *suite_preempt(void);
 Suite *suite_preempt(void)
 {
@@ -630,6 +858,10 @@ Suite *suite_preempt(void)
     tcase_add_test(t, restart_rebuilds_reservation);
     tcase_add_test(t, waiting_needs_nomination);
     tcase_add_test(t, preempt_verb);
+    tcase_add_test(t, consolidation_moves_one);
+    tcase_add_loop_test(t, consolidation_keeps, 0, (int)GP_ARRAY_LEN(keeps));
+    tcase_add_test(t, consolidation_pdb_blocked);
+    tcase_add_test(t, consolidation_nothing_stays);
     suite_add_tcase(s, t);
     return s;
 }

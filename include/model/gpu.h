@@ -141,6 +141,8 @@ typedef struct gp_pod_req {
     int64_t cpu_milli;            /* host requests, for the simulator's fit (0 = none) */
     int64_t host_mem_mib;
     int32_t priority;             /* spec.priority (0 when absent): preemption claims it may ignore */
+    char owner[GP_UID_MAX];       /* its controller's uid ("" = none): consolidation's held
+                                   * places are for the replacements a controller makes */
     /* the GPU containers stand for the device requests of the pod's
      * ResourceClaims that are not allocated yet: Kubernetes' allocator picks
      * the devices (placement predicts its choice, docs/dra.md), on GPUs

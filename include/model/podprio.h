@@ -17,6 +17,15 @@
  * longer label sets are cut at a whole pair and flagged). */
 #define GP_LABELS_MAX 1024
 
+/* The pod's controller: the ownerReference with controller: true. */
+typedef struct gp_pod_owner {
+    char kind[32];                /* "" = none (or a kind longer than this) */
+    char uid[GP_UID_MAX];
+} gp_pod_owner;
+
+/* Reads the controller of a pod; out zeroed when it has none. */
+void podprio_owner(const json_t *pod, gp_pod_owner *out);
+
 typedef struct gp_pod_prio {
     int32_t priority;             /* spec.priority; 0 when absent */
     bool never;                   /* spec.preemptionPolicy: Never */
@@ -25,6 +34,7 @@ typedef struct gp_pod_prio {
     int64_t grace_s;              /* metadata.deletionGracePeriodSeconds, else
                                    * spec.terminationGracePeriodSeconds; -1 = unknown */
     char nominated[GP_NAME_MAX];  /* status.nominatedNodeName; "" = none */
+    gp_pod_owner owner;           /* its controller */
 } gp_pod_prio;
 
 /* Decodes from a pod (borrowed). Never fails: absent or malformed fields

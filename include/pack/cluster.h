@@ -223,6 +223,12 @@ typedef struct gp_claim {
     int32_t priority;
     int64_t cpu_milli, mem_mib;   /* the claimant's host requests */
     bool dra;                     /* a claim pod's share: DRA's allocator is predicted to count it */
+    /* non-empty: a held place (consolidation) for the replacement that this
+     * controller makes of a moved pod. Every pod but one of this controller
+     * sees it as used, whatever its priority; it ends when a pod of the
+     * controller is placed (cluster_place_and_assume, any node), or with
+     * cluster_unclaim */
+    char owner[GP_UID_MAX];
     double created;               /* monotonic seconds, set by cluster_claim */
     gp_assignment a;              /* the node and GPU share claimed (a.node) */
 } gp_claim;
@@ -236,13 +242,14 @@ void cluster_unclaim(gp_cluster *c, const char *uid);
 /* Copies the claim of uid into out: 0, or -1 when it has none. */
 int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out);
 
-/* The node as placement should see it for pod `uid` of priority `prio`: the
- * stored node itself when no claim applies to that pod, else a copy in
- * `scratch` (room for gp_node_size(GP_MAX_GPUS_PER_NODE)) whose counters
- * include the claims of other pods of priority >= prio. Call under
+/* The node as placement should see it for pod req (its uid, priority and
+ * controller): the stored node itself when no claim applies to that pod,
+ * else a copy in `scratch` (room for gp_node_size(GP_MAX_GPUS_PER_NODE))
+ * whose counters include the claims of other pods of priority >=
+ * req->priority and the held places of other controllers. Call under
  * cluster_rdlock; NULL when the node is unknown. */
-const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const char *uid,
-                                   int32_t prio, gp_node *scratch);
+const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const gp_pod_req *req,
+                                   gp_node *scratch);
 
 /* One pod the store counts on a node, as preemption reads it. Pointers are
  * valid during the callback only. */

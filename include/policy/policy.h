@@ -25,6 +25,21 @@ typedef struct gp_preempt_rules {
     bool protect;                 /* pods placed under it are never GPU preemption victims */
 } gp_preempt_rules;
 
+/* spec.consolidation: moving a few pods so that a waiting pod fits
+ * (docs/consolidation.md). The waiting pod's policy says whether and how
+ * much; the moved pod's policy says whether it may move, how often its
+ * namespace may be disrupted and its cool-down. */
+typedef struct gp_consol_rules {
+    bool enabled;                 /* pods it governs may have others moved for them (default true) */
+    int max_moves;                /* moves one waiting pod may cause (default 4) */
+    int max_per_hour;             /* moves of pods of one namespace per hour (default 20) */
+    int cooldown_s;               /* a moved controller's pods rest this long (default 600) */
+    int hold_s;                   /* a replacement's held place lasts this long (default 120) */
+    bool movable;                 /* pods placed under it may be moved (default true) */
+} gp_consol_rules;
+
+#define GP_CONSOL_DEFAULTS {true, 4, 20, 600, 120, true}
+
 /* What the extender needs from the policy that governs one pod. Plain data:
  * `place.gpu`, `place.node` and `place.shapes` point into static tables or
  * into the set, which the caller keeps referenced while using the view. */
@@ -35,6 +50,7 @@ typedef struct gp_policy_view {
     bool decide_in_filter;        /* nodeDecision: filter */
     double ns_share_cap;          /* max share of a node's GPUs one namespace may hold; 0 = none */
     gp_preempt_rules preempt;
+    gp_consol_rules consol;
 } gp_policy_view;
 
 /* The built-in default set: one policy named "default" with the defaults of

@@ -93,6 +93,7 @@ typedef struct gp_policy {
     bool decide_in_filter;
     double ns_share_cap;
     gp_preempt_rules preempt;   /* spec.preemption */
+    gp_consol_rules consol;     /* spec.consolidation */
     bool has_dra;               /* spec.dra given (the default policy only) */
     gp_dra_drivers dra;         /* spec.dra.drivers: which DRA devices are GPUs */
 } gp_policy;

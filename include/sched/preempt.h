@@ -113,6 +113,15 @@ typedef struct gp_preempt_stats {
     unsigned long bound, deleted, expired, replanned, failed;   /* how claims ended */
     unsigned long evict_blocked, evict_retry, evict_refused;
     unsigned long active;         /* claims held now */
+    /* consolidation (docs/consolidation.md) */
+    unsigned long c_started;      /* plans that move at least one pod */
+    unsigned long c_moved;        /* pods evicted to move */
+    unsigned long c_bound, c_deleted, c_expired, c_blocked, c_failed;   /* how plans ended */
+    unsigned long c_no_plan, c_budget;   /* tries that found no plan: none within the moves per
+                                          * pod, or only one the hourly budget forbids */
+    unsigned long c_held;         /* places held for replacements now */
+    unsigned long c_held_used, c_held_expired;
+    unsigned long c_last_hour;    /* moves in the last hour */
 } gp_preempt_stats;
 void preempt_stats(gp_preempt *p, gp_preempt_stats *out);
 

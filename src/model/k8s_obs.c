@@ -146,6 +146,8 @@ static const gp_keep ctr_keep[] = {{.key = "name"},
                                    {.key = "restartPolicy"},   /* native sidecars */
                                    {.key = "env", .sub = env_keep, .each = true},
                                    {0}};
+/* consolidation: who recreates a moved pod */
+static const gp_keep owner_keep[] = {{.key = "kind"}, {.key = "uid"}, {.key = "controller"}, {0}};
 static const gp_keep meta_keep[] = {{.key = "name"},
                                     {.key = "namespace"},
                                     {.key = "uid"},
@@ -154,6 +156,7 @@ static const gp_keep meta_keep[] = {{.key = "name"},
                                     {.key = "creationTimestamp"},
                                     {.key = "deletionTimestamp"},
                                     {.key = "deletionGracePeriodSeconds"},
+                                    {.key = "ownerReferences", .sub = owner_keep, .each = true},
                                     {.key = "annotations", .prefixes = extargs_annotation_prefixes},
                                     {0}};
 /* dra_pod_claims: the pod's names for its ResourceClaims, and the claims made from templates */

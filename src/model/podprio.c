@@ -47,6 +47,25 @@ void podprio_decode(const json_t *pod, gp_pod_prio *out)
     const char *nn = json_string_value(at(pod, "status", "nominatedNodeName"));
     if (nn && strlen(nn) < sizeof out->nominated)
         gp_strlcpy(out->nominated, nn, sizeof out->nominated);
+    podprio_owner(pod, &out->owner);
+}
+
+void podprio_owner(const json_t *pod, gp_pod_owner *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t i;
+    const json_t *r;
+    json_array_foreach(at(pod, "metadata", "ownerReferences"), i, r) {
+        if (!json_is_true(json_object_get(r, "controller")))
+            continue;
+        const char *kind = json_string_value(json_object_get(r, "kind"));
+        const char *uid = json_string_value(json_object_get(r, "uid"));
+        if (kind && uid && *uid && strlen(kind) < sizeof out->kind && strlen(uid) < sizeof out->uid) {
+            gp_strlcpy(out->kind, kind, sizeof out->kind);
+            gp_strlcpy(out->uid, uid, sizeof out->uid);
+        }
+        return;   /* one controller at most */
+    }
 }
 
 bool podprio_labels(const json_t *pod, char *out, size_t outlen)

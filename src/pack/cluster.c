@@ -559,11 +559,32 @@ static void claim_drop(gp_cluster *c, const char *uid)
         claim_drop_at(c, i);
 }
 
-/* Does claim cl weigh on placement for pod uid of priority prio? */
-static bool claim_applies(const gp_claim *cl, const char *node, const char *uid, int32_t prio)
+/* Drops one held place of controller owner, the one on `node` if any. */
+static void held_drop(gp_cluster *c, const char *owner, const char *node)
 {
-    return strcmp(cl->a.node, node) == 0 && (!uid || strcmp(cl->uid, uid) != 0) &&
-           cl->priority >= prio;
+    size_t any = c->nclaims;
+    for (size_t i = 0; i < c->nclaims; i++) {
+        if (strcmp(c->claims[i]->owner, owner) != 0)
+            continue;
+        if (strcmp(c->claims[i]->a.node, node) == 0) {
+            claim_drop_at(c, i);
+            return;
+        }
+        if (any == c->nclaims)
+            any = i;
+    }
+    if (any < c->nclaims)
+        claim_drop_at(c, any);
+}
+
+/* Does claim cl weigh on placement for pod req? */
+static bool claim_applies(const gp_claim *cl, const char *node, const gp_pod_req *req)
+{
+    if (strcmp(cl->a.node, node) != 0)
+        return false;
+    if (cl->owner[0])   /* a held place: for its controller's replacement only */
+        return strcmp(cl->owner, req->owner) != 0;
+    return strcmp(cl->uid, req->uid) != 0 && cl->priority >= req->priority;
 }
 
 /* Adds claim cl to a node copy's counters. */
@@ -584,12 +605,12 @@ static void claim_add(gp_node *n, const gp_claim *cl)
 
 /* The node placement sees for pod uid/prio: e's node, or a copy into
  * scratch with the applicable claims added. */
-static const gp_node *node_view(const gp_cluster *c, const node_ent *e, const char *uid,
-                                int32_t prio, gp_node *scratch)
+static const gp_node *node_view(const gp_cluster *c, const node_ent *e, const gp_pod_req *req,
+                                gp_node *scratch)
 {
     bool any = false;
     for (size_t i = 0; i < c->nclaims; i++) {
-        if (!claim_applies(c->claims[i], e->node.name, uid, prio))
+        if (!claim_applies(c->claims[i], e->node.name, req))
             continue;
         if (!any)
             memcpy(scratch, &e->node, gp_node_size(e->node.ngpus));
@@ -602,11 +623,11 @@ static const gp_node *node_view(const gp_cluster *c, const node_ent *e, const ch
     return scratch;
 }
 
-const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const char *uid,
-                                   int32_t prio, gp_node *scratch)
+const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const gp_pod_req *req,
+                                   gp_node *scratch)
 {
     node_ent *e = strmap_get(c->nodes, name);
-    return e ? node_view(c, e, uid, prio, scratch) : NULL;
+    return e ? node_view(c, e, req, scratch) : NULL;
 }
 
 int cluster_claim(gp_cluster *c, const gp_claim *cl, gp_err *err)
@@ -1055,7 +1076,7 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
     }
     gp_fit_fail why;
     gp_node *scratch = c->nclaims ? xmalloc(gp_node_size(e->node.ngpus)) : NULL;
-    int fit = placement_fit(node_view(c, e, req->uid, req->priority, scratch), req, opts, out, &why);
+    int fit = placement_fit(node_view(c, e, req, scratch), req, opts, out, &why);
     free(scratch);
     if (fit) {
         gp_fail(err, "pod %s/%s no longer fits node %s: %s", req->ns, req->name, node, why.reason);
@@ -1084,6 +1105,8 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
         }
     }
     claim_drop(c, req->uid);   /* its own hold replaces what was claimed for it */
+    if (req->owner[0])
+        held_drop(c, req->owner, node);   /* a replacement: its held place has served */
     rc = 0;
 out:
     cluster_unlock(c);

@@ -155,6 +155,7 @@ static void fill_view(const gp_policy *p, gp_policy_view *out)
     out->decide_in_filter = p->decide_in_filter;
     out->ns_share_cap = p->ns_share_cap;
     out->preempt = p->preempt;
+    out->consol = p->consol;
 }
 
 static void known_names(const gp_policy_set *s, char *buf, size_t size)

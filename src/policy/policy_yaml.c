@@ -9,6 +9,7 @@
 #include "policy/policy_yaml.h"
 
 #include "model/formats.h"
+#include "pack/consolidate.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -33,6 +34,7 @@
 #define PRIORITY_MAX 1000000
 #define WEIGHT_MAX 1000.0
 #define CPU_MILLI_MAX 10000000L   /* 10000 cores */
+#define CONSOL_HOUR_MAX 100000    /* maxMovesPerHour */
 
 /* ============================================================ diagnostics */
 
@@ -90,6 +92,7 @@ gp_policy *policy_yaml_new(const char *name, const char *file)
     placement_default_opts(&p->place);
     podreq_default_names(&p->names);
     p->preempt.may_preempt = true;
+    p->consol = (gp_consol_rules)GP_CONSOL_DEFAULTS;
     dra_default_drivers(&p->dra);
     return p;
 }
@@ -930,6 +933,60 @@ static void h_preemption(pctx *c, yaml_node_t *v, void *obj)
                                       "this policy governs never preempt); remove one of them");
 }
 
+/* ------------------------------------------------------------ spec.consolidation */
+
+static void h_c_enabled(pctx *c, yaml_node_t *v, void *obj)
+{
+    (void)get_bool(c, v, &((gp_policy *)obj)->consol.enabled);
+}
+
+static void h_c_movable(pctx *c, yaml_node_t *v, void *obj)
+{
+    (void)get_bool(c, v, &((gp_policy *)obj)->consol.movable);
+}
+
+static void h_c_moves(pctx *c, yaml_node_t *v, void *obj)
+{
+    long x;
+    if (get_int(c, v, 1, GP_CONSOL_MOVES_MAX, &x))
+        ((gp_policy *)obj)->consol.max_moves = (int)x;
+}
+
+static void h_c_hour(pctx *c, yaml_node_t *v, void *obj)
+{
+    long x;
+    if (get_int(c, v, 0, CONSOL_HOUR_MAX, &x))
+        ((gp_policy *)obj)->consol.max_per_hour = (int)x;
+}
+
+static void h_c_cooldown(pctx *c, yaml_node_t *v, void *obj)
+{
+    long x;
+    if (get_int(c, v, 0, 7 * 86400, &x))
+        ((gp_policy *)obj)->consol.cooldown_s = (int)x;
+}
+
+static void h_c_hold(pctx *c, yaml_node_t *v, void *obj)
+{
+    long x;
+    if (get_int(c, v, 10, 3600, &x))
+        ((gp_policy *)obj)->consol.hold_s = (int)x;
+}
+
+static const key_def consolidation_keys[] = {
+    {"enabled", YAML_SCALAR_NODE, h_c_enabled, false},
+    {"maxMovesPerPod", YAML_SCALAR_NODE, h_c_moves, false},
+    {"maxMovesPerHour", YAML_SCALAR_NODE, h_c_hour, false},
+    {"cooldownSeconds", YAML_SCALAR_NODE, h_c_cooldown, false},
+    {"holdSeconds", YAML_SCALAR_NODE, h_c_hold, false},
+    {"movable", YAML_SCALAR_NODE, h_c_movable, false},
+};
+
+static void h_consolidation(pctx *c, yaml_node_t *v, void *obj)
+{
+    walk_map(c, v, consolidation_keys, GP_ARRAY_LEN(consolidation_keys), obj);
+}
+
 /* ------------------------------------------------------------ spec.match */
 
 static void add_req(gp_policy *p, const char *key, policy_op op, char **values, int nvalues)
@@ -1437,6 +1494,7 @@ static const key_def spec_keys[] = {
     {"resources", YAML_MAPPING_NODE, h_resources, false},
     {"shapes", YAML_SEQUENCE_NODE, h_shapes, false},
     {"preemption", YAML_MAPPING_NODE, h_preemption, false},
+    {"consolidation", YAML_MAPPING_NODE, h_consolidation, false},
     {"dra", YAML_MAPPING_NODE, h_dra, false},
 };
 

@@ -315,6 +315,9 @@ int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, 
     if (podreq_decode(pod, &view->names, req, err))
         return -1;
     req->priority = podprio_priority(pod);   /* which preemption claims it must respect */
+    gp_pod_owner owner;
+    podprio_owner(pod, &owner);               /* whose held places it may take */
+    gp_strlcpy(req->owner, owner.uid, sizeof req->owner);
     gp_err why;
     if (req->nctrs == 0 && e->cfg.dra_request &&
         e->cfg.dra_request(e->cfg.dra_ud, pod, req, &why) == 1) {
@@ -540,7 +543,9 @@ typedef struct eval_job {
 #define FIT_FAILS INFINITY                 /* cached value of a failure ... */
 #define FIT_NEVER (-INFINITY)              /* ... and of an unresolvable one */
 _Static_assert(sizeof(gp_ctr_req) == 96, "a new gp_ctr_req field: add it to fit_shape_key");
-_Static_assert(sizeof(gp_pod_req) == 3168, "a new gp_pod_req field: add it to fit_shape_key");
+/* (gp_pod_req.owner is not read by placement: the held places it selects
+ * change the node view, whose fingerprint the key has) */
+_Static_assert(sizeof(gp_pod_req) == 3232, "a new gp_pod_req field: add it to fit_shape_key");
 _Static_assert(sizeof(gp_place_opts) == 312, "a new gp_place_opts field: add it to fit_shape_key");
 _Static_assert(sizeof(gp_shape) == 280, "a new gp_shape field: add it to fit_shape_key");
 
@@ -647,7 +652,7 @@ static void *eval_range(void *arg)
     gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
     for (size_t i = j->from; i < j->to; i++) {
         const char *name = node_list_name(j->nl, i);
-        const gp_node *node = cluster_rd_node_for(j->e->c, name, req->uid, req->priority, scratch);
+        const gp_node *node = cluster_rd_node_for(j->e->c, name, req, scratch);
         verdict *v = &j->vs->v[i];
         *v = (verdict){0};
         if (!node && req->nctrs == 0) {

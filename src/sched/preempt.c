@@ -14,7 +14,9 @@
 #include "model/k8s_obs.h"
 #include "model/pdb.h"
 #include "model/podprio.h"
+#include "pack/consolidate.h"
 #include "pack/frag.h"
+#include "pack/moveledger.h"
 #include "pack/victims.h"
 
 #define WAIT_DEFAULT_S 60.0        /* a claim outlives its victims' grace period by this */
@@ -37,6 +39,7 @@ typedef struct pmeta {
     size_t labels_len;
     int32_t priority;
     int64_t start_ns, deletion_ns, grace_s;   /* as gp_pod_prio */
+    gp_pod_owner owner;           /* its controller: consolidation moves only what one recreates */
     char *nominated;              /* status.nominatedNodeName; NULL = none */
     bool bound;
     json_t *pending;              /* trimmed pod: pending with a nominated node (rebuilds) */
@@ -60,6 +63,8 @@ typedef struct pvictim {
     bool ours;                    /* we evict it; else it was terminating already */
     int state;
     char frees[96];               /* "GPU 1 (8192 MiB)" */
+    char to[GP_NAME_MAX + 96];    /* consolidation: where its replacement's place is held */
+    char held[GP_UID_MAX];        /* ... the key of that place ("" = none) */
 } pvictim;
 
 enum { S_NOMINATE, S_EVICT, S_WAIT };
@@ -82,7 +87,19 @@ typedef struct plan {
     char blocked[BLOCKED_MAX][GP_UID_MAX];
     bool warned_nominate;
     bool nudged;                  /* the pod was told its victims are gone */
+    bool consol;                  /* consolidation: the victims move (held places), not preempted */
 } plan;
+
+/* A place held for the replacement of a moved pod (consolidation): a claim
+ * with the controller as its owner. */
+typedef struct held {
+    char key[GP_UID_MAX];         /* the claim's uid: "held-" + a counter */
+    char owner[GP_UID_MAX];
+    char ns[GP_NAME_MAX], moved[GP_NAME_MAX];   /* the moved pod */
+    char waiting[2 * GP_NAME_MAX];              /* ns/name of the pod it was moved for */
+    char where[GP_NAME_MAX + 96];               /* node and GPUs */
+    double created, expires;
+} held;
 
 struct gp_preempt {
     gp_cluster *c;
@@ -101,6 +118,13 @@ struct gp_preempt {
     pthread_cond_t cv;
     atomic_ulong started_n, waits, victims, bound, deleted, expired, replanned, failed;
     atomic_ulong evict_blocked, evict_retry, evict_refused;
+    /* consolidation */
+    gp_ledger *ledger;            /* recent moves: per-namespace budget, controllers' cool-down */
+    strmap *held;                 /* claim key -> held */
+    unsigned long held_seq;
+    double ledger_pruned;
+    atomic_ulong c_started, c_moved, c_bound, c_expired, c_blocked, c_failed, c_deleted;
+    atomic_ulong c_no_plan, c_budget, c_held_used, c_held_expired;
 };
 
 static double now_s(void)
@@ -148,6 +172,8 @@ gp_preempt *preempt_new(gp_cluster *c, const gp_preempt_config *cfg)
     p->plans = strmap_new();
     p->pdbs = strmap_new();
     p->pdb_seen = strmap_new();
+    p->ledger = ledger_new();
+    p->held = strmap_new();
     return p;
 }
 
@@ -182,6 +208,11 @@ void preempt_free(gp_preempt *p)
     it = 0;
     while ((v = strmap_next(p->pdbs, &it, NULL)))
         pdb_free(v);
+    it = 0;
+    while ((v = strmap_next(p->held, &it, NULL)))
+        free(v);
+    strmap_free(p->held);
+    ledger_free(p->ledger);
     strmap_free(p->meta);
     strmap_free(p->plans);
     strmap_free(p->pdbs);
@@ -237,11 +268,24 @@ static const char *uid_of(const json_t *pod)
     return u && *u && strlen(u) < GP_UID_MAX ? u : NULL;
 }
 
+static void release_unmoved(gp_preempt *p, plan *pl);
+
 static void finish(gp_preempt *p, plan *pl, atomic_ulong *outcome, const char *why)
 {
+    if (pl->consol) {   /* the same ends, counted apart */
+        outcome = outcome == &p->bound     ? &p->c_bound
+                  : outcome == &p->expired ? &p->c_expired
+                  : outcome == &p->failed  ? &p->c_failed
+                  : outcome == &p->deleted ? &p->c_deleted
+                  : outcome == &p->replanned ? &p->c_blocked
+                                           : outcome;
+    }
+    if (pl->consol)
+        release_unmoved(p, pl);
     if (outcome)
         atomic_fetch_add(outcome, 1);
-    LOG_INFO("preemption for %s/%s on %s ends: %s", pl->ns, pl->name, pl->node, why);
+    LOG_INFO("%s for %s/%s on %s ends: %s", pl->consol ? "consolidation" : "preemption", pl->ns,
+             pl->name, pl->node, why);
     strmap_del(p->plans, pl->uid);
     plan_free(pl);
 }
@@ -314,6 +358,7 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     m->start_ns = pp->start_ns;
     m->deletion_ns = pp->deletion_ns;
     m->grace_s = pp->grace_s;
+    m->owner = pp->owner;
     bool renominated = pp->nominated[0] && (!m->nominated || strcmp(m->nominated, pp->nominated) != 0);
     free(m->nominated);
     m->nominated = pp->nominated[0] ? xstrdup(pp->nominated) : NULL;
@@ -456,6 +501,7 @@ typedef struct node_plan {
     int nwait;                    /* terminating pods it counts on */
     pvictim *v;                   /* nv + nwait entries, owned */
     int pdb_violations;           /* among the victims we add */
+    bool consol;                  /* the victims move (consolidation) */
 } node_plan;
 
 static void node_plan_clear(node_plan *np)
@@ -566,7 +612,7 @@ static bool snapshot(gp_preempt *p, const plan_query *q, const char *node, node_
 {
     gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
     cluster_rdlock(p->c);
-    const gp_node *view = cluster_rd_node_for(p->c, node, q->req->uid, q->req->priority, scratch);
+    const gp_node *view = cluster_rd_node_for(p->c, node, q->req, scratch);
     if (view) {
         w->n = xmalloc(gp_node_size(view->ngpus));
         memcpy(w->n, view, gp_node_size(view->ngpus));
@@ -793,7 +839,9 @@ static plan *commit(gp_preempt *p, const json_t *pod, const gp_pod_req *req, nod
     gp_strlcpy(cl->uid, req->uid, sizeof cl->uid);
     gp_strlcpy(cl->ns, req->ns, sizeof cl->ns);
     gp_strlcpy(cl->name, req->name, sizeof cl->name);
-    cl->priority = req->priority;
+    /* a consolidation's freed share is for this pod alone: pods of its own
+     * priority (the usual case) would otherwise take it meanwhile */
+    cl->priority = np->consol ? INT32_MAX : req->priority;
     cl->cpu_milli = req->cpu_milli;
     cl->mem_mib = req->host_mem_mib;
     cl->dra = req->dra;
@@ -808,6 +856,7 @@ static plan *commit(gp_preempt *p, const json_t *pod, const gp_pod_req *req, nod
     gp_strlcpy(pl->ns, req->ns, sizeof pl->ns);
     gp_strlcpy(pl->name, req->name, sizeof pl->name);
     pl->priority = req->priority;
+    pl->consol = np->consol;
     gp_strlcpy(pl->node, np->node, sizeof pl->node);
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
     describe_holds(holds, gp_assignment_holds(&np->a, holds), pl->frees, sizeof pl->frees);
@@ -843,15 +892,21 @@ static plan *commit(gp_preempt *p, const json_t *pod, const gp_pod_req *req, nod
     }
     plan_free(strmap_put(p->plans, pl->uid, pl));
     if (np->nv > 0) {
-        atomic_fetch_add(&p->started_n, 1);
+        atomic_fetch_add(pl->consol ? &p->c_started : &p->started_n, 1);
         char list[600];
         list_victims(p, pl, false, list, sizeof list);
         char msg[MSG_MAX];
-        snprintf(msg, sizeof msg, "preempting %d lower-priority pod%s on %.100s to free %.160s: %.600s",
-                 np->nv, np->nv == 1 ? "" : "s", pl->node, pl->frees, list);
+        if (pl->consol)
+            snprintf(msg, sizeof msg, "moving %d pod%s on %.100s to free %.160s for this pod (their "
+                     "controllers recreate them where a place is held): %.600s",
+                     np->nv, np->nv == 1 ? "" : "s", pl->node, pl->frees, list);
+        else
+            snprintf(msg, sizeof msg, "preempting %d lower-priority pod%s on %.100s to free %.160s: %.600s",
+                     np->nv, np->nv == 1 ? "" : "s", pl->node, pl->frees, list);
         LOG_INFO("pod %s/%s (priority %d): %s", pl->ns, pl->name, pl->priority, msg);
         if (p->cfg.io.event)
-            p->cfg.io.event(p->cfg.io.ud, pl->ns, pl->name, pl->uid, false, "Preempting", msg);
+            p->cfg.io.event(p->cfg.io.ud, pl->ns, pl->name, pl->uid, false,
+                            pl->consol ? "Consolidating" : "Preempting", msg);
     } else {
         atomic_fetch_add(&p->waits, 1);
         LOG_INFO("pod %s/%s (priority %d): holding %s on %s while %d terminating pod(s) go",
@@ -911,6 +966,336 @@ static long index_of(const char *const *nodes, size_t n, const char *name)
     return -1;
 }
 
+/* ------------------------------------------------------------ consolidation -- */
+
+#define CONSOL_NODES_MAX 500      /* nodes one plan looks at */
+#define LEDGER_KEEP_S (7 * 86400.0)   /* the longest cool-down a policy may set */
+
+/* Controllers that recreate an evicted pod at once with the same request.
+ * Not a Job's pods (an evicted one counts as failed against its backoffLimit
+ * unless its podFailurePolicy says otherwise), not a DaemonSet's (bound to
+ * its node), not bare pods (nothing recreates them). */
+static bool movable_kind(const char *kind)
+{
+    return strcmp(kind, "ReplicaSet") == 0 || strcmp(kind, "StatefulSet") == 0;
+}
+
+/* Releases the held places of the victims not evicted yet (the plan ends
+ * without them). */
+static void release_unmoved(gp_preempt *p, plan *pl)
+{
+    for (int i = 0; i < pl->nv; i++) {
+        pvictim *v = &pl->v[i];
+        if (!v->held[0] || v->state != V_TODO)
+            continue;
+        cluster_unclaim(p->c, v->held);
+        free(strmap_del(p->held, v->held));
+        v->held[0] = '\0';
+    }
+}
+
+/* What one planning round copied out of the store. */
+typedef struct cworld {
+    size_t nn;
+    gp_node **nodes;
+    bool *target_ok;
+    npods *pods;                  /* per node */
+    int nm;
+    gp_mover *movers;             /* node by node */
+    gp_pod_req *reqs;             /* the movers' replacements */
+    gp_policy_view *views;        /* the movers' policies */
+    const npod **mpod;            /* mover -> its pod */
+    int ng;
+    const char **groups;          /* budget groups: namespaces */
+    int *group_left;
+} cworld;
+
+static void cworld_free(cworld *w)
+{
+    for (size_t i = 0; i < w->nn; i++) {
+        free(w->nodes[i]);
+        free(w->pods[i].v);
+    }
+    free(w->nodes);
+    free(w->target_ok);
+    free(w->pods);
+    free(w->movers);
+    free(w->reqs);
+    free(w->views);
+    free(w->mpod);
+    free(w->groups);
+    free(w->group_left);
+}
+
+static int group_of(cworld *w, const char *ns, int left)
+{
+    for (int g = 0; g < w->ng; g++)
+        if (strcmp(w->groups[g], ns) == 0) {
+            if (left < w->group_left[g])   /* policies differ within it: the strictest */
+                w->group_left[g] = left;
+            return g;
+        }
+    w->groups[w->ng] = ns;
+    w->group_left[w->ng] = left;
+    return w->ng++;
+}
+
+/* Copies the nodes and their pods, and picks the pods that may move. */
+static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_view *view,
+                         gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
+                         size_t n, cworld *w)
+{
+    size_t cap = n < CONSOL_NODES_MAX ? n : CONSOL_NODES_MAX;
+    w->nodes = xcalloc(cap ? cap : 1, sizeof *w->nodes);
+    w->target_ok = xcalloc(cap ? cap : 1, sizeof *w->target_ok);
+    w->pods = xcalloc(cap ? cap : 1, sizeof *w->pods);
+    gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
+    cluster_rdlock(p->c);
+    for (size_t i = 0; i < n && w->nn < cap; i++) {
+        const gp_node *v = cluster_rd_node_for(p->c, nodes[i], req, scratch);
+        if (!v)
+            continue;
+        w->nodes[w->nn] = xmalloc(gp_node_size(v->ngpus));
+        memcpy(w->nodes[w->nn], v, gp_node_size(v->ngpus));
+        w->target_ok[w->nn] = !(unresolvable && unresolvable[i]);
+        cluster_rd_node_pods(p->c, nodes[i], collect, &w->pods[w->nn]);
+        w->nn++;
+    }
+    cluster_unlock(p->c);
+    free(scratch);
+    size_t total = 0;
+    for (size_t i = 0; i < w->nn; i++)
+        total += (size_t)w->pods[i].n;
+    total = total ? total : 1;
+    w->movers = xcalloc(total, sizeof *w->movers);
+    w->reqs = xmalloc(total * sizeof *w->reqs);
+    w->views = xmalloc(total * sizeof *w->views);
+    w->mpod = xcalloc(total, sizeof *w->mpod);
+    w->groups = xcalloc(total, sizeof *w->groups);
+    w->group_left = xcalloc(total, sizeof *w->group_left);
+    double now = now_s();
+    size_t npdb = strmap_count(p->pdbs);
+    gp_pdb **pdbs = xmalloc((npdb ? npdb : 1) * sizeof *pdbs);
+    size_t it = 0, k = 0;
+    gp_pdb *b;
+    while ((b = strmap_next(p->pdbs, &it, NULL)) && k < npdb)
+        pdbs[k++] = b;
+    gp_pdb_pod *pp = xmalloc(total * sizeof *pp);
+    bool *viol = xmalloc(total * sizeof *viol);
+    for (size_t i = 0; i < w->nn; i++) {
+        int first = w->nm;
+        for (int j = 0; j < w->pods[i].n; j++) {
+            const npod *x = &w->pods[i].v[j];
+            const pmeta *m = strmap_get(p->meta, x->uid);
+            if (!m || !m->bound || x->state != GP_POD_BOUND || m->deletion_ns ||
+                m->priority > req->priority || !movable_kind(m->owner.kind) || x->nholds == 0 ||
+                strcmp(x->uid, req->uid) == 0)
+                continue;
+            bool dra = false;
+            for (int h = 0; h < x->nholds; h++)
+                dra = dra || x->holds[h].dra;
+            if (dra)   /* a claim's share: the allocator, not a controller, decides where it goes */
+                continue;
+            gp_policy_view *mv = &w->views[w->nm];
+            gp_err err;
+            if ((!x->policy[0] || policy_view_by_name(set, x->policy, mv, &err) != 0) &&
+                policy_view_by_name(set, "default", mv, &err) != 0)
+                *mv = *view;
+            if (mv->preempt.protect || !mv->consol.movable ||
+                ledger_cooling(p->ledger, m->owner.uid, mv->consol.cooldown_s, now))
+                continue;
+            int g = group_of(w, x->ns, ledger_left(p->ledger, x->ns, mv->consol.max_per_hour, now));
+            consolidate_req_from_holds(w->nodes[i], x->holds, x->nholds, &w->reqs[w->nm]);
+            w->movers[w->nm] = (gp_mover){(int)i, m->priority, false, g, x->nholds, x->holds,
+                                          x->cpu, x->mem, &w->reqs[w->nm], &mv->place};
+            pp[w->nm] = (gp_pdb_pod){x->ns, x->name, m->labels ? m->labels : ""};
+            w->mpod[w->nm++] = x;
+        }
+        if (npdb && w->nm > first) {   /* PDBs counted first: per node, as kube-scheduler does */
+            pdb_violations((gp_pdb *const *)pdbs, npdb, pp + first, (size_t)(w->nm - first),
+                           viol + first);
+            for (int j = first; j < w->nm; j++)
+                w->movers[j].pdb_violating = viol[j];
+        }
+    }
+    free(viol);
+    free(pp);
+    free(pdbs);
+}
+
+/* Holds the places the plan's moved pods' replacements go to, and fills the
+ * victims. 0, or -1 when a place could not be held (none is then). */
+static int hold_places(gp_preempt *p, const cworld *w, const gp_consol_plan *cp,
+                       const gp_pod_req *req, const gp_policy_view *view, node_plan *np)
+{
+    double now = now_s();
+    np->v = xcalloc((size_t)cp->nmoves, sizeof *np->v);
+    for (int i = 0; i < cp->nmoves; i++) {
+        const gp_consol_move *mv = &cp->moves[i];
+        const gp_mover *mo = &w->movers[mv->mover];
+        const npod *x = w->mpod[mv->mover];
+        const pmeta *m = strmap_get(p->meta, x->uid);
+        pvictim *v = &np->v[np->nv];
+        fill_victim(v, x, m, true, mo->pdb_violating);
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        char gpus[96];
+        describe_holds(holds, gp_assignment_holds(&mv->a, holds), gpus, sizeof gpus);
+        snprintf(v->to, sizeof v->to, "%s %s", mv->a.node, gpus);
+        held *h = xcalloc(1, sizeof *h);
+        snprintf(h->key, sizeof h->key, "held-%lu", ++p->held_seq);
+        gp_strlcpy(h->owner, m->owner.uid, sizeof h->owner);
+        gp_strlcpy(h->ns, x->ns, sizeof h->ns);
+        gp_strlcpy(h->moved, x->name, sizeof h->moved);
+        snprintf(h->waiting, sizeof h->waiting, "%s/%s", req->ns, req->name);
+        gp_strlcpy(h->where, v->to, sizeof h->where);
+        int64_t grace = m->grace_s >= 0 ? m->grace_s : GRACE_DEFAULT_S;
+        h->created = now;
+        h->expires = now + p->cfg.wait_s + (double)grace + view->consol.hold_s;
+        gp_claim *cl = xcalloc(1, sizeof *cl);
+        gp_strlcpy(cl->uid, h->key, sizeof cl->uid);
+        gp_strlcpy(cl->ns, x->ns, sizeof cl->ns);
+        gp_strlcpy(cl->name, x->name, sizeof cl->name);
+        cl->priority = INT32_MAX;
+        cl->cpu_milli = x->cpu;
+        cl->mem_mib = x->mem;
+        cl->a = mv->a;
+        gp_strlcpy(cl->owner, h->owner, sizeof cl->owner);
+        gp_err err;
+        int rc = cluster_claim(p->c, cl, &err);
+        free(cl);
+        if (rc) {
+            LOG_WARN("consolidation for %s/%s not started: no place held for %s/%s: %s", req->ns,
+                     req->name, x->ns, x->name, err.msg);
+            free(h);
+            for (int j = 0; j < np->nv; j++) {
+                cluster_unclaim(p->c, np->v[j].held);
+                free(strmap_del(p->held, np->v[j].held));
+            }
+            return -1;
+        }
+        gp_strlcpy(v->held, h->key, sizeof v->held);
+        free(strmap_put(p->held, h->key, h));
+        np->nv++;
+    }
+    return 0;
+}
+
+/* filter's last resort for a pod that fits no node and that preemption does
+ * not help: move a few pods of the same or lower priority whose controllers
+ * recreate them (docs/consolidation.md). Returns the index of the node the
+ * pod waits for, or -1. Called with p->mu held. */
+static long try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_req *req,
+                            const gp_policy_view *view, gp_policy_set *set,
+                            const char *const *nodes, const bool *unresolvable, size_t n,
+                            char *reason, size_t len)
+{
+    if (!view->consol.enabled || req->dra)
+        return -1;   /* a claim pod's devices are the allocator's to choose */
+    gp_pod_prio pp;
+    podprio_decode(pod, &pp);
+    if (pp.deletion_ns)
+        return -1;
+    cworld w = {0};
+    cworld_build(p, req, view, set, nodes, unresolvable, n, &w);
+    gp_consol_query q = {.nodes = (const gp_node *const *)w.nodes, .nnodes = (int)w.nn,
+                         .target_ok = w.target_ok, .req = req, .opts = &view->place,
+                         .movers = w.movers, .nmovers = w.nm, .max_moves = view->consol.max_moves,
+                         .group_left = w.group_left, .ngroups = w.ng};
+    gp_consol_plan *cp = xmalloc(sizeof *cp);
+    long at = -1;
+    if (consolidate_plan(&q, cp) == 0) {
+        bool spent = false;
+        for (int g = 0; g < w.ng; g++)
+            spent = spent || w.group_left[g] == 0;
+        q.group_left = NULL;
+        if (spent && consolidate_plan(&q, cp) == 1) {
+            atomic_fetch_add(&p->c_budget, 1);
+            snprintf(reason, len, "moving %d pod%s would make room, but the hourly move budget "
+                     "(maxMovesPerHour) of their namespace is spent", cp->nmoves,
+                     cp->nmoves == 1 ? "" : "s");
+            at = index_of(nodes, n, w.nodes[cp->node]->name);   /* the reason shows there */
+        } else {
+            atomic_fetch_add(&p->c_no_plan, 1);
+        }
+        goto out;
+    }
+    node_plan np;
+    memset(&np, 0, sizeof np);
+    gp_strlcpy(np.node, w.nodes[cp->node]->name, sizeof np.node);
+    np.a = cp->a;
+    np.consol = true;
+    np.pdb_violations = cp->pdb_violations;
+    if (hold_places(p, &w, cp, req, view, &np) != 0) {
+        node_plan_clear(&np);
+        goto out;
+    }
+    gp_err err;
+    plan *pl = commit(p, pod, req, &np, NULL, 0, NULL, &err);
+    if (!pl) {
+        LOG_WARN("consolidation for %s/%s not started: %s", req->ns, req->name, err.msg);
+        for (int j = 0; j < np.nv; j++) {
+            cluster_unclaim(p->c, np.v[j].held);
+            free(strmap_del(p->held, np.v[j].held));
+        }
+        node_plan_clear(&np);
+        goto out;
+    }
+    node_plan_clear(&np);
+    double now = now_s();
+    for (int i = 0; i < cp->nmoves; i++) {
+        const pmeta *m = strmap_get(p->meta, w.mpod[cp->moves[i].mover]->uid);
+        ledger_record(p->ledger, w.mpod[cp->moves[i].mover]->ns, m ? m->owner.uid : "", now);
+    }
+    char list[600];
+    list_victims(p, pl, false, list, sizeof list);
+    snprintf(reason, len, "moving %d pod%s to free %s for this pod: %s", pl->nv,
+             pl->nv == 1 ? "" : "s", pl->frees, list);
+    at = index_of(nodes, n, pl->node);
+out:
+    free(cp);
+    cworld_free(&w);
+    return at;
+}
+
+/* The places held for replacements: used (a pod of the controller was
+ * placed, the store dropped the claim) or expired. p->mu held. */
+static void held_round(gp_preempt *p)
+{
+    double now = now_s();
+    for (;;) {   /* deleting during a walk: restart after each */
+        size_t it = 0;
+        held *h;
+        bool gone = false;
+        gp_claim *cl = xmalloc(sizeof *cl);
+        while ((h = strmap_next(p->held, &it, NULL))) {
+            if (cluster_claim_get(p->c, h->key, cl) != 0) {
+                atomic_fetch_add(&p->c_held_used, 1);
+                LOG_INFO("consolidation: the replacement of %s/%s (moved for %s) is placed; the "
+                         "place held on %s is released", h->ns, h->moved, h->waiting, h->where);
+            } else if (now > h->expires) {
+                atomic_fetch_add(&p->c_held_expired, 1);
+                LOG_WARN("consolidation: no replacement of %s/%s (moved for %s) came within %.0f s; "
+                         "the place held on %s is released", h->ns, h->moved, h->waiting,
+                         h->expires - h->created, h->where);
+                cluster_unclaim(p->c, h->key);
+            } else {
+                continue;
+            }
+            free(strmap_del(p->held, h->key));
+            gone = true;
+            break;
+        }
+        free(cl);
+        if (!gone)
+            break;
+    }
+    if (now - p->ledger_pruned > 60) {
+        ledger_prune(p->ledger, now, LEDGER_KEEP_S);
+        p->ledger_pruned = now;
+    }
+}
+
+
 /* filter's hook: no node fits a pod that asks GPUs. */
 static long on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const gp_policy_view *view,
                      gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
@@ -930,11 +1315,13 @@ static long on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const g
             for (int i = 0; i < pl->nv; i++)
                 ours += pl->v[i].ours;
             if (pl->stage == S_WAIT || ours == 0)
-                snprintf(reason, len, "waiting for %zu pod%s to terminate, %s held for this pod: %s",
-                         left, left == 1 ? "" : "s", pl->frees, list);
+                snprintf(reason, len, "waiting for %zu pod%s to %s, %s held for this pod: %s",
+                         left, left == 1 ? "" : "s", pl->consol ? "move" : "terminate", pl->frees,
+                         list);
             else
-                snprintf(reason, len, "preempting %d lower-priority pod%s to free %s for this pod: %s",
-                         ours, ours == 1 ? "" : "s", pl->frees, list);
+                snprintf(reason, len, "%s %d %spod%s to free %s for this pod: %s",
+                         pl->consol ? "moving" : "preempting", ours,
+                         pl->consol ? "" : "lower-priority ", ours == 1 ? "" : "s", pl->frees, list);
             at = index_of(nodes, n, pl->node);
             goto out;
         }
@@ -944,13 +1331,13 @@ static long on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const g
     }
     char why[200];
     if (not_eligible(&pp, view, why, sizeof why))
-        goto out;
+        goto consolidate;
     plan_query q = {req, view, set, true, false, pp.nominated[0] ? pp.nominated : NULL, NULL, 0, NULL};
     node_plan best;
     char alts[ALTS_MAX][GP_NAME_MAX];
     int nalts;
     if (plan_nodes(p, &q, nodes, unresolvable, n, &best, alts, &nalts) == 0)
-        goto out;
+        goto consolidate;
     gp_err err;
     pl = commit(p, pod, req, &best, alts, nalts, NULL, &err);
     node_plan_clear(&best);
@@ -970,6 +1357,9 @@ static long on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const g
         snprintf(reason, len, "waiting for %d pod%s to terminate, %s held for this pod: %s", pl->nv,
                  pl->nv == 1 ? "" : "s", pl->frees, list);
     at = index_of(nodes, n, pl->node);
+    goto out;
+consolidate:   /* preemption does not apply: moving pods may */
+    at = try_consolidate(p, pod, req, view, set, nodes, unresolvable, n, reason, len);
 out:
     pthread_mutex_unlock(&p->mu);
     return at;
@@ -1027,6 +1417,7 @@ typedef struct job {
     int *results;                 /* per victim: gp_evict_outcome, or -1 not tried */
     int nominated;                /* evictor_nominate's answer */
     bool nudge;                   /* the victims are gone: make kube-scheduler retry the pod */
+    bool consol;                  /* the victims move (consolidation) */
     int nudged;                   /* the nudge's answer */
     gp_err err;
 } job;
@@ -1053,11 +1444,18 @@ static void run_job(gp_preempt *p, job *j)
                                        : GP_EVICT_DONE;
         j->results[i] = (int)o;
         if (o == GP_EVICT_DONE || o == GP_EVICT_GONE) {
-            char msg[600];
-            snprintf(msg, sizeof msg, "preempted by %.100s/%.100s to free %.95s on %.100s", j->ns, j->name,
-                     j->v[i].frees, j->node);
+            char msg[800];
+            if (j->consol)
+                snprintf(msg, sizeof msg, "moved by gpupack: evicted to free %.95s on %.100s for "
+                         "pod %.100s/%.100s, which fits nowhere else; a place is held for the "
+                         "replacement on %.200s", j->v[i].frees, j->node, j->ns, j->name,
+                         j->v[i].to);
+            else
+                snprintf(msg, sizeof msg, "preempted by %.100s/%.100s to free %.95s on %.100s", j->ns,
+                         j->name, j->v[i].frees, j->node);
             if (io->event)
-                io->event(io->ud, j->v[i].ns, j->v[i].name, j->v[i].uid, false, "Preempted", msg);
+                io->event(io->ud, j->v[i].ns, j->v[i].name, j->v[i].uid, false,
+                          j->consol ? "MovedForConsolidation" : "Preempted", msg);
             continue;
         }
         break;   /* blocked, retry or refused: the rest waits */
@@ -1119,6 +1517,24 @@ static void replan(gp_preempt *p, plan *pl, const char *blocked_uid)
     plan_free(old);
 }
 
+/* A PodDisruptionBudget refused to move a pod: the plan ends (the pods
+ * moved so far keep their held places) and the pod's controller rests for
+ * its cool-down, so that filter's next plan moves others. */
+static void consol_blocked(gp_preempt *p, plan *pl, const pvictim *v)
+{
+    held *h = v->held[0] ? strmap_get(p->held, v->held) : NULL;
+    if (h)
+        ledger_record(p->ledger, NULL, h->owner, now_s());
+    char msg[600];
+    snprintf(msg, sizeof msg, "a PodDisruptionBudget refused to move pod %.100s/%.100s; the plan "
+             "is dropped and the next one leaves that pod's controller alone", v->ns, v->name);
+    if (p->cfg.io.event)
+        p->cfg.io.event(p->cfg.io.ud, pl->ns, pl->name, pl->uid, true, "ConsolidationBlocked", msg);
+    LOG_WARN("consolidation for %s/%s: %s", pl->ns, pl->name, msg);
+    cluster_unclaim(p->c, pl->uid);
+    finish(p, pl, &p->replanned, "a PodDisruptionBudget refused an eviction");
+}
+
 /* Records what a job did (p->mu held). */
 static void apply_job(gp_preempt *p, const job *j)
 {
@@ -1163,13 +1579,18 @@ static void apply_job(gp_preempt *p, const job *j)
         int r = j->results[i];
         if (r == GP_EVICT_DONE || r == GP_EVICT_GONE) {
             v->state = r == GP_EVICT_DONE ? V_EVICTED : V_GONE;
-            atomic_fetch_add(&p->victims, 1);
-            LOG_INFO("preemption for %s/%s: evicted %s/%s (%s on %s)", pl->ns, pl->name, v->ns,
+            atomic_fetch_add(pl->consol ? &p->c_moved : &p->victims, 1);
+            LOG_INFO("%s for %s/%s: evicted %s/%s (%s on %s)",
+                     pl->consol ? "consolidation" : "preemption", pl->ns, pl->name, v->ns,
                      v->name, v->frees, pl->node);
         } else if (r == GP_EVICT_BLOCKED) {
             atomic_fetch_add(&p->evict_blocked, 1);
-            LOG_WARN("preemption for %s/%s: %s", pl->ns, pl->name, j->err.msg);
-            replan(p, pl, v->uid);
+            LOG_WARN("%s for %s/%s: %s", pl->consol ? "consolidation" : "preemption", pl->ns,
+                     pl->name, j->err.msg);
+            if (pl->consol)
+                consol_blocked(p, pl, v);
+            else
+                replan(p, pl, v->uid);
             return;
         } else if (r == GP_EVICT_RETRY) {
             atomic_fetch_add(&p->evict_retry, 1);
@@ -1248,8 +1669,7 @@ static void dra_parked_round(gp_preempt *p)
                     dra = node->gpus[g].dra.order > 0;
                 if (!dra)
                     continue;   /* no device DRA publishes: nothing to free there */
-                const gp_node *v = cluster_rd_node_for(p->c, node->name, req->uid, req->priority,
-                                                       scratch);
+                const gp_node *v = cluster_rd_node_for(p->c, node->name, req, scratch);
                 gp_assignment *a = xmalloc(sizeof *a);
                 fits = fits || placement_fit(v, req, &view.place, a, NULL) == 0;
                 free(a);
@@ -1282,6 +1702,7 @@ void preempt_tick(gp_preempt *p)
 {
     dra_parked_round(p);
     pthread_mutex_lock(&p->mu);
+    held_round(p);
     size_t cap = strmap_count(p->plans), nj = 0;
     job *jobs = xcalloc(cap ? cap : 1, sizeof *jobs);
     for (;;) {   /* plans that are over leave the map: restart the walk after each */
@@ -1307,6 +1728,7 @@ void preempt_tick(gp_preempt *p)
             continue;
         job *j = &jobs[nj++];
         j->nudge = nudge;
+        j->consol = pl->consol;
         gp_strlcpy(j->uid, pl->uid, sizeof j->uid);
         gp_strlcpy(j->ns, pl->ns, sizeof j->ns);
         gp_strlcpy(j->name, pl->name, sizeof j->name);
@@ -1512,9 +1934,11 @@ static json_t *victims_json(gp_preempt *p, const pvictim *v, int n)
                                          [V_GONE] = "gone"};
         const char *state = !present ? "gone" : !v[i].ours ? "terminating" : st[v[i].state];
         char *id = xasprintf("%s/%s", v[i].ns, v[i].name);
-        json_array_append_new(arr, json_pack("{s:s,s:i,s:s,s:s,s:b}", "pod", id, "priority",
-                                             (int)v[i].priority, "frees", v[i].frees, "state", state,
-                                             "evictedByGpupack", v[i].ours));
+        json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:b}", "pod", id, "priority", (int)v[i].priority,
+                              "frees", v[i].frees, "state", state, "evictedByGpupack", v[i].ours);
+        if (v[i].to[0])
+            json_object_set_new(o, "replacementPlace", json_string(v[i].to));
+        json_array_append_new(arr, o);
         free(id);
     }
     return arr;
@@ -1546,16 +1970,23 @@ static json_t *preempt_status(gp_preempt *p, const json_t *pod)
     pthread_mutex_lock(&p->mu);
     plan *pl = uid ? strmap_get(p->plans, uid) : NULL;
     if (pl) {
-        char list[600], msg[900];
+        char list[600], msg[1400];
         size_t left = list_victims(p, pl, true, list, sizeof list);
         if (pl->stage == S_WAIT)
-            snprintf(msg, sizeof msg, "waiting for %zu pod%s to terminate on %.100s; %.160s is held for this pod%s%.500s",
-                     left, left == 1 ? "" : "s", pl->node, pl->frees, left ? ": " : "", list);
+            snprintf(msg, sizeof msg, "waiting for %zu pod%s to %s on %.100s; %.160s is held for this pod%s%.500s",
+                     left, left == 1 ? "" : "s", pl->consol ? "move away" : "terminate", pl->node,
+                     pl->frees, left ? ": " : "", list);
+        else if (pl->consol)
+            snprintf(msg, sizeof msg, "waiting for consolidation on %.100s (%s): %d pod%s move to free "
+                     "%.160s for this pod (their replacements have places held elsewhere): %.500s",
+                     pl->node, stage_names[pl->stage], pl->nv, pl->nv == 1 ? "" : "s", pl->frees,
+                     list);
         else
             snprintf(msg, sizeof msg, "preempting on %s (%s) to free %s for this pod", pl->node,
                      stage_names[pl->stage], pl->frees);
         out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:i}", "state",
-                        pl->stage == S_WAIT ? "waiting" : "preempting", "message", msg, "node",
+                        pl->stage == S_WAIT ? "waiting" : pl->consol ? "consolidating" : "preempting",
+                        "message", msg, "node",
                         pl->node, "frees", pl->frees, "victims", victims_json(p, pl->v, pl->nv),
                         "expiresInSeconds", (int)(pl->deadline - now_s()));
         pthread_mutex_unlock(&p->mu);
@@ -1616,7 +2047,8 @@ json_t *preempt_inspect(gp_preempt *p)
     double now = now_s();
     while ((pl = strmap_next(p->plans, &it, NULL))) {
         char *id = xasprintf("%s/%s", pl->ns, pl->name);
-        json_array_append_new(arr, json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:i,s:i}", "pod", id,
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o,s:i,s:i}", "pod", id,
+                                             "kind", pl->consol ? "consolidation" : "preemption",
                                              "priority", (int)pl->priority, "node", pl->node,
                                              "stage", stage_names[pl->stage], "frees", pl->frees,
                                              "victims", victims_json(p, pl->v, pl->nv),
@@ -1624,8 +2056,20 @@ json_t *preempt_inspect(gp_preempt *p)
                                              "expiresInSeconds", (int)(pl->deadline - now)));
         free(id);
     }
+    json_t *held_arr = json_array();
+    it = 0;
+    held *h;
+    while ((h = strmap_next(p->held, &it, NULL))) {
+        char *id = xasprintf("%s/%s", h->ns, h->moved);
+        json_array_append_new(held_arr,
+                              json_pack("{s:s,s:s,s:s,s:s,s:i,s:i}", "movedPod", id, "controllerUID",
+                                        h->owner, "for", h->waiting, "place", h->where,
+                                        "ageSeconds", (int)(now - h->created), "expiresInSeconds",
+                                        (int)(h->expires - now)));
+        free(id);
+    }
     pthread_mutex_unlock(&p->mu);
-    return json_pack("{s:o}", "preemptions", arr);
+    return json_pack("{s:o,s:o}", "preemptions", arr, "heldPlaces", held_arr);
 }
 
 void preempt_stats(gp_preempt *p, gp_preempt_stats *s)
@@ -1642,8 +2086,21 @@ void preempt_stats(gp_preempt *p, gp_preempt_stats *s)
     s->evict_blocked = atomic_load(&p->evict_blocked);
     s->evict_retry = atomic_load(&p->evict_retry);
     s->evict_refused = atomic_load(&p->evict_refused);
+    s->c_started = atomic_load(&p->c_started);
+    s->c_moved = atomic_load(&p->c_moved);
+    s->c_bound = atomic_load(&p->c_bound);
+    s->c_deleted = atomic_load(&p->c_deleted);
+    s->c_expired = atomic_load(&p->c_expired);
+    s->c_blocked = atomic_load(&p->c_blocked);
+    s->c_failed = atomic_load(&p->c_failed);
+    s->c_no_plan = atomic_load(&p->c_no_plan);
+    s->c_budget = atomic_load(&p->c_budget);
+    s->c_held_used = atomic_load(&p->c_held_used);
+    s->c_held_expired = atomic_load(&p->c_held_expired);
     pthread_mutex_lock(&p->mu);
     s->active = strmap_count(p->plans);
+    s->c_held = strmap_count(p->held);
+    s->c_last_hour = ledger_last_hour(p->ledger, now_s());
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -1685,4 +2142,39 @@ void preempt_metrics(void *pre, gp_buf *out)
                    "server unreachable, 5xx), refused (RBAC, bad request).");
     for (size_t i = 0; i < GP_ARRAY_LEN(fails); i++)
         metrics_u(out, "gpupack_preemption_evictions_failed_total", fails[i].label, fails[i].v);
+    metrics_header(out, "gpupack_consolidations_total", "counter",
+                   "Consolidations started: pods moved so that a waiting pod fits.");
+    metrics_u(out, "gpupack_consolidations_total", NULL, s.c_started);
+    metrics_header(out, "gpupack_consolidation_moves_total", "counter",
+                   "Pods evicted (or found gone) to be recreated elsewhere by their controller.");
+    metrics_u(out, "gpupack_consolidation_moves_total", NULL, s.c_moved);
+    metrics_header(out, "gpupack_consolidation_moves_last_hour", "gauge",
+                   "Moves in the last hour, all namespaces (the policies' maxMovesPerHour "
+                   "applies per namespace).");
+    metrics_u(out, "gpupack_consolidation_moves_last_hour", NULL, s.c_last_hour);
+    metrics_header(out, "gpupack_consolidation_ends_total", "counter",
+                   "How consolidations ended: the pod was bound or deleted, the moved pods did not "
+                   "go in time, a PodDisruptionBudget blocked a move, an eviction was refused.");
+    const struct {
+        const char *label;
+        unsigned long v;
+    } cends[] = {{"result=\"bound\"", s.c_bound},     {"result=\"deleted\"", s.c_deleted},
+                 {"result=\"expired\"", s.c_expired}, {"result=\"blocked\"", s.c_blocked},
+                 {"result=\"failed\"", s.c_failed}},
+      refused[] = {{"reason=\"no_plan\"", s.c_no_plan}, {"reason=\"budget\"", s.c_budget}},
+      held_ends[] = {{"result=\"used\"", s.c_held_used}, {"result=\"expired\"", s.c_held_expired}};
+    for (size_t i = 0; i < GP_ARRAY_LEN(cends); i++)
+        metrics_u(out, "gpupack_consolidation_ends_total", cends[i].label, cends[i].v);
+    metrics_header(out, "gpupack_consolidation_refused_total", "counter",
+                   "Tries (one per filter of a waiting pod) that found no consolidation: none "
+                   "within the policy's maxMovesPerPod, or only one the hourly budget forbids.");
+    for (size_t i = 0; i < GP_ARRAY_LEN(refused); i++)
+        metrics_u(out, "gpupack_consolidation_refused_total", refused[i].label, refused[i].v);
+    metrics_header(out, "gpupack_consolidation_held_places", "gauge",
+                   "Places held now for the replacements of moved pods.");
+    metrics_u(out, "gpupack_consolidation_held_places", NULL, s.c_held);
+    metrics_header(out, "gpupack_consolidation_held_ends_total", "counter",
+                   "How held places ended: a pod of the controller was placed, or none came in time.");
+    for (size_t i = 0; i < GP_ARRAY_LEN(held_ends); i++)
+        metrics_u(out, "gpupack_consolidation_held_ends_total", held_ends[i].label, held_ends[i].v);
 }
