@@ -862,32 +862,43 @@ static void offer_preemption(gp_extender *e, const verb_args *va, const gp_pod_r
     free(unres);
 }
 
+/* The pod of one verb call, decoded once: its request under the policy that
+ * governs it, and the policy set the view points into (referenced until
+ * pod_done). */
+typedef struct verb_pod {
+    gp_policy_set *set;
+    gp_policy_view view;
+    gp_pod_req req;
+} verb_pod;
+
+static void pod_done(verb_pod *vp)
+{
+    policy_set_unref(vp->set);
+    vp->set = NULL;
+}
+
 static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bool may_preempt,
-                            verdicts *vs, gp_policy_view *view, gp_err *err)
+                            verdicts *vs, verb_pod *vp, gp_err *err)
 {
     for (size_t i = 0; i < va->nl.n; i++)
         vs->v[i] = (verdict){0};
-    gp_policy_set *set = policies_get(e);
-    gp_pod_req req;
-    assess_result r = ASSESSED;
-    if (extender_pod_request(e, va->pod, set, &req, view, err)) {
-        r = BAD_POD;
-    } else {
-        /* pods without GPU containers too: where their CPU and memory go
-         * decides what GPU pods can still use (fragmentation-aware policies
-         * weigh it; docs/simulator.md) */
-        remember(e, va->pod, req.uid);
-        if (!scores)
-            cluster_unreserve(e->c, req.uid);   /* filter decides afresh */
-        reasons_mode reasons = scores                    ? REASONS_NONE
-                               : view->decide_in_filter ? REASONS_IF_NONE_FITS
-                                                        : REASONS_ALL;
-        evaluate(e, &req, view, &va->nl, scores || view->decide_in_filter, reasons, vs);
-        if (may_preempt && e->cfg.preempt.nofit && req.nctrs > 0)
-            offer_preemption(e, va, &req, view, set, vs);
-    }
-    policy_set_unref(set);
-    return r;
+    vp->set = policies_get(e);
+    gp_policy_view *view = &vp->view;
+    if (extender_pod_request(e, va->pod, vp->set, &vp->req, view, err))
+        return BAD_POD;
+    /* pods without GPU containers too: where their CPU and memory go
+     * decides what GPU pods can still use (fragmentation-aware policies
+     * weigh it; docs/simulator.md) */
+    remember(e, va->pod, vp->req.uid);
+    if (!scores)
+        cluster_unreserve(e->c, vp->req.uid);   /* filter decides afresh */
+    reasons_mode reasons = scores                    ? REASONS_NONE
+                           : view->decide_in_filter ? REASONS_IF_NONE_FITS
+                                                    : REASONS_ALL;
+    evaluate(e, &vp->req, view, &va->nl, scores || view->decide_in_filter, reasons, vs);
+    if (may_preempt && e->cfg.preempt.nofit && vp->req.nctrs > 0)
+        offer_preemption(e, va, &vp->req, view, vp->set, vs);
+    return ASSESSED;
 }
 
 /* nodeDecision: filter, some nodes tied best: keep the first of them in
@@ -896,23 +907,17 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
  * sees them before this pod's bind arrives (kube-scheduler binds
  * asynchronously). If no reservation can be made (a bind raced us), every
  * tied node stays and bind re-checks the fit. */
-static void reserve_one(gp_extender *e, const verb_args *va, const node_list *nl, verdicts *vs)
+static void reserve_one(gp_extender *e, const verb_pod *vp, const node_list *nl, verdicts *vs)
 {
-    gp_policy_set *set = policies_get(e);
-    gp_pod_req req;
-    gp_policy_view v2;
     gp_err err;
     size_t chosen = nl->n;
-    if (extender_pod_request(e, va->pod, set, &req, &v2, &err) == 0) {
-        for (size_t i = 0; i < nl->n && chosen == nl->n; i++) {
-            gp_assignment a;
-            if (vs->v[i].fits && !vs->v[i].unknown &&
-                cluster_reserve(e->c, node_list_name(nl, i), &req, &v2.place, v2.ns_share_cap, v2.name,
-                                GP_RESERVE_TTL_S, &a, &err) == 0)
-                chosen = i;
-        }
+    for (size_t i = 0; i < nl->n && chosen == nl->n; i++) {
+        gp_assignment a;
+        if (vs->v[i].fits && !vs->v[i].unknown &&
+            cluster_reserve(e->c, node_list_name(nl, i), &vp->req, &vp->view.place,
+                            vp->view.ns_share_cap, vp->view.name, GP_RESERVE_TTL_S, &a, &err) == 0)
+            chosen = i;
     }
-    policy_set_unref(set);
     /* no reason: once a node passes, the answer lists none (filter_answer) */
     for (size_t i = 0; chosen < nl->n && i < nl->n; i++)
         if (i != chosen)
@@ -934,20 +939,20 @@ static int filter_run(gp_extender *e, const char *body, size_t len, bool may_pre
     if (status)
         goto done;
     const node_list *nl = &va.nl;
-    gp_policy_view view;
+    verb_pod *vp = xmalloc(sizeof *vp);
     gp_err err;
     verdicts vs;
     verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
     bool failed = true;
-    assess_result r = assess(e, &va, false, may_preempt, &vs, &view, &err);
+    assess_result r = assess(e, &va, false, may_preempt, &vs, vp, &err);
     if (r == BAD_POD) {
         /* the pod cannot be scheduled as it stands: say why on every node */
         for (size_t i = 0; i < nl->n; i++) {
             v[i].unresolvable = true;
             set_reason(&vs, i, "%s", err.msg);
         }
-    } else if (r == ASSESSED && view.decide_in_filter) {
+    } else if (r == ASSESSED && vp->view.decide_in_filter) {
         double best = 0;
         bool any = false;
         for (size_t i = 0; i < nl->n; i++)
@@ -959,7 +964,7 @@ static int filter_run(gp_extender *e, const char *body, size_t len, bool may_pre
             if (v[i].fits && any && (v[i].unknown || v[i].raw < best - 1e-12))
                 v[i].fits = false;
         if (any)
-            reserve_one(e, &va, nl, &vs);
+            reserve_one(e, vp, nl, &vs);
         /* gpupack chose: kube-scheduler reads the reasons of the other nodes only
          * when none passes (its diagnosis of an unschedulable pod), and a
          * 5,000-node cluster would send it hundreds per pod to decode */
@@ -967,6 +972,8 @@ static int filter_run(gp_extender *e, const char *body, size_t len, bool may_pre
     }
     *out = filter_answer(nl, &vs, failed);
     verdicts_free(&vs);
+    pod_done(vp);
+    free(vp);
     status = 200;
 done:
     verb_args_free(&va);
@@ -1060,13 +1067,13 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     if (status)
         goto done;
     const node_list *nl = &va.nl;
-    gp_policy_view view;
+    verb_pod *vp = xmalloc(sizeof *vp);
     gp_err err;
     verdicts vs;
     verdicts_init(&vs, nl->n);
     verdict *v = vs.v;
     int *scores = xcalloc(nl->n ? nl->n : 1, sizeof *scores);
-    if (assess(e, &va, true, false, &vs, &view, &err) == ASSESSED) {
+    if (assess(e, &va, true, false, &vs, vp, &err) == ASSESSED) {
         /* normalise over the nodes that fit; the others score 0 */
         double *raw = xcalloc(nl->n ? nl->n : 1, sizeof *raw);
         int *sc = xcalloc(nl->n ? nl->n : 1, sizeof *sc);
@@ -1095,6 +1102,8 @@ int extender_prioritize(gp_extender *e, const char *body, size_t len, char **out
     if (gp_buf_failed(&b))
         abort();   /* see filter_answer */
     verdicts_free(&vs);
+    pod_done(vp);
+    free(vp);
     free(scores);
     *out = b.data;
     status = 200;
