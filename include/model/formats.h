@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "model/gpu.h"
-#include "model/podreq.h"
+#include "model/resnames.h"
 #include "lib/util.h"
 
 /* The format's name as policies write it ("gpupack", "aliyun", "kai", "hami",
