@@ -5,17 +5,11 @@
 #include <string.h>
 
 #include "lib/extargs.h"
+#include "lib/jsonpath.h"
 #include "model/annotations.h"
 #include "model/formats.h"
 #include "model/podreq.h"
 
-static const char *str_at(const json_t *o, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(o, a);
-    if (b)
-        v = json_object_get(v, b);
-    return json_string_value(v);
-}
 
 /* "gpu" anywhere (gpupack.io/gpu-mem, nvidia.com/gpumem, volcano.sh/vgpu-number
  * ...), or TKE's "vcuda" (tencent.com/vcuda-core). */
@@ -54,7 +48,7 @@ static const json_t *pod_scheduled_cond(const json_t *pod)
     size_t i;
     const json_t *c;
     json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
-        const char *type = str_at(c, "type", NULL);
+        const char *type = gp_json_str_at(c, "type", NULL);
         if (type && strcmp(type, "PodScheduled") == 0)
             return c;
     }
@@ -65,8 +59,8 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
 {
     memset(out, 0, sizeof *out);
     const json_t *md = json_object_get(pod, "metadata");
-    const char *uid = str_at(md, "uid", NULL), *name = str_at(md, "name", NULL);
-    const char *ns = str_at(md, "namespace", NULL);
+    const char *uid = gp_json_str_at(md, "uid", NULL), *name = gp_json_str_at(md, "name", NULL);
+    const char *ns = gp_json_str_at(md, "namespace", NULL);
     if (!json_is_object(pod) || !uid || !*uid || !name || !*name)
         return gp_fail(err, "pod object without metadata.name/uid");
     if (strlen(uid) >= sizeof out->uid || strlen(name) >= sizeof out->name)
@@ -74,12 +68,12 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
     gp_strlcpy(out->uid, uid, sizeof out->uid);
     gp_strlcpy(out->ns, ns ? ns : "default", sizeof out->ns);
     gp_strlcpy(out->name, name, sizeof out->name);
-    const char *node = str_at(pod, "spec", "nodeName");
+    const char *node = gp_json_str_at(pod, "spec", "nodeName");
     gp_strlcpy(out->node, node ? node : "", sizeof out->node);
-    const char *phase = str_at(pod, "status", "phase");
+    const char *phase = gp_json_str_at(pod, "status", "phase");
     bool terminal = deleted || (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0));
     const json_t *ann = json_object_get(md, "annotations");
-    const char *pol = str_at(ann, GP_ANN_POLICY_USED, NULL);
+    const char *pol = gp_json_str_at(ann, GP_ANN_POLICY_USED, NULL);
     gp_strlcpy(out->policy, pol ? pol : "", sizeof out->policy);
 
     out->obs.uid = out->uid;
@@ -106,7 +100,8 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
                      json_object_get(ann, "gpu-fraction") || json_object_get(ann, "gpu-memory");
     out->pending = !terminal && out->node[0] == '\0' && !json_object_get(md, "deletionTimestamp");
     const json_t *cond = out->pending ? pod_scheduled_cond(pod) : NULL;
-    const char *cst = str_at(cond, "status", NULL), *reason = str_at(cond, "reason", NULL);
+    const char *cst = gp_json_str_at(cond, "status", NULL);
+    const char *reason = gp_json_str_at(cond, "reason", NULL);
     out->parked = cst && strcmp(cst, "False") == 0;
     out->sched_error = out->parked && reason && strcmp(reason, "SchedulerError") == 0;
     return 0;
@@ -192,7 +187,7 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
      * (kube-scheduler's verdict, for the requeue): the LIST buffer holds no more */
     json_t *st = json_object_get(t, "status");
     if (json_is_object(st) && json_object_get(st, "conditions")) {
-        const char *node = str_at(pod, "spec", "nodeName");
+        const char *node = gp_json_str_at(pod, "spec", "nodeName");
         const json_t *cond = node && *node ? NULL : pod_scheduled_cond(pod);
         if (cond)
             json_object_set_new(st, "conditions", json_pack("[o]", jsonkeep_trim(cond, cond_keep)));

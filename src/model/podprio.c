@@ -3,24 +3,20 @@
 
 #include <string.h>
 
+#include "lib/jsonpath.h"
 #include "lib/timefmt.h"
 #include "lib/util.h"
 
-static const json_t *at(const json_t *o, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(o, a);
-    return b ? json_object_get(v, b) : v;
-}
 
 static int64_t time_at(const json_t *o, const char *a, const char *b)
 {
     int64_t ns;
-    return gp_rfc3339_parse(json_string_value(at(o, a, b)), &ns) == 0 ? ns : 0;
+    return gp_rfc3339_parse(json_string_value(gp_json_at(o, a, b)), &ns) == 0 ? ns : 0;
 }
 
 int32_t podprio_priority(const json_t *pod)
 {
-    const json_t *p = at(pod, "spec", "priority");
+    const json_t *p = gp_json_at(pod, "spec", "priority");
     if (!json_is_integer(p))
         return 0;
     json_int_t v = json_integer_value(p);
@@ -31,20 +27,20 @@ void podprio_decode(const json_t *pod, gp_pod_prio *out)
 {
     memset(out, 0, sizeof *out);
     out->priority = podprio_priority(pod);
-    const char *pp = json_string_value(at(pod, "spec", "preemptionPolicy"));
+    const char *pp = json_string_value(gp_json_at(pod, "spec", "preemptionPolicy"));
     out->never = pp && strcmp(pp, "Never") == 0;
     out->start_ns = time_at(pod, "status", "startTime");
     if (!out->start_ns)
         out->start_ns = time_at(pod, "metadata", "creationTimestamp");
     out->deletion_ns = time_at(pod, "metadata", "deletionTimestamp");
     /* a pod whose deletionTimestamp cannot be read is still being deleted */
-    if (!out->deletion_ns && at(pod, "metadata", "deletionTimestamp"))
+    if (!out->deletion_ns && gp_json_at(pod, "metadata", "deletionTimestamp"))
         out->deletion_ns = 1;
-    const json_t *g = at(pod, "metadata", "deletionGracePeriodSeconds");
+    const json_t *g = gp_json_at(pod, "metadata", "deletionGracePeriodSeconds");
     if (!json_is_integer(g))
-        g = at(pod, "spec", "terminationGracePeriodSeconds");
+        g = gp_json_at(pod, "spec", "terminationGracePeriodSeconds");
     out->grace_s = json_is_integer(g) && json_integer_value(g) >= 0 ? json_integer_value(g) : -1;
-    const char *nn = json_string_value(at(pod, "status", "nominatedNodeName"));
+    const char *nn = json_string_value(gp_json_at(pod, "status", "nominatedNodeName"));
     if (nn && strlen(nn) < sizeof out->nominated)
         gp_strlcpy(out->nominated, nn, sizeof out->nominated);
     podprio_owner(pod, &out->owner);
@@ -55,12 +51,13 @@ void podprio_owner(const json_t *pod, gp_pod_owner *out)
     memset(out, 0, sizeof *out);
     size_t i;
     const json_t *r;
-    json_array_foreach(at(pod, "metadata", "ownerReferences"), i, r) {
+    json_array_foreach(gp_json_at(pod, "metadata", "ownerReferences"), i, r) {
         if (!json_is_true(json_object_get(r, "controller")))
             continue;
         const char *kind = json_string_value(json_object_get(r, "kind"));
         const char *uid = json_string_value(json_object_get(r, "uid"));
-        if (kind && uid && *uid && strlen(kind) < sizeof out->kind && strlen(uid) < sizeof out->uid) {
+        if (kind && uid && *uid && strlen(kind) < sizeof out->kind &&
+            strlen(uid) < sizeof out->uid) {
             gp_strlcpy(out->kind, kind, sizeof out->kind);
             gp_strlcpy(out->uid, uid, sizeof out->uid);
         }
@@ -76,7 +73,7 @@ bool podprio_labels(const json_t *pod, char *out, size_t outlen)
     const json_t *v;
     if (outlen < 1)
         return false;
-    json_object_foreach((json_t *)at(pod, "metadata", "labels"), k, v) {
+    json_object_foreach((json_t *)gp_json_at(pod, "metadata", "labels"), k, v) {
         const char *s = json_string_value(v);
         if (!s)
             continue;

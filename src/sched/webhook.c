@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base64.h"
+#include "lib/jsonpath.h"
 #include "model/annotations.h"
 #include "model/podenv.h"
 
@@ -132,11 +133,6 @@ static int bad(char **out, const char *uid, const char *msg)
     return 400;
 }
 
-static const char *str_at(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
 
 int webhook_review(const char *body, size_t len, const gp_resource_names *names, char **out)
 {
@@ -150,8 +146,9 @@ int webhook_review(const char *body, size_t len, const gp_resource_names *names,
         return bad(out, "", msg);
     }
     const json_t *req = json_object_get(doc, "request");
-    const char *api = str_at(doc, "apiVersion"), *kind = str_at(doc, "kind");
-    const char *uid = str_at(req, "uid");
+    const char *api = gp_json_str_at(doc, "apiVersion", NULL);
+    const char *kind = gp_json_str_at(doc, "kind", NULL);
+    const char *uid = gp_json_str_at(req, "uid", NULL);
     if (!json_is_object(doc) || !kind || strcmp(kind, "AdmissionReview") != 0) {
         status = bad(out, "", "expected an object of kind AdmissionReview");
     } else if (!api || strcmp(api, REVIEW_API) != 0) {
@@ -162,8 +159,10 @@ int webhook_review(const char *body, size_t len, const gp_resource_names *names,
         status = bad(out, "", "request.uid must be a non-empty string (of at most 128 bytes)");
     } else {
         const json_t *rk = json_object_get(req, "kind");
-        const char *group = str_at(rk, "group"), *rkind = str_at(rk, "kind");
-        const char *op = str_at(req, "operation"), *sub = str_at(req, "subResource");
+        const char *group = gp_json_str_at(rk, "group", NULL);
+        const char *rkind = gp_json_str_at(rk, "kind", NULL);
+        const char *op = gp_json_str_at(req, "operation", NULL);
+        const char *sub = gp_json_str_at(req, "subResource", NULL);
         const json_t *pod = json_object_get(req, "object");
         json_t *resp = json_pack("{s:b}", "allowed", 1);
         if (!json_is_object(rk) || !rkind || !op) {
