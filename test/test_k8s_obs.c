@@ -289,6 +289,46 @@ START_TEST(garbage_objects)
 }
 END_TEST
 
+/* A pod's controller (consolidation moves only what a controller recreates):
+ * the ownerReference with controller: true, kept by the trim. */
+START_TEST(pod_owner)
+{
+    json_t *pod = json_loads(
+        "{\"metadata\":{\"name\":\"p\",\"uid\":\"u\",\"ownerReferences\":["
+        "{\"kind\":\"Node\",\"uid\":\"n-1\",\"name\":\"x\"},"
+        "{\"kind\":\"ReplicaSet\",\"uid\":\"rs-1\",\"name\":\"web-1\",\"controller\":true,"
+        "\"apiVersion\":\"apps/v1\",\"blockOwnerDeletion\":true}]},\"spec\":{}}", 0, NULL);
+    ck_assert_ptr_nonnull(pod);
+    gp_pod_owner o;
+    podprio_owner(pod, &o);
+    ck_assert_str_eq(o.kind, "ReplicaSet");
+    ck_assert_str_eq(o.uid, "rs-1");
+    json_t *t = k8s_obs_trim_pod(pod);
+    podprio_owner(t, &o);
+    ck_assert_str_eq(o.uid, "rs-1");   /* kept by the trim */
+    ck_assert_ptr_null(json_object_get(json_array_get(json_object_get(json_object_get(t, "metadata"),
+                                                                      "ownerReferences"), 1),
+                                       "blockOwnerDeletion"));
+    json_decref(t);
+    json_decref(pod);
+    const char *none[] = {
+        "{\"metadata\":{}}",
+        "{\"metadata\":{\"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"uid\":\"r\"}]}}",
+        "{\"metadata\":{\"ownerReferences\":{\"kind\":\"ReplicaSet\"}}}",
+        "{\"metadata\":{\"ownerReferences\":[{\"kind\":7,\"uid\":\"r\",\"controller\":true}]}}",
+        "{\"metadata\":{\"ownerReferences\":[{\"kind\":\"AVeryLongKindNameThatDoesNotFitTheField\","
+        "\"uid\":\"r\",\"controller\":true}]}}",
+    };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        pod = json_loads(none[i], 0, NULL);
+        ck_assert_ptr_nonnull(pod);
+        podprio_owner(pod, &o);
+        ck_assert_msg(o.kind[0] == '\0' && o.uid[0] == '\0', "case %zu: %s/%s", i, o.kind, o.uid);
+        json_decref(pod);
+    }
+}
+END_TEST
+
 Suite *suite_k8s_obs(void);
 Suite *suite_k8s_obs(void)
 {
@@ -302,6 +342,7 @@ Suite *suite_k8s_obs(void)
     tcase_add_test(tc, trim_pod_keeps_what_decoding_needs);
     tcase_add_test(tc, other_formats_want_gpus);
     tcase_add_test(tc, garbage_objects);
+    tcase_add_test(tc, pod_owner);
     suite_add_tcase(s, tc);
     return s;
 }
