@@ -2,12 +2,12 @@
  * node, from a running gpupack (POST /explain) or in embedded mode. */
 #include "cli/explain_cli.h"
 
-#include <curl/curl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_http.h"
 #include "pack/clusterfile.h"
 #include "sched/explain.h"
 #include "kube/kube.h"
@@ -98,43 +98,12 @@ out:
     return pod;
 }
 
-static size_t on_data(char *p, size_t sz, size_t n, void *ud)
-{
-    return gp_buf_append(ud, p, sz * n) ? 0 : sz * n;
-}
-
 /* POST the pod to URL/explain; returns the answer or NULL. */
 static json_t *explain_remote(const char *server, const json_t *pod, gp_err *err)
 {
     char *url = xasprintf("%s/explain", server);
     char *body = json_dumps(pod, JSON_COMPACT);
-    gp_buf ans;
-    gp_buf_init(&ans, EXPLAIN_MAX_ANSWER);
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    json_t *j = NULL;
-    if (rc != CURLE_OK) {
-        gp_fail(err, "%s: %s", url, curl_easy_strerror(rc));
-    } else {
-        j = json_loadb(ans.data ? ans.data : "", ans.len, 0, NULL);
-        if (status != 200 || !j) {
-            gp_fail(err, "%s answered %ld: %.300s", url, status, ans.data ? ans.data : "");
-            json_decref(j);
-            j = NULL;
-        }
-    }
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    gp_buf_free(&ans);
+    json_t *j = cli_http_json(url, body ? body : "{}", 60, EXPLAIN_MAX_ANSWER, err);
     free(body);
     free(url);
     return j;
