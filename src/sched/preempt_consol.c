@@ -1,0 +1,355 @@
+/* preempt_consol.c -- consolidation: moving a few pods so that a pod that fits
+ * nowhere runs (docs/consolidation.md). */
+#include "sched/preempt_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ consolidation -- */
+
+#define CONSOL_NODES_MAX 500      /* nodes one plan looks at */
+#define LEDGER_KEEP_S (7 * 86400.0)   /* the longest cool-down a policy may set */
+
+/* Controllers that recreate an evicted pod at once with the same request.
+ * Not a Job's pods (an evicted one counts as failed against its backoffLimit
+ * unless its podFailurePolicy says otherwise), not a DaemonSet's (bound to
+ * its node), not bare pods (nothing recreates them). */
+static bool movable_kind(const char *kind)
+{
+    return strcmp(kind, "ReplicaSet") == 0 || strcmp(kind, "StatefulSet") == 0;
+}
+
+/* Releases the held places of the victims not evicted yet (the plan ends
+ * without them). */
+void pre_release_unmoved(gp_preempt *p, plan *pl)
+{
+    for (int i = 0; i < pl->nv; i++) {
+        pvictim *v = &pl->v[i];
+        if (!v->held[0] || v->state != V_TODO)
+            continue;
+        cluster_unclaim(p->c, v->held);
+        free(strmap_del(p->held, v->held));
+        v->held[0] = '\0';
+    }
+}
+
+/* What one planning round copied out of the store. */
+typedef struct cworld {
+    size_t nn;
+    gp_node **nodes;
+    bool *target_ok;
+    npods *pods;                  /* per node */
+    int nm;
+    gp_mover *movers;             /* node by node */
+    gp_pod_req *reqs;             /* the movers' replacements */
+    gp_policy_view *views;        /* the movers' policies */
+    const npod **mpod;            /* mover -> its pod */
+    int ng;
+    const char **groups;          /* budget groups: namespaces */
+    int *group_left;
+} cworld;
+
+static void cworld_free(cworld *w)
+{
+    for (size_t i = 0; i < w->nn; i++) {
+        free(w->nodes[i]);
+        free(w->pods[i].v);
+    }
+    free(w->nodes);
+    free(w->target_ok);
+    free(w->pods);
+    free(w->movers);
+    free(w->reqs);
+    free(w->views);
+    free(w->mpod);
+    free(w->groups);
+    free(w->group_left);
+}
+
+static int group_of(cworld *w, const char *ns, int left)
+{
+    for (int g = 0; g < w->ng; g++)
+        if (strcmp(w->groups[g], ns) == 0) {
+            if (left < w->group_left[g])   /* policies differ within it: the strictest */
+                w->group_left[g] = left;
+            return g;
+        }
+    w->groups[w->ng] = ns;
+    w->group_left[w->ng] = left;
+    return w->ng++;
+}
+
+/* Copies the nodes and their pods, and picks the pods that may move. */
+static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_view *view,
+                         gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
+                         size_t n, cworld *w)
+{
+    size_t cap = n < CONSOL_NODES_MAX ? n : CONSOL_NODES_MAX;
+    w->nodes = xcalloc(cap ? cap : 1, sizeof *w->nodes);
+    w->target_ok = xcalloc(cap ? cap : 1, sizeof *w->target_ok);
+    w->pods = xcalloc(cap ? cap : 1, sizeof *w->pods);
+    gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
+    cluster_rdlock(p->c);
+    for (size_t i = 0; i < n && w->nn < cap; i++) {
+        const gp_node *v = cluster_rd_node_for(p->c, nodes[i], req, scratch);
+        if (!v)
+            continue;
+        w->nodes[w->nn] = xmalloc(gp_node_size(v->ngpus));
+        memcpy(w->nodes[w->nn], v, gp_node_size(v->ngpus));
+        w->target_ok[w->nn] = !(unresolvable && unresolvable[i]);
+        cluster_rd_node_pods(p->c, nodes[i], pre_collect, &w->pods[w->nn]);
+        w->nn++;
+    }
+    cluster_unlock(p->c);
+    free(scratch);
+    size_t total = 0;
+    for (size_t i = 0; i < w->nn; i++)
+        total += (size_t)w->pods[i].n;
+    total = total ? total : 1;
+    w->movers = xcalloc(total, sizeof *w->movers);
+    w->reqs = xmalloc(total * sizeof *w->reqs);
+    w->views = xmalloc(total * sizeof *w->views);
+    w->mpod = xcalloc(total, sizeof *w->mpod);
+    w->groups = xcalloc(total, sizeof *w->groups);
+    w->group_left = xcalloc(total, sizeof *w->group_left);
+    double now = pre_now_s();
+    size_t npdb = strmap_count(p->pdbs);
+    gp_pdb **pdbs = xmalloc((npdb ? npdb : 1) * sizeof *pdbs);
+    size_t it = 0, k = 0;
+    gp_pdb *b;
+    while ((b = strmap_next(p->pdbs, &it, NULL)) && k < npdb)
+        pdbs[k++] = b;
+    gp_pdb_pod *pp = xmalloc(total * sizeof *pp);
+    bool *viol = xmalloc(total * sizeof *viol);
+    for (size_t i = 0; i < w->nn; i++) {
+        int first = w->nm;
+        for (int j = 0; j < w->pods[i].n; j++) {
+            const npod *x = &w->pods[i].v[j];
+            const pmeta *m = strmap_get(p->meta, x->uid);
+            if (!m || !m->bound || x->state != GP_POD_BOUND || m->deletion_ns ||
+                m->priority > req->priority || !movable_kind(m->owner.kind) || x->nholds == 0 ||
+                strcmp(x->uid, req->uid) == 0)
+                continue;
+            bool dra = false;
+            for (int h = 0; h < x->nholds; h++)
+                dra = dra || x->holds[h].dra;
+            if (dra)   /* a claim's share: the allocator, not a controller, decides where it goes */
+                continue;
+            gp_policy_view *mv = &w->views[w->nm];
+            gp_err err;
+            if ((!x->policy[0] || policy_view_by_name(set, x->policy, mv, &err) != 0) &&
+                policy_view_by_name(set, "default", mv, &err) != 0)
+                *mv = *view;
+            if (mv->preempt.protect || !mv->consol.movable ||
+                ledger_cooling(p->ledger, m->owner.uid, mv->consol.cooldown_s, now))
+                continue;
+            int g = group_of(w, x->ns, ledger_left(p->ledger, x->ns, mv->consol.max_per_hour, now));
+            consolidate_req_from_holds(w->nodes[i], x->holds, x->nholds, &w->reqs[w->nm]);
+            w->movers[w->nm] = (gp_mover){(int)i, m->priority, false, g, x->nholds, x->holds,
+                                          x->cpu, x->mem, &w->reqs[w->nm], &mv->place};
+            pp[w->nm] = (gp_pdb_pod){x->ns, x->name, m->labels ? m->labels : ""};
+            w->mpod[w->nm++] = x;
+        }
+        if (npdb && w->nm > first) {   /* PDBs counted first: per node, as kube-scheduler does */
+            pdb_violations((gp_pdb *const *)pdbs, npdb, pp + first, (size_t)(w->nm - first),
+                           viol + first);
+            for (int j = first; j < w->nm; j++)
+                w->movers[j].pdb_violating = viol[j];
+        }
+    }
+    free(viol);
+    free(pp);
+    free(pdbs);
+}
+
+/* Holds the places the plan's moved pods' replacements go to, and fills the
+ * victims. 0, or -1 when a place could not be held (none is then). */
+static int hold_places(gp_preempt *p, const cworld *w, const gp_consol_plan *cp,
+                       const gp_pod_req *req, const gp_policy_view *view, node_plan *np)
+{
+    double now = pre_now_s();
+    np->v = xcalloc((size_t)cp->nmoves, sizeof *np->v);
+    for (int i = 0; i < cp->nmoves; i++) {
+        const gp_consol_move *mv = &cp->moves[i];
+        const gp_mover *mo = &w->movers[mv->mover];
+        const npod *x = w->mpod[mv->mover];
+        const pmeta *m = strmap_get(p->meta, x->uid);
+        pvictim *v = &np->v[np->nv];
+        pre_fill_victim(v, x, m, true, mo->pdb_violating);
+        gp_hold holds[GP_MAX_GPUS_PER_NODE];
+        char gpus[96];
+        pre_describe_holds(holds, gp_assignment_holds(&mv->a, holds), gpus, sizeof gpus);
+        snprintf(v->to, sizeof v->to, "%s %s", mv->a.node, gpus);
+        held *h = xcalloc(1, sizeof *h);
+        snprintf(h->key, sizeof h->key, "held-%lu", ++p->held_seq);
+        gp_strlcpy(h->owner, m->owner.uid, sizeof h->owner);
+        gp_strlcpy(h->ns, x->ns, sizeof h->ns);
+        gp_strlcpy(h->moved, x->name, sizeof h->moved);
+        snprintf(h->waiting, sizeof h->waiting, "%s/%s", req->ns, req->name);
+        gp_strlcpy(h->where, v->to, sizeof h->where);
+        int64_t grace = m->grace_s >= 0 ? m->grace_s : GRACE_DEFAULT_S;
+        h->created = now;
+        h->expires = now + p->cfg.wait_s + (double)grace + view->consol.hold_s;
+        gp_claim *cl = xcalloc(1, sizeof *cl);
+        gp_strlcpy(cl->uid, h->key, sizeof cl->uid);
+        gp_strlcpy(cl->ns, x->ns, sizeof cl->ns);
+        gp_strlcpy(cl->name, x->name, sizeof cl->name);
+        cl->priority = INT32_MAX;
+        cl->cpu_milli = x->cpu;
+        cl->mem_mib = x->mem;
+        cl->a = mv->a;
+        gp_strlcpy(cl->owner, h->owner, sizeof cl->owner);
+        gp_err err;
+        int rc = cluster_claim(p->c, cl, &err);
+        free(cl);
+        if (rc) {
+            LOG_WARN("consolidation for %s/%s not started: no place held for %s/%s: %s", req->ns,
+                     req->name, x->ns, x->name, err.msg);
+            free(h);
+            for (int j = 0; j < np->nv; j++) {
+                cluster_unclaim(p->c, np->v[j].held);
+                free(strmap_del(p->held, np->v[j].held));
+            }
+            return -1;
+        }
+        gp_strlcpy(v->held, h->key, sizeof v->held);
+        free(strmap_put(p->held, h->key, h));
+        np->nv++;
+    }
+    return 0;
+}
+
+/* filter's last resort for a pod that fits no node and that preemption does
+ * not help: move a few pods of the same or lower priority whose controllers
+ * recreate them (docs/consolidation.md). Returns the index of the node the
+ * pod waits for, or -1. Called with p->mu held. */
+long pre_try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_req *req,
+                         const gp_policy_view *view, gp_policy_set *set,
+                         const char *const *nodes, const bool *unresolvable, size_t n,
+                         char *reason, size_t len)
+{
+    if (!view->consol.enabled || req->dra)
+        return -1;   /* a claim pod's devices are the allocator's to choose */
+    gp_pod_prio pp;
+    podprio_decode(pod, &pp);
+    if (pp.deletion_ns)
+        return -1;
+    cworld w = {0};
+    cworld_build(p, req, view, set, nodes, unresolvable, n, &w);
+    gp_consol_query q = {.nodes = (const gp_node *const *)w.nodes, .nnodes = (int)w.nn,
+                         .target_ok = w.target_ok, .req = req, .opts = &view->place,
+                         .movers = w.movers, .nmovers = w.nm, .max_moves = view->consol.max_moves,
+                         .group_left = w.group_left, .ngroups = w.ng};
+    gp_consol_plan *cp = xmalloc(sizeof *cp);
+    long at = -1;
+    if (consolidate_plan(&q, cp) == 0) {
+        bool spent = false;
+        for (int g = 0; g < w.ng; g++)
+            spent = spent || w.group_left[g] == 0;
+        q.group_left = NULL;
+        if (spent && consolidate_plan(&q, cp) == 1) {
+            atomic_fetch_add(&p->c_budget, 1);
+            snprintf(reason, len, "moving %d pod%s would make room, but the hourly move budget "
+                     "(maxMovesPerHour) of their namespace is spent", cp->nmoves,
+                     cp->nmoves == 1 ? "" : "s");
+            at = pre_index_of(nodes, n, w.nodes[cp->node]->name);   /* the reason shows there */
+        } else {
+            atomic_fetch_add(&p->c_no_plan, 1);
+        }
+        goto out;
+    }
+    node_plan np;
+    memset(&np, 0, sizeof np);
+    gp_strlcpy(np.node, w.nodes[cp->node]->name, sizeof np.node);
+    np.a = cp->a;
+    np.consol = true;
+    np.pdb_violations = cp->pdb_violations;
+    if (hold_places(p, &w, cp, req, view, &np) != 0) {
+        pre_node_plan_clear(&np);
+        goto out;
+    }
+    gp_err err;
+    plan *pl = pre_commit(p, pod, req, &np, NULL, 0, NULL, &err);
+    if (!pl) {
+        LOG_WARN("consolidation for %s/%s not started: %s", req->ns, req->name, err.msg);
+        for (int j = 0; j < np.nv; j++) {
+            cluster_unclaim(p->c, np.v[j].held);
+            free(strmap_del(p->held, np.v[j].held));
+        }
+        pre_node_plan_clear(&np);
+        goto out;
+    }
+    pre_node_plan_clear(&np);
+    double now = pre_now_s();
+    for (int i = 0; i < cp->nmoves; i++) {
+        const pmeta *m = strmap_get(p->meta, w.mpod[cp->moves[i].mover]->uid);
+        ledger_record(p->ledger, w.mpod[cp->moves[i].mover]->ns, m ? m->owner.uid : "", now);
+    }
+    char list[600];
+    pre_list_victims(p, pl, false, list, sizeof list);
+    snprintf(reason, len, "moving %d pod%s to free %s for this pod: %s", pl->nv,
+             pl->nv == 1 ? "" : "s", pl->frees, list);
+    at = pre_index_of(nodes, n, pl->node);
+out:
+    free(cp);
+    cworld_free(&w);
+    return at;
+}
+
+/* The places held for replacements: used (a pod of the controller was
+ * placed, the store dropped the claim) or expired. p->mu held. */
+void pre_held_round(gp_preempt *p)
+{
+    double now = pre_now_s();
+    for (;;) {   /* deleting during a walk: restart after each */
+        size_t it = 0;
+        held *h;
+        bool gone = false;
+        gp_claim *cl = xmalloc(sizeof *cl);
+        while ((h = strmap_next(p->held, &it, NULL))) {
+            if (cluster_claim_get(p->c, h->key, cl) != 0) {
+                atomic_fetch_add(&p->c_held_used, 1);
+                LOG_INFO("consolidation: the replacement of %s/%s (moved for %s) is placed; the "
+                         "place held on %s is released", h->ns, h->moved, h->waiting, h->where);
+            } else if (now > h->expires) {
+                atomic_fetch_add(&p->c_held_expired, 1);
+                LOG_WARN("consolidation: no replacement of %s/%s (moved for %s) came within %.0f s; "
+                         "the place held on %s is released", h->ns, h->moved, h->waiting,
+                         h->expires - h->created, h->where);
+                cluster_unclaim(p->c, h->key);
+            } else {
+                continue;
+            }
+            free(strmap_del(p->held, h->key));
+            gone = true;
+            break;
+        }
+        free(cl);
+        if (!gone)
+            break;
+    }
+    if (now - p->ledger_pruned > 60) {
+        ledger_prune(p->ledger, now, LEDGER_KEEP_S);
+        p->ledger_pruned = now;
+    }
+}
+
+
+/* A PodDisruptionBudget refused to move a pod: the plan ends (the pods
+ * moved so far keep their held places) and the pod's controller rests for
+ * its cool-down, so that filter's next plan moves others. */
+void pre_consol_blocked(gp_preempt *p, plan *pl, const pvictim *v)
+{
+    held *h = v->held[0] ? strmap_get(p->held, v->held) : NULL;
+    if (h)
+        ledger_record(p->ledger, NULL, h->owner, pre_now_s());
+    char msg[600];
+    snprintf(msg, sizeof msg, "a PodDisruptionBudget refused to move pod %.100s/%.100s; the plan "
+             "is dropped and the next one leaves that pod's controller alone", v->ns, v->name);
+    if (p->cfg.io.event)
+        p->cfg.io.event(p->cfg.io.ud, pl->ns, pl->name, pl->uid, true, "ConsolidationBlocked", msg);
+    LOG_WARN("consolidation for %s/%s: %s", pl->ns, pl->name, msg);
+    cluster_unclaim(p->c, pl->uid);
+    pre_finish(p, pl, &p->replanned, "a PodDisruptionBudget refused an eviction");
+}
