@@ -355,26 +355,38 @@ static gp_policy_set *set_source(void *ud)
     return test_set;
 }
 
+/* The same world with a policy set of its own (policy: a file's text). */
+static void use_policy(world *w, const char *policy)
+{
+    extender_free(w->e);
+    char path[] = "/tmp/gpupack-preempt-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(policy, f);
+    fclose(f);
+    gp_err err;
+    ck_assert_msg(policy_set_load_file(path, &test_set, &err) == 0, "%s", err.msg);
+    unlink(path);
+    gp_extender_config ec = {.preempt = preempt_hooks(w->p), .policies = set_source};
+    w->e = extender_new(w->c, &ec);
+    ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
+}
+
+static void drop_policy(world *w)
+{
+    extender_free(w->e);
+    w->e = extender_new(w->c, NULL);   /* world_free frees one */
+    policy_set_unref(test_set);
+    test_set = NULL;
+}
+
 START_TEST(no_preemption)
 {
     const noway_case *k = &noways[_i];
     world *w = issue_scene(60);
-    if (k->policy) {
-        /* the same world with a policy set of its own */
-        extender_free(w->e);
-        char path[] = "/tmp/gpupack-preempt-XXXXXX";
-        int fd = mkstemp(path);
-        ck_assert(fd >= 0);
-        FILE *f = fdopen(fd, "w");
-        fputs(k->policy, f);
-        fclose(f);
-        gp_err err;
-        ck_assert_msg(policy_set_load_file(path, &test_set, &err) == 0, "%s", err.msg);
-        unlink(path);
-        gp_extender_config ec = {.preempt = preempt_hooks(w->p), .policies = set_source};
-        w->e = extender_new(w->c, &ec);
-        ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
-    }
+    if (k->policy)
+        use_policy(w, k->policy);
     json_t *pre = pod_json("urgent", k->prio, NULL, G, 1, NULL, k->extra_spec);
     json_t *ans = filter(w, pre, N1);
     ck_assert_msg(!fits(ans, "n1") && !strstr(reason(ans, "n1"), "preempt"), "%s: %s", k->what,
@@ -390,12 +402,8 @@ START_TEST(no_preemption)
                   k->what, state);
     json_decref(st);
     json_decref(pre);
-    if (k->policy) {
-        extender_free(w->e);
-        w->e = extender_new(w->c, NULL);   /* world_free frees one */
-        policy_set_unref(test_set);
-        test_set = NULL;
-    }
+    if (k->policy)
+        drop_policy(w);
     world_free(w);
 }
 END_TEST
@@ -755,21 +763,8 @@ START_TEST(consolidation_keeps)
 {
     const keep_case *k = &keeps[_i];
     world *w = frag_scene(k->owner_a, k->owner_b);
-    if (k->policy) {
-        extender_free(w->e);
-        char path[] = "/tmp/gpupack-consol-XXXXXX";
-        int fd = mkstemp(path);
-        ck_assert(fd >= 0);
-        FILE *f = fdopen(fd, "w");
-        fputs(k->policy, f);
-        fclose(f);
-        gp_err err;
-        ck_assert_msg(policy_set_load_file(path, &test_set, &err) == 0, "%s", err.msg);
-        unlink(path);
-        gp_extender_config ec = {.preempt = preempt_hooks(w->p), .policies = set_source};
-        w->e = extender_new(w->c, &ec);
-        ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
-    }
+    if (k->policy)
+        use_policy(w, k->policy);
     json_t *big = pod_json("big", k->prio, NULL, G, 1, NULL, NULL);
     json_t *ans = filter(w, big, N1);
     ck_assert_msg(!fits(ans, "n1") && !strstr(reason(ans, "n1"), "moving 1 pod to"), "%s: %s",
@@ -781,12 +776,8 @@ START_TEST(consolidation_keeps)
     ck_assert_msg(w->io.nevict == 0 && !has_claim(w, "big") && held_places(w) == 0, "%s",
                   k->what);
     json_decref(big);
-    if (k->policy) {
-        extender_free(w->e);
-        w->e = extender_new(w->c, NULL);
-        policy_set_unref(test_set);
-        test_set = NULL;
-    }
+    if (k->policy)
+        drop_policy(w);
     world_free(w);
 }
 END_TEST
