@@ -48,6 +48,8 @@ struct gp_live {
     double ver_tried;               /* monotonic time of the last GET /version */
     gp_requeue *rq;                 /* nudges parked pods after regaining service */
     gp_live_pod_observer observer;  /* preemption; NULL fns: none */
+    atomic_bool nodes_listed, pods_listed;   /* a LIST of each applied: the observer's
+                                              * synced waits for both */
     gp_live_warn warn;              /* NULL fn: over-capacity GPUs are only logged */
     gp_drastore *ds;                /* DRA objects (docs/dra.md) */
     gp_dra_feed *dra;               /* their LIST + WATCH, where the API serves them */
@@ -136,11 +138,24 @@ static void nodes_begin(void *ud)
     cluster_nodes_resync_begin(l->c);
 }
 
+/* Both LISTs applied: the observer's synced (preemption rebuilds the
+ * reservations of nominated pods, which needs the nodes as much as the pods).
+ * Called at the end of every LIST of either; the second of the first two
+ * calls it first, before its reflector counts as synced, so the verbs and
+ * /readyz wait for it. */
+static void listed(gp_live *l, atomic_bool *mine, atomic_bool *other)
+{
+    atomic_store(mine, true);
+    if (atomic_load(other) && l->observer.synced)
+        l->observer.synced(l->observer.ud);
+}
+
 static void nodes_end(void *ud)
 {
     gp_live *l = ud;
     cluster_nodes_resync_end(l->c);
     report_over(l);
+    listed(l, &l->nodes_listed, &l->pods_listed);
 }
 
 static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
@@ -193,8 +208,7 @@ static void pods_end(void *ud)
     gp_live *l = ud;
     cluster_pods_resync_end(l->c);
     report_over(l);
-    if (l->observer.synced)
-        l->observer.synced(l->observer.ud);
+    listed(l, &l->pods_listed, &l->nodes_listed);
 }
 
 /* GPUs for a pod already bound to `node` without gpupack's bind, under the
