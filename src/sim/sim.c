@@ -663,9 +663,15 @@ static size_t make_events(run *R, const sim_config *cfg, event **ev, placed **pl
  * become feasible), and, with a budget, consolidation makes room for them. */
 
 #define CHURN_SAMPLES_PER_LIFETIME 4
-#define CHURN_TRIES_PER_EVENT 4     /* plan searches for waiting pods per departure */
-#define CHURN_BACKOFF_MAX 256       /* departures before a failed search is tried again, at most */
-#define CHURN_CLASS_BACKOFF 16      /* departures before a request that found no plan searches again */
+/* How often plans are searched (each search costs up to --consolidate-checks
+ * fits): waiting pods, oldest first, one search per departure; a pod whose
+ * search failed waits 2, 4, .. CHURN_BACKOFF_MAX events (arrivals and
+ * departures) before its next, a request (pod class) CHURN_CLASS_BACKOFF,
+ * and any search CHURN_SEARCH_BACKOFF after a search that found nothing. */
+#define CHURN_TRIES_PER_EVENT 1
+#define CHURN_BACKOFF_MAX 256
+#define CHURN_CLASS_BACKOFF 64
+#define CHURN_SEARCH_BACKOFF 8
 
 enum { INST_WAITING, INST_RUNNING, INST_GONE };
 
@@ -676,7 +682,7 @@ typedef struct inst {
     placed pl;
     int state;
     int run_pos;                    /* position in churn.running */
-    long next_try;                  /* departures count before which no plan is searched */
+    long next_try;                  /* no plan search for it before this event */
     int fails;
 } inst;
 
@@ -701,13 +707,16 @@ typedef struct churn {
     int64_t offered;                /* GPU milli of running and waiting pods */
     double now, warm, end, area;
     long departures;
+    long events;                    /* arrivals and departures: the clock of the backoffs */
+    long search_after;              /* no search before this event (after one found nothing) */
     gp_pod_req *creq;               /* a request per pod class (the movers' re-fit) */
     const gp_node **ptrs;
     gp_mover *movers;
     int *mover_inst;
     bool *target_ok;
     bool *only;                     /* the one target of a planner call */
-    long *cls_retry;                /* per pod class: no search before this many departures */
+    bool *mover_ok;                 /* per running pod: offered to the planner */
+    long *cls_retry;                /* per pod class: no search before this event */
     int *node_start;                /* movers of node i: [node_start[i], node_start[i+1]) */
     double *whole_waits, *all_waits;
     size_t nwhole, nall;
@@ -786,7 +795,7 @@ static void advance(churn *C, double t, sim_result *out)
     if (t >= C->warm && alloc < C->st.alloc_min)
         C->st.alloc_min = alloc;
     double step = R->cfg->churn_lifetime / CHURN_SAMPLES_PER_LIFETIME;
-    while (out->nsteps < SIM_MAX_STEPS && out->nsteps * step <= to) {
+    while (step > 0 && out->nsteps < SIM_MAX_STEPS && out->nsteps * step <= to) {
         sim_point pt = point_now(R, 0);
         pt.arrived = out->nsteps * step / R->cfg->churn_lifetime;
         out->step[out->nsteps++] = pt;
@@ -808,8 +817,12 @@ static void started(churn *C, int id)
 {
     inst *w = &C->in[id];
     w->state = INST_RUNNING;
-    w->leave = C->now - C->R->cfg->churn_lifetime * log(rng_unit(&C->life));
-    heap_push(C, w->leave, id);
+    if (C->R->cfg->churn_lifetime > 0) {
+        w->leave = C->now - C->R->cfg->churn_lifetime * log(rng_unit(&C->life));
+        heap_push(C, w->leave, id);
+    } else {
+        w->leave = INFINITY;   /* arrivals only: pods never leave */
+    }
     w->run_pos = (int)C->nrun;
     C->running[C->nrun++] = id;
     C->st.placements++;
@@ -875,6 +888,22 @@ static void retry_waiting(churn *C, int ni)
     C->nwait = k;
 }
 
+/* The largest free compute share (per-mille) of any GPU. A mover asking
+ * more per GPU cannot re-fit into room that is free now; it could only take
+ * room another move of the same plan leaves, a case the simulator leaves out
+ * because trying such movers costs a scan of every node each. */
+static int largest_hole(const run *R)
+{
+    int best = 0;
+    for (size_t i = 0; i < R->nn; i++)
+        for (int g = 0; g < R->nodes[i].ngpus; g++) {
+            int fr = GP_CORE_FULL - R->nodes[i].gpus[g].core_used;
+            if (fr > best)
+                best = fr;
+        }
+    return best;
+}
+
 /* Nodes a plan may target: enough GPUs that are free enough already or, for
  * a whole-GPU request, held by at most max_moves pods each. Cheap, and
  * necessary: the planner decides. */
@@ -925,13 +954,15 @@ static int try_consolidate(churn *C, int id)
     }
     int max_moves = cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
     int cls = R->cls[w->pod];
-    if (C->cls_retry[cls] > C->departures)
-        return -1;   /* the same request found no plan a moment ago */
+    if (C->cls_retry[cls] > C->events || C->search_after > C->events)
+        return -1;   /* the same request, or any, found no plan a moment ago */
     if (mark_targets(C, p, max_moves) == 0) {
         C->st.plan_failures++;
-        C->cls_retry[cls] = C->departures + CHURN_CLASS_BACKOFF;
+        C->cls_retry[cls] = C->events + CHURN_CLASS_BACKOFF;
+        C->search_after = C->events + CHURN_SEARCH_BACKOFF;
         return -1;
     }
+    int hole = largest_hole(R);
     /* movers grouped by node (counting sort), so that each target's search
      * sees its own movers only: one planner call per target node, in node
      * order, each allowed fewer moves than the best plan so far -- the
@@ -940,14 +971,16 @@ static int try_consolidate(churn *C, int id)
         C->node_start[i] = 0;
     for (size_t i = 0; i < C->nrun; i++) {
         inst *m = &C->in[C->running[i]];
-        if (m->pl.ngpus > 0 && m->pl.node >= 0 && C->target_ok[m->pl.node])
+        C->mover_ok[i] = m->pl.ngpus > 0 && m->pl.node >= 0 && C->target_ok[m->pl.node] &&
+                         cfg->pods[m->pod].gpu_milli <= hole;
+        if (C->mover_ok[i])
             C->node_start[m->pl.node + 1]++;
     }
     for (size_t i = 0; i < R->nn; i++)
         C->node_start[i + 1] += C->node_start[i];
     for (size_t i = 0; i < C->nrun; i++) {
         inst *m = &C->in[C->running[i]];
-        if (m->pl.ngpus == 0 || m->pl.node < 0 || !C->target_ok[m->pl.node])
+        if (!C->mover_ok[i])
             continue;
         const trace_pod *mp = &cfg->pods[m->pod];
         int at = C->node_start[m->pl.node]++;
@@ -990,7 +1023,8 @@ static int try_consolidate(churn *C, int id)
     }
     if (!found) {
         C->st.plan_failures++;
-        C->cls_retry[cls] = C->departures + CHURN_CLASS_BACKOFF;
+        C->cls_retry[cls] = C->events + CHURN_CLASS_BACKOFF;
+        C->search_after = C->events + CHURN_SEARCH_BACKOFF;
         return -1;
     }
     for (int k = 0; k < plan.nmoves; k++) {
@@ -1027,11 +1061,13 @@ static void arrivals(churn *C)
             C->movers = xrealloc(C->movers, C->capin * sizeof *C->movers);
             C->mover_inst = xrealloc(C->mover_inst, C->capin * sizeof *C->mover_inst);
             C->running = xrealloc(C->running, C->capin * sizeof *C->running);
+            C->mover_ok = xrealloc(C->mover_ok, C->capin * sizeof *C->mover_ok);
             C->wait = xrealloc(C->wait, C->capin * sizeof *C->wait);
             C->whole_waits = xrealloc(C->whole_waits, C->capin * sizeof *C->whole_waits);
             C->all_waits = xrealloc(C->all_waits, C->capin * sizeof *C->all_waits);
         }
         int id = (int)C->nin++;
+        C->events++;
         inst *w = &C->in[id];
         memset(w, 0, sizeof *w);
         w->pod = pi;
@@ -1060,7 +1096,7 @@ static void consolidate_waiting(churn *C)
     for (size_t i = 0; i < C->nwait && tries < CHURN_TRIES_PER_EVENT; i++) {
         int id = C->wait[i];
         inst *w = &C->in[id];
-        if (w->next_try > C->departures || C->R->cfg->pods[w->pod].num_gpu == 0)
+        if (w->next_try > C->events || C->R->cfg->pods[w->pod].num_gpu == 0)
             continue;
         long spent = C->st.budget_refusals;
         tries++;
@@ -1072,7 +1108,7 @@ static void consolidate_waiting(churn *C)
             return;   /* no budget: nothing else can move either */
         w->fails++;
         long back = 1L << (w->fails < 8 ? w->fails : 8);
-        w->next_try = C->departures + (back < CHURN_BACKOFF_MAX ? back : CHURN_BACKOFF_MAX);
+        w->next_try = C->events + (back < CHURN_BACKOFF_MAX ? back : CHURN_BACKOFF_MAX);
     }
 }
 
@@ -1135,6 +1171,7 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
     C.movers = xmalloc(C.capin * sizeof *C.movers);
     C.mover_inst = xmalloc(C.capin * sizeof *C.mover_inst);
     C.running = xmalloc(C.capin * sizeof *C.running);
+    C.mover_ok = xmalloc(C.capin * sizeof *C.mover_ok);
     C.wait = xmalloc(C.capin * sizeof *C.wait);
     C.whole_waits = xmalloc(C.capin * sizeof *C.whole_waits);
     C.all_waits = xmalloc(C.capin * sizeof *C.all_waits);
@@ -1151,6 +1188,7 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
     C.target_ok = xmalloc(R->nn * sizeof *C.target_ok);
     C.only = xcalloc(R->nn, sizeof *C.only);
     C.cls_retry = xcalloc((size_t)R->ncls, sizeof *C.cls_retry);
+
     C.node_start = xmalloc((R->nn + 1) * sizeof *C.node_start);
 
     arrivals(&C);
@@ -1167,14 +1205,20 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
         C.in[last].run_pos = w->run_pos;
         C.offered -= trace_pod_gpu_milli(&cfg->pods[w->pod]);
         C.departures++;
+        C.events++;
         retry_waiting(&C, ni);
         arrivals(&C);
         consolidate_waiting(&C);
     }
     advance(&C, C.end, out);
     out->end = point_now(R, 0);
-    out->end.arrived = C.end / cfg->churn_lifetime;
     churn_report(&C, out);
+    if (cfg->churn_lifetime > 0) {
+        out->end.arrived = C.end / cfg->churn_lifetime;
+    } else {   /* arrivals only: the end is what counts, as in the reference protocol */
+        out->end.arrived = (double)C.offered / (double)R->cap_milli;
+        out->churn.alloc_mean = out->churn.alloc_min = out->end.alloc;
+    }
     out->pods = (long)C.nin;
     for (size_t i = 0; i < C.nin; i++) {
         trace_kind kind = trace_pod_kind(&cfg->pods[C.in[i].pod]);
@@ -1184,6 +1228,7 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
             out->failed_total++;
         }
     }
+    free(C.mover_ok);
     free(C.cls_retry);
     free(C.node_start);
     free(C.only);
@@ -1231,9 +1276,9 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
             return gp_fail(err, "churn and --departures exclude each other");
         if (!gpu_pods)
             return gp_fail(err, "churn: the pod list has no GPU pods to keep the load with");
-        if (!(cfg->churn_load > 0) || !(cfg->churn_lifetime > 0) ||
+        if (!(cfg->churn_load > 0) || !(cfg->churn_lifetime >= 0) ||
             !(cfg->churn_horizon > cfg->churn_warmup) || cfg->churn_warmup < 0)
-            return gp_fail(err, "churn: load and lifetime must be > 0, warm-up < horizon");
+            return gp_fail(err, "churn: load must be > 0, lifetime >= 0, warm-up < horizon");
     }
     if (cfg->consol_budget > 0) {
         if (!cfg->churn)
@@ -1556,8 +1601,9 @@ static const gp_flag sim_flags[] = {
     GP_FLAG("--churn-load", FLAG_DOUBLE, O(churn_load), "X",
      "offered load kept with --churn (default 1.3)", .min = 0, .min_open = true, .max = 100),
     GP_FLAG("--churn-lifetime", FLAG_DOUBLE, O(churn_lifetime), "SECONDS",
-     "mean pod lifetime with --churn (default 3600)", .min = 0, .min_open = true,
-     .max = 1e9),
+     "mean pod lifetime with --churn (default 3600); 0 = pods\n"
+     "never leave (the reference protocol's arrivals, pods that\n"
+     "fit nowhere waiting instead of failing)", .min = 0, .max = 1e9),
     GP_FLAG("--churn-horizon", FLAG_DOUBLE, O(churn_horizon), "N",
      "run length in mean lifetimes (default 4)", .min = 0, .min_open = true, .max = 1000),
     GP_FLAG("--churn-warmup", FLAG_DOUBLE, O(churn_warmup), "N",
