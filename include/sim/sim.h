@@ -105,6 +105,7 @@ typedef struct sim_churn_stats {
     long moves;                      /* pods moved by consolidation */
     long plans;                      /* plans carried out */
     long plan_failures;              /* searches that found no plan */
+    long plan_incomplete;            /* ... of which stopped by --consolidate-checks */
     long budget_refusals;            /* pods that fit nowhere while the budget was spent */
     long whole_arrived;              /* pods asking >= 1 whole GPU, arrived in the window */
     long whole_waited;               /* ... of which placed later than they arrived, or never */

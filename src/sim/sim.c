@@ -671,7 +671,7 @@ static size_t make_events(run *R, const sim_config *cfg, event **ev, placed **pl
 #define CHURN_TRIES_PER_EVENT 1
 #define CHURN_BACKOFF_MAX 256
 #define CHURN_CLASS_BACKOFF 64
-#define CHURN_SEARCH_BACKOFF 8
+#define CHURN_SEARCH_BACKOFF 32
 
 enum { INST_WAITING, INST_RUNNING, INST_GONE };
 
@@ -709,6 +709,10 @@ typedef struct churn {
     long departures;
     long events;                    /* arrivals and departures: the clock of the backoffs */
     long search_after;              /* no search before this event (after one found nothing) */
+    long searches;                  /* plan searches so far: the clock of cls_fit_at */
+    long *cls_fit_at;               /* per class: the search cls_fits[] holds the answer of */
+    bool *cls_fits;                 /* per class: mover_may_refit */
+    int *node_free;                 /* per node: its largest free GPU share, this search */
     gp_pod_req *creq;               /* a request per pod class (the movers' re-fit) */
     const gp_node **ptrs;
     gp_mover *movers;
@@ -716,6 +720,7 @@ typedef struct churn {
     bool *target_ok;
     bool *only;                     /* the one target of a planner call */
     bool *mover_ok;                 /* per running pod: offered to the planner */
+    int64_t *tkey;                  /* target nodes in the order they are searched */
     long *cls_retry;                /* per pod class: no search before this event */
     int *node_start;                /* movers of node i: [node_start[i], node_start[i+1]) */
     double *whole_waits, *all_waits;
@@ -888,20 +893,37 @@ static void retry_waiting(churn *C, int ni)
     C->nwait = k;
 }
 
-/* The largest free compute share (per-mille) of any GPU. A mover asking
- * more per GPU cannot re-fit into room that is free now; it could only take
- * room another move of the same plan leaves, a case the simulator leaves out
- * because trying such movers costs a scan of every node each. */
-static int largest_hole(const run *R)
+static int cmp_int(const void *a, const void *b)
 {
-    int best = 0;
-    for (size_t i = 0; i < R->nn; i++)
-        for (int g = 0; g < R->nodes[i].ngpus; g++) {
-            int fr = GP_CORE_FULL - R->nodes[i].gpus[g].core_used;
-            if (fr > best)
-                best = fr;
-        }
-    return best;
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Could a mover of row pi's class re-fit into room that is free now: some
+ * node with a GPU that has its share free, and its CPU and memory? Movers
+ * that could not are left out of the search: they could only take room
+ * another move of the same plan leaves, a case the simulator leaves out
+ * because each costs a scan of every node. Memoised per class and search;
+ * node_free[] holds each node's largest free GPU share. */
+static bool mover_may_refit(churn *C, size_t pi)
+{
+    run *R = C->R;
+    int cls = R->cls[pi];
+    if (C->cls_fit_at[cls] == C->searches)
+        return C->cls_fits[cls];
+    const trace_pod *p = &R->cfg->pods[pi];
+    bool ok = false;
+    for (size_t i = 0; i < R->nn && !ok; i++)
+        ok = C->node_free[i] >= p->gpu_milli && kube_fits(&R->ka[i], p);
+    C->cls_fit_at[cls] = C->searches;
+    C->cls_fits[cls] = ok;
+    return ok;
 }
 
 /* Nodes a plan may target: enough GPUs that are free enough already or, for
@@ -962,17 +984,24 @@ static int try_consolidate(churn *C, int id)
         C->search_after = C->events + CHURN_SEARCH_BACKOFF;
         return -1;
     }
-    int hole = largest_hole(R);
+    C->searches++;
+    for (size_t i = 0; i < R->nn; i++) {
+        int best = 0;
+        for (int g = 0; g < R->nodes[i].ngpus; g++)
+            if (GP_CORE_FULL - R->nodes[i].gpus[g].core_used > best)
+                best = GP_CORE_FULL - R->nodes[i].gpus[g].core_used;
+        C->node_free[i] = best;
+    }
     /* movers grouped by node (counting sort), so that each target's search
-     * sees its own movers only: one planner call per target node, in node
-     * order, each allowed fewer moves than the best plan so far -- the
+     * sees its own movers only: one planner call per target node, the
+     * cheapest to empty first, each allowed fewer moves than the best plan so far -- the
      * planner's own rule across nodes when no mover breaks a PDB */
     for (size_t i = 0; i <= R->nn; i++)
         C->node_start[i] = 0;
     for (size_t i = 0; i < C->nrun; i++) {
         inst *m = &C->in[C->running[i]];
         C->mover_ok[i] = m->pl.ngpus > 0 && m->pl.node >= 0 && C->target_ok[m->pl.node] &&
-                         cfg->pods[m->pod].gpu_milli <= hole;
+                         mover_may_refit(C, m->pod);
         if (C->mover_ok[i])
             C->node_start[m->pl.node + 1]++;
     }
@@ -1000,7 +1029,26 @@ static int try_consolidate(churn *C, int id)
     gp_consol_plan plan, cand;
     int found = 0, checks = cfg->consol_checks > 0 ? cfg->consol_checks : GP_CONSOL_BUDGET_DEFAULT;
     bool *only = C->only;
-    for (size_t t = 0; t < R->nn && checks > 0; t++) {
+    /* targets cheapest to empty first: the least GPU share held on the
+     * GPUs the pod would need (the sum of its num_gpu least used GPUs) */
+    size_t nt = 0;
+    for (size_t i = 0; i < R->nn; i++) {
+        if (!C->target_ok[i] || C->node_start[i + 1] == C->node_start[i])
+            continue;
+        const gp_node *nd = &R->nodes[i];
+        int used[GP_MAX_GPUS_PER_NODE];
+        for (int g = 0; g < nd->ngpus; g++)
+            used[g] = nd->gpus[g].core_used;
+        qsort(used, (size_t)nd->ngpus, sizeof *used, cmp_int);
+        int64_t key = 0;
+        for (int g = 0; g < p->num_gpu && g < nd->ngpus; g++)
+            key += used[g];
+        C->tkey[nt] = key * (int64_t)(R->nn + 1) + (int64_t)i;   /* ties: node order */
+        nt++;
+    }
+    qsort(C->tkey, nt, sizeof *C->tkey, cmp_i64);
+    for (size_t ti = 0; ti < nt && checks > 0; ti++) {
+        size_t t = (size_t)(C->tkey[ti] % (int64_t)(R->nn + 1));
         int from = C->node_start[t], nm = C->node_start[t + 1] - from;
         if (!C->target_ok[t] || nm == 0)
             continue;
@@ -1023,6 +1071,7 @@ static int try_consolidate(churn *C, int id)
     }
     if (!found) {
         C->st.plan_failures++;
+        C->st.plan_incomplete += checks <= 0;
         C->cls_retry[cls] = C->events + CHURN_CLASS_BACKOFF;
         C->search_after = C->events + CHURN_SEARCH_BACKOFF;
         return -1;
@@ -1187,6 +1236,10 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
         C.ptrs[i] = &R->nodes[i];
     C.target_ok = xmalloc(R->nn * sizeof *C.target_ok);
     C.only = xcalloc(R->nn, sizeof *C.only);
+    C.tkey = xmalloc(R->nn * sizeof *C.tkey);
+    C.node_free = xmalloc(R->nn * sizeof *C.node_free);
+    C.cls_fit_at = xcalloc((size_t)R->ncls, sizeof *C.cls_fit_at);
+    C.cls_fits = xcalloc((size_t)R->ncls, sizeof *C.cls_fits);
     C.cls_retry = xcalloc((size_t)R->ncls, sizeof *C.cls_retry);
 
     C.node_start = xmalloc((R->nn + 1) * sizeof *C.node_start);
@@ -1231,6 +1284,10 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
     free(C.mover_ok);
     free(C.cls_retry);
     free(C.node_start);
+    free(C.cls_fits);
+    free(C.cls_fit_at);
+    free(C.node_free);
+    free(C.tkey);
     free(C.only);
     free(C.target_ok);
     free(C.ptrs);
@@ -1761,6 +1818,7 @@ static void mean_churn(const sim_result *r, int n, sim_churn_stats *m)
         m->moves += c->moves;
         m->plans += c->plans;
         m->plan_failures += c->plan_failures;
+        m->plan_incomplete += c->plan_incomplete;
         m->budget_refusals += c->budget_refusals;
         m->whole_arrived += c->whole_arrived;
         m->whole_waited += c->whole_waited;
@@ -1898,7 +1956,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
     sim_result mr;
     mean_result(res, n, &mr);
     fprintf(f, "policy,mode,seed,load,lifetime_s,budget_pct,max_moves,alloc_pct,alloc_min_pct,"
-               "frag_end_pct,placed,moved,moved_pct,plans,plan_failures,budget_refusals,"
+               "frag_end_pct,placed,moved,moved_pct,plans,plan_failures,plan_incomplete,budget_refusals,"
                "whole_arrived,whole_waited_pct,whole_wait_mean_s,whole_wait_p50_s,"
                "whole_wait_p95_s,whole_wait_max_s,whole_waiting_end,all_wait_mean_s,"
                "waiting_end,wall_s");
@@ -1926,13 +1984,13 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
         double waited = s->whole_arrived
                             ? 100.0 * (double)s->whole_waited / (double)s->whole_arrived
                             : 0;
-        fprintf(f, "%s,%s,%s,%.2f,%.0f,%.2f,%u,%.4f,%.4f,%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.1f,"
+        fprintf(f, "%s,%s,%s,%.2f,%.0f,%.2f,%u,%.4f,%.4f,%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.1f,%.1f,"
                    "%.1f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f",
                 c->label, mode_name(mode), seed, c->churn_load, c->churn_lifetime,
                 c->consol_budget, c->consol_max_moves, 100 * s->alloc_mean, 100 * s->alloc_min,
                 100 * r->end.frag, (double)s->placements / div, (double)s->moves / div, moved,
                 (double)s->plans / div, (double)s->plan_failures / div,
-                (double)s->budget_refusals / div, (double)s->whole_arrived / div, waited,
+                (double)s->plan_incomplete / div, (double)s->budget_refusals / div, (double)s->whole_arrived / div, waited,
                 s->whole_wait_mean, s->whole_wait_p50, s->whole_wait_p95, s->whole_wait_max,
                 (double)s->whole_waiting_end / div, s->all_wait_mean,
                 (double)s->waiting_end / div, r->wall_s / div);
