@@ -7,7 +7,7 @@
 # Uses $GPUPACK when set, else bin/gpupack. TRACES=DIR (default ../shared/traces).
 # HORIZON/WARMUP (mean lifetimes, default 1.5 / 0.5), CHECKS (fits per plan search,
 # default 2000), JOBS (threads, default 2), VARIANTS (default: all five), BUDGETS (default
-# "0 1 2 5"), ARRIVALS=0 skips the arrivals-only runs, REPORT=0 skips the summary.
+# "0 1 2 5"), CHURN=0 / ARRIVALS=0 skip the churn / arrivals-only runs, REPORT=0 the summary.
 set -eu
 cd "$(dirname "$0")/../.."
 T=${TRACES:-../shared/traces}
@@ -30,7 +30,7 @@ run() {   # file extra-args...
   printf '%s %d s\n' "$f" $(( $(date +%s) - start ))
 }
 
-for V in ${VARIANTS:-default gpushare40 gpuspec10 multigpu20 cpu050}; do
+[ "${CHURN:-1}" = 0 ] || for V in ${VARIANTS:-default gpushare40 gpuspec10 multigpu20 cpu050}; do
   for B in ${BUDGETS:-0 1 2 5}; do
     # churn: exponential lifetimes (mean 1 h), offered load 130 %
     run "churn__${V}__b$B" --pods "$T/openb_pod_list_$V.csv" --label "churn-b$B" \
