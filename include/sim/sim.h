@@ -68,6 +68,26 @@ typedef struct sim_config {
      * allocator finds devices and the allocator picks them (first fit in
      * published order); a configured extender chooses among those nodes. */
     bool dra;
+    /* Churn (sim_run with churn set; docs/simulator.md "Churn and
+     * consolidation"): pods arrive in the seeded order of the pod list,
+     * cycled, while the offered load -- the GPU request of the running and
+     * the waiting pods over the GPU capacity -- stays below churn_load; every
+     * placed pod leaves after an exponential lifetime of mean churn_lifetime
+     * seconds; waiting pods are retried, in arrival order, when something
+     * leaves. The run stops at churn_horizon mean lifetimes; allocation and
+     * waiting times are measured from churn_warmup mean lifetimes on. */
+    bool churn;
+    double churn_load;         /* e.g. 1.3 */
+    double churn_lifetime;     /* seconds, > 0 */
+    double churn_horizon;      /* mean lifetimes */
+    double churn_warmup;       /* mean lifetimes, < churn_horizon */
+    /* Consolidation (pack/consolidate.h) when a GPU pod fits nowhere: at most
+     * consol_budget percent of the placements so far may have been moves
+     * (cumulative; 0 = off), at most consol_max_moves per waiting pod,
+     * consol_checks feasibility checks per plan (0 = the planner's default). */
+    double consol_budget;
+    int consol_max_moves;
+    int consol_checks;
 } sim_config;
 
 typedef struct sim_point {
@@ -75,6 +95,25 @@ typedef struct sim_point {
     double alloc;              /* allocated GPU share / capacity */
     double frag;               /* fragmentation rate: fragment / idle */
 } sim_point;
+
+/* What a churn run measured (sim_config.churn). Times in seconds; a pod
+ * still waiting at the end counts with the time it has waited so far. */
+typedef struct sim_churn_stats {
+    double alloc_mean;               /* GPU allocation, time-weighted over the window */
+    double alloc_min;                /* lowest allocation seen in the window */
+    long placements;                 /* pods placed (moves not counted) */
+    long moves;                      /* pods moved by consolidation */
+    long plans;                      /* plans carried out */
+    long plan_failures;              /* searches that found no plan */
+    long plan_incomplete;            /* ... of which stopped by --consolidate-checks */
+    long budget_refusals;            /* pods that fit nowhere while the budget was spent */
+    long whole_arrived;              /* pods asking >= 1 whole GPU, arrived in the window */
+    long whole_waited;               /* ... of which placed later than they arrived, or never */
+    double whole_wait_mean, whole_wait_p50, whole_wait_p95, whole_wait_max;
+    long all_arrived;                /* every pod arrived in the window */
+    double all_wait_mean;
+    long waiting_end, whole_waiting_end;   /* pods waiting at the end */
+} sim_churn_stats;
 
 typedef struct sim_result {
     uint64_t seed;
@@ -87,6 +126,8 @@ typedef struct sim_result {
     long failed_total;
     long pods;                       /* pods replayed */
     double wall_s;
+    sim_churn_stats churn;           /* churn runs: step[k].arrived is then the time
+                                      * in mean lifetimes, every quarter lifetime */
 } sim_result;
 
 /* Replays the trace once with `seed`. Returns 0, or -1 with a message (bad

@@ -35,7 +35,9 @@ static int64_t mover_mib(const gp_mover *m)
     return s;
 }
 
-static const gp_consol_query *cmp_q;
+/* qsort has no context argument: the query being sorted, per thread (the
+ * simulator plans in several threads at once). */
+static _Thread_local const gp_consol_query *cmp_q;
 static int cmp_cheapest(const void *a, const void *b)
 {
     const gp_mover *x = &cmp_q->movers[*(const int *)a], *y = &cmp_q->movers[*(const int *)b];
@@ -63,6 +65,16 @@ static gp_node *node_copy(const gp_node *n)
     gp_node *c = xmalloc(gp_node_size(n->ngpus));
     memcpy(c, n, gp_node_size(n->ngpus));
     return c;
+}
+
+/* Host CPU and memory, when the node carries them (placement_fit checks GPUs only). */
+static bool host_fits(const gp_node *n, int64_t cpu_milli, int64_t mem_mib)
+{
+    if (n->cpu_alloc_milli > 0 && n->cpu_used_milli + cpu_milli > n->cpu_alloc_milli)
+        return false;
+    if (n->host_mem_alloc_mib > 0 && n->host_mem_used_mib + mem_mib > n->host_mem_alloc_mib)
+        return false;
+    return true;
 }
 
 static void drop_mover(gp_node *n, const gp_mover *m)
@@ -124,7 +136,8 @@ static int try_subset(search *s, int t, int k, gp_consol_plan *out)
     if (s->checks >= s->budget)
         return -1;
     s->checks++;
-    if (placement_fit(s->target, q->req, q->opts, &out->a, NULL) != 0)
+    if (!host_fits(s->target, q->req->cpu_milli, q->req->host_mem_mib) ||
+        placement_fit(s->target, q->req, q->opts, &out->a, NULL) != 0)
         return 0;
     if (placement_apply(s->target, &out->a, 1) != 0)
         return 0;
@@ -149,7 +162,8 @@ static int try_subset(search *s, int t, int k, gp_consol_plan *out)
                 break;
             }
             s->checks++;
-            if (placement_fit(n, m->req, mover_opts(q, m), s->a, NULL) != 0)
+            if (!host_fits(n, m->cpu_milli, m->mem_mib) ||
+                placement_fit(n, m->req, mover_opts(q, m), s->a, NULL) != 0)
                 continue;
             if (!cur) {
                 if (s->ntouched == GP_CONSOL_MOVES_MAX)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sim/kubesim.h"
+#include "pack/consolidate.h"
 #include "policy/policy.h"
 #include "policy/policy_store.h"
 #include "lib/flags.h"
@@ -650,6 +651,659 @@ static size_t make_events(run *R, const sim_config *cfg, event **ev, placed **pl
     return nev;
 }
 
+/* -------------------------------------------------------------- churn -- */
+
+/* Churn: pods leave after a seeded lifetime and new ones keep arriving, so
+ * that the holes departures leave stay in the cluster as they do in a live
+ * one. Arrivals follow the pod list in a seeded order, cycled (re-shuffled
+ * each cycle), whenever the offered load (GPU request of running and waiting
+ * pods / capacity) is below cfg->churn_load: a closed model whose arrival
+ * rate follows departures. A pod that fits nowhere waits; waiting pods are
+ * retried in arrival order when a pod leaves (only the node it left can have
+ * become feasible), and, with a budget, consolidation makes room for them. */
+
+#define CHURN_SAMPLES_PER_LIFETIME 4
+/* How often plans are searched (each search costs up to --consolidate-checks
+ * fits): waiting pods, oldest first, one search per departure; a pod whose
+ * search failed waits 2, 4, .. CHURN_BACKOFF_MAX events (arrivals and
+ * departures) before its next, a request (pod class) CHURN_CLASS_BACKOFF,
+ * and any search CHURN_SEARCH_BACKOFF after a search that found nothing. */
+#define CHURN_TRIES_PER_EVENT 1
+#define CHURN_BACKOFF_MAX 256
+#define CHURN_CLASS_BACKOFF 64
+#define CHURN_SEARCH_BACKOFF 32
+
+enum { INST_WAITING, INST_RUNNING, INST_GONE };
+
+/* One arrival of a trace row. */
+typedef struct inst {
+    size_t pod;
+    double arrive, leave;
+    placed pl;
+    int state;
+    int run_pos;                    /* position in churn.running */
+    long next_try;                  /* no plan search for it before this event */
+    int fails;
+} inst;
+
+typedef struct heap_ent {
+    double t;
+    int id;
+} heap_ent;
+
+typedef struct churn {
+    run *R;
+    rng life;                       /* lifetimes and the arrival order */
+    inst *in;
+    size_t nin, capin;
+    size_t *order;                  /* the arrival stream: a shuffled cycle of rows */
+    size_t next;
+    int *running;
+    size_t nrun;
+    heap_ent *heap;
+    size_t nheap, capheap;
+    int *wait;                      /* waiting pods, in arrival order */
+    size_t nwait;
+    int64_t offered;                /* GPU milli of running and waiting pods */
+    double now, warm, end, area;
+    long departures;
+    long events;                    /* arrivals and departures: the clock of the backoffs */
+    long search_after;              /* no search before this event (after one found nothing) */
+    long searches;                  /* plan searches so far: the clock of cls_fit_at */
+    long *cls_fit_at;               /* per class: the search cls_fits[] holds the answer of */
+    bool *cls_fits;                 /* per class: mover_may_refit */
+    int *node_free;                 /* per node: its largest free GPU share, this search */
+    gp_pod_req *creq;               /* a request per pod class (the movers' re-fit) */
+    const gp_node **ptrs;
+    gp_mover *movers;
+    int *mover_inst;
+    bool *target_ok;
+    bool *only;                     /* the one target of a planner call */
+    bool *mover_ok;                 /* per running pod: offered to the planner */
+    int64_t *tkey;                  /* target nodes in the order they are searched */
+    long *cls_retry;                /* per pod class: no search before this event */
+    int *node_start;                /* movers of node i: [node_start[i], node_start[i+1]) */
+    double *whole_waits, *all_waits;
+    size_t nwhole, nall;
+    sim_churn_stats st;
+} churn;
+
+static double rng_unit(rng *r)
+{
+    return ((double)(rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static void heap_push(churn *C, double t, int id)
+{
+    if (C->nheap == C->capheap) {
+        C->capheap = C->capheap ? 2 * C->capheap : 1024;
+        C->heap = xrealloc(C->heap, C->capheap * sizeof *C->heap);
+    }
+    size_t i = C->nheap++;
+    while (i > 0 && C->heap[(i - 1) / 2].t > t) {
+        C->heap[i] = C->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    C->heap[i] = (heap_ent){t, id};
+}
+
+static heap_ent heap_pop(churn *C)
+{
+    heap_ent top = C->heap[0], last = C->heap[--C->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= C->nheap)
+            break;
+        if (c + 1 < C->nheap && C->heap[c + 1].t < C->heap[c].t)
+            c++;
+        if (C->heap[c].t >= last.t)
+            break;
+        C->heap[i] = C->heap[c];
+        i = c;
+    }
+    if (C->nheap > 0)
+        C->heap[i] = last;
+    return top;
+}
+
+static bool whole_gpu(const trace_pod *p)
+{
+    return p->num_gpu >= 1 && p->gpu_milli >= 1000;
+}
+
+/* The next row of the arrival stream (a new shuffle at each cycle). */
+static size_t next_row(churn *C)
+{
+    size_t n = C->R->cfg->npods;
+    if (C->next == n) {
+        for (size_t i = n - 1; C->R->cfg->shuffle && i > 0; i--) {
+            size_t j = (size_t)rng_below(&C->life, (uint64_t)i + 1);
+            size_t t = C->order[i];
+            C->order[i] = C->order[j];
+            C->order[j] = t;
+        }
+        C->next = 0;
+    }
+    return C->order[C->next];
+}
+
+/* Allocation is constant between events: the window's area up to `t`, and
+ * the samples (every quarter lifetime) that fall before it. */
+static void advance(churn *C, double t, sim_result *out)
+{
+    run *R = C->R;
+    double alloc = (double)R->alloc_milli / (double)R->cap_milli;
+    double from = C->now > C->warm ? C->now : C->warm, to = t < C->end ? t : C->end;
+    if (to > from)
+        C->area += alloc * (to - from);
+    if (t >= C->warm && alloc < C->st.alloc_min)
+        C->st.alloc_min = alloc;
+    double step = R->cfg->churn_lifetime / CHURN_SAMPLES_PER_LIFETIME;
+    while (step > 0 && out->nsteps < SIM_MAX_STEPS && out->nsteps * step <= to) {
+        sim_point pt = point_now(R, 0);
+        pt.arrived = out->nsteps * step / R->cfg->churn_lifetime;
+        out->step[out->nsteps++] = pt;
+    }
+    C->now = t;
+}
+
+static void wait_record(churn *C, const inst *w, double waited)
+{
+    if (w->arrive < C->warm)
+        return;
+    C->all_waits[C->nall++] = waited;
+    if (whole_gpu(&C->R->cfg->pods[w->pod]))
+        C->whole_waits[C->nwhole++] = waited;
+}
+
+/* A pod starts running: its lifetime, the running set, the waits. */
+static void started(churn *C, int id)
+{
+    inst *w = &C->in[id];
+    w->state = INST_RUNNING;
+    if (C->R->cfg->churn_lifetime > 0) {
+        w->leave = C->now - C->R->cfg->churn_lifetime * log(rng_unit(&C->life));
+        heap_push(C, w->leave, id);
+    } else {
+        w->leave = INFINITY;   /* arrivals only: pods never leave */
+    }
+    w->run_pos = (int)C->nrun;
+    C->running[C->nrun++] = id;
+    C->st.placements++;
+    wait_record(C, w, C->now - w->arrive);
+}
+
+static int try_place(churn *C, int id)
+{
+    inst *w = &C->in[id];
+    char name[GP_NAME_MAX];
+    snprintf(name, sizeof name, "%s-%d", C->R->cfg->pods[w->pod].name, id);
+    if (place_pod(C->R, w->pod, name, &w->pl) != 0)
+        return -1;
+    started(C, id);
+    return 0;
+}
+
+/* A pod takes `a` on node ni (a plan's share): holds, accounting. */
+static void hold_assignment(run *R, int ni, size_t pi, const gp_assignment *a, placed *pl)
+{
+    gp_hold h[GP_MAX_GPUS_PER_NODE];
+    gp_node *n = &R->nodes[ni];
+    int nh = gp_assignment_holds(a, h);
+    pl->ngpus = 0;
+    for (int k = 0; k < nh && k < GP_MAX_GPUS_PER_CTR; k++) {
+        int pos = gp_node_gpu_pos(n, h[k].index);
+        if (pos < 0)
+            continue;
+        pl->holds[pl->ngpus++] = h[k];
+        placement_hold(n, pos, &h[k], +1);
+    }
+    account(R, ni, &R->cfg->pods[pi], +1);
+    node_changed(R, ni);
+    pl->node = ni;
+    R->alloc_milli += trace_pod_gpu_milli(&R->cfg->pods[pi]);
+}
+
+/* Could the waiting pod go to node ni as it is now? (Placement's verdict,
+ * memoised like choose_node's; a necessary condition in kube mode.) */
+static bool fits_node(churn *C, int ni, size_t pi)
+{
+    run *R = C->R;
+    const trace_pod *p = &R->cfg->pods[pi];
+    if (!kube_fits(&R->ka[ni], p) || p->num_gpu > R->nodes[ni].ngpus)
+        return false;
+    if (p->num_gpu == 0)
+        return true;
+    double s;
+    return node_eval(R, (size_t)ni, pi, &C->creq[R->cls[pi]], &s);
+}
+
+/* After node ni lost pods: the waiting pods that now fit it, oldest first. */
+static void retry_waiting(churn *C, int ni)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < C->nwait; i++) {
+        int id = C->wait[i];
+        if (C->in[id].state == INST_WAITING && fits_node(C, ni, C->in[id].pod) &&
+            try_place(C, id) == 0)
+            continue;
+        C->wait[k++] = id;
+    }
+    C->nwait = k;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Could a mover of row pi's class re-fit into room that is free now: some
+ * node with a GPU that has its share free, and its CPU and memory? Movers
+ * that could not are left out of the search: they could only take room
+ * another move of the same plan leaves, a case the simulator leaves out
+ * because each costs a scan of every node. Memoised per class and search;
+ * node_free[] holds each node's largest free GPU share. */
+static bool mover_may_refit(churn *C, size_t pi)
+{
+    run *R = C->R;
+    int cls = R->cls[pi];
+    if (C->cls_fit_at[cls] == C->searches)
+        return C->cls_fits[cls];
+    const trace_pod *p = &R->cfg->pods[pi];
+    bool ok = false;
+    for (size_t i = 0; i < R->nn && !ok; i++)
+        ok = C->node_free[i] >= p->gpu_milli && kube_fits(&R->ka[i], p);
+    C->cls_fit_at[cls] = C->searches;
+    C->cls_fits[cls] = ok;
+    return ok;
+}
+
+/* Nodes a plan may target: enough GPUs that are free enough already or, for
+ * a whole-GPU request, held by at most max_moves pods each. Cheap, and
+ * necessary: the planner decides. */
+static int mark_targets(churn *C, const trace_pod *p, int max_moves)
+{
+    run *R = C->R;
+    int n = 0;
+    for (size_t i = 0; i < R->nn; i++) {
+        const gp_node *nd = &R->nodes[i];
+        int ok = 0;
+        for (int g = 0; g < nd->ngpus; g++) {
+            const gp_gpu *u = &nd->gpus[g];
+            bool free_enough = GP_CORE_FULL - u->core_used >= p->gpu_milli;
+            ok += free_enough || p->gpu_milli < 1000 || u->pods <= max_moves;
+        }
+        C->target_ok[i] = ok >= p->num_gpu && R->ka[i].cpu_alloc >= p->cpu_milli &&
+                          R->ka[i].mem_alloc >= p->mem_mib;
+        n += C->target_ok[i];
+    }
+    return n;
+}
+
+static void remove_waiting(churn *C, int id)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < C->nwait; i++)
+        if (C->wait[i] != id)
+            C->wait[k++] = C->wait[i];
+    C->nwait = k;
+}
+
+/* Consolidation for waiting pod id (in the wait list): plan, then carry the plan out (the
+ * moved pods leave, the waiting pod takes its place, each moved pod takes
+ * the place the plan found for it). Returns 0 when the pod now runs. */
+static int try_consolidate(churn *C, int id)
+{
+    run *R = C->R;
+    const sim_config *cfg = R->cfg;
+    inst *w = &C->in[id];
+    const trace_pod *p = &cfg->pods[w->pod];
+    if (cfg->consol_budget <= 0 || p->num_gpu == 0)
+        return -1;
+    long allowed = (long)floor(cfg->consol_budget / 100.0 * (double)C->st.placements) -
+                   C->st.moves;
+    if (allowed < 1) {
+        C->st.budget_refusals++;
+        return -1;
+    }
+    int max_moves = cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
+    int cls = R->cls[w->pod];
+    if (C->cls_retry[cls] > C->events || C->search_after > C->events)
+        return -1;   /* the same request, or any, found no plan a moment ago */
+    if (mark_targets(C, p, max_moves) == 0) {
+        C->st.plan_failures++;
+        C->cls_retry[cls] = C->events + CHURN_CLASS_BACKOFF;
+        C->search_after = C->events + CHURN_SEARCH_BACKOFF;
+        return -1;
+    }
+    C->searches++;
+    for (size_t i = 0; i < R->nn; i++) {
+        int best = 0;
+        for (int g = 0; g < R->nodes[i].ngpus; g++)
+            if (GP_CORE_FULL - R->nodes[i].gpus[g].core_used > best)
+                best = GP_CORE_FULL - R->nodes[i].gpus[g].core_used;
+        C->node_free[i] = best;
+    }
+    /* movers grouped by node (counting sort), so that each target's search
+     * sees its own movers only: one planner call per target node, the
+     * cheapest to empty first, each allowed fewer moves than the best plan so far -- the
+     * planner's own rule across nodes when no mover breaks a PDB */
+    for (size_t i = 0; i <= R->nn; i++)
+        C->node_start[i] = 0;
+    for (size_t i = 0; i < C->nrun; i++) {
+        inst *m = &C->in[C->running[i]];
+        C->mover_ok[i] = m->pl.ngpus > 0 && m->pl.node >= 0 && C->target_ok[m->pl.node] &&
+                         mover_may_refit(C, m->pod);
+        if (C->mover_ok[i])
+            C->node_start[m->pl.node + 1]++;
+    }
+    for (size_t i = 0; i < R->nn; i++)
+        C->node_start[i + 1] += C->node_start[i];
+    for (size_t i = 0; i < C->nrun; i++) {
+        inst *m = &C->in[C->running[i]];
+        if (!C->mover_ok[i])
+            continue;
+        const trace_pod *mp = &cfg->pods[m->pod];
+        int at = C->node_start[m->pl.node]++;
+        C->movers[at] = (gp_mover){.node = m->pl.node, .priority = 0, .group = -1,
+                                   .nholds = m->pl.ngpus, .holds = m->pl.holds,
+                                   .cpu_milli = mp->cpu_milli, .mem_mib = mp->mem_mib,
+                                   .req = &C->creq[R->cls[m->pod]]};
+        C->mover_inst[at] = C->running[i];
+    }
+    for (size_t i = R->nn; i > 0; i--)   /* back to the starts */
+        C->node_start[i] = C->node_start[i - 1];
+    C->node_start[0] = 0;
+    gp_pod_req req;
+    char name[GP_NAME_MAX];
+    snprintf(name, sizeof name, "%s-%d", p->name, id);
+    trace_pod_to_req(p, name, &req);
+    gp_consol_plan plan, cand;
+    int found = 0, checks = cfg->consol_checks > 0 ? cfg->consol_checks : GP_CONSOL_BUDGET_DEFAULT;
+    bool *only = C->only;
+    /* targets cheapest to empty first: the least GPU share held on the
+     * GPUs the pod would need (the sum of its num_gpu least used GPUs) */
+    size_t nt = 0;
+    for (size_t i = 0; i < R->nn; i++) {
+        if (!C->target_ok[i] || C->node_start[i + 1] == C->node_start[i])
+            continue;
+        const gp_node *nd = &R->nodes[i];
+        int used[GP_MAX_GPUS_PER_NODE];
+        for (int g = 0; g < nd->ngpus; g++)
+            used[g] = nd->gpus[g].core_used;
+        qsort(used, (size_t)nd->ngpus, sizeof *used, cmp_int);
+        int64_t key = 0;
+        for (int g = 0; g < p->num_gpu && g < nd->ngpus; g++)
+            key += used[g];
+        C->tkey[nt] = key * (int64_t)(R->nn + 1) + (int64_t)i;   /* ties: node order */
+        nt++;
+    }
+    qsort(C->tkey, nt, sizeof *C->tkey, cmp_i64);
+    for (size_t ti = 0; ti < nt && checks > 0; ti++) {
+        size_t t = (size_t)(C->tkey[ti] % (int64_t)(R->nn + 1));
+        int from = C->node_start[t], nm = C->node_start[t + 1] - from;
+        if (!C->target_ok[t] || nm == 0)
+            continue;
+        only[t] = true;
+        gp_consol_query q = {.nodes = C->ptrs, .nnodes = (int)R->nn, .target_ok = only,
+                             .req = &req, .opts = &cfg->place, .movers = C->movers + from,
+                             .nmovers = nm, .max_moves = found ? plan.nmoves - 1 : max_moves,
+                             .budget = checks};
+        int rc = consolidate_plan(&q, &cand);
+        only[t] = false;
+        checks -= cand.checks;
+        if (rc == 1) {
+            for (int k = 0; k < cand.nmoves; k++)
+                cand.moves[k].mover += from;   /* into C->movers */
+            plan = cand;
+            found = 1;
+            if (plan.nmoves == 1)
+                break;
+        }
+    }
+    if (!found) {
+        C->st.plan_failures++;
+        C->st.plan_incomplete += checks <= 0;
+        C->cls_retry[cls] = C->events + CHURN_CLASS_BACKOFF;
+        C->search_after = C->events + CHURN_SEARCH_BACKOFF;
+        return -1;
+    }
+    for (int k = 0; k < plan.nmoves; k++) {
+        inst *m = &C->in[C->mover_inst[plan.moves[k].mover]];
+        remove_pod(R, m->pod, &m->pl);
+    }
+    hold_assignment(R, plan.node, w->pod, &plan.a, &w->pl);
+    for (int k = 0; k < plan.nmoves; k++) {
+        inst *m = &C->in[C->mover_inst[plan.moves[k].mover]];
+        hold_assignment(R, plan.moves[k].node, m->pod, &plan.moves[k].a, &m->pl);
+    }
+    C->st.moves += plan.nmoves;
+    C->st.plans++;
+    started(C, id);
+    remove_waiting(C, id);
+    retry_waiting(C, plan.node);
+    return 0;
+}
+
+/* Arrivals while the offered load is below the target. */
+static void arrivals(churn *C)
+{
+    run *R = C->R;
+    double target = R->cfg->churn_load * (double)R->cap_milli;
+    for (;;) {
+        size_t pi = next_row(C);
+        int64_t g = trace_pod_gpu_milli(&R->cfg->pods[pi]);
+        if (C->offered > 0 && (double)(C->offered + g) > target)
+            return;
+        C->next++;
+        if (C->nin == C->capin) {
+            C->capin *= 2;
+            C->in = xrealloc(C->in, C->capin * sizeof *C->in);
+            C->movers = xrealloc(C->movers, C->capin * sizeof *C->movers);
+            C->mover_inst = xrealloc(C->mover_inst, C->capin * sizeof *C->mover_inst);
+            C->running = xrealloc(C->running, C->capin * sizeof *C->running);
+            C->mover_ok = xrealloc(C->mover_ok, C->capin * sizeof *C->mover_ok);
+            C->wait = xrealloc(C->wait, C->capin * sizeof *C->wait);
+            C->whole_waits = xrealloc(C->whole_waits, C->capin * sizeof *C->whole_waits);
+            C->all_waits = xrealloc(C->all_waits, C->capin * sizeof *C->all_waits);
+        }
+        int id = (int)C->nin++;
+        C->events++;
+        inst *w = &C->in[id];
+        memset(w, 0, sizeof *w);
+        w->pod = pi;
+        w->arrive = C->now;
+        w->pl.node = -1;
+        C->offered += g;
+        if (C->now >= C->warm)
+            C->st.all_arrived++;
+        if (C->now >= C->warm && whole_gpu(&R->cfg->pods[pi]))
+            C->st.whole_arrived++;
+        C->wait[C->nwait++] = id;   /* in arrival order, until placed */
+        if (try_place(C, id) == 0)
+            C->nwait--;
+        else
+            (void)try_consolidate(C, id);
+    }
+}
+
+/* Plan searches for waiting pods after a departure: oldest first, a few per
+ * departure, each pod backing off after a failed search. */
+static void consolidate_waiting(churn *C)
+{
+    if (C->R->cfg->consol_budget <= 0)
+        return;
+    int tries = 0;
+    for (size_t i = 0; i < C->nwait && tries < CHURN_TRIES_PER_EVENT; i++) {
+        int id = C->wait[i];
+        inst *w = &C->in[id];
+        if (w->next_try > C->events || C->R->cfg->pods[w->pod].num_gpu == 0)
+            continue;
+        long spent = C->st.budget_refusals;
+        tries++;
+        if (try_consolidate(C, id) == 0) {
+            i = (size_t)-1;   /* the list changed: from the oldest again */
+            continue;
+        }
+        if (C->st.budget_refusals != spent)
+            return;   /* no budget: nothing else can move either */
+        w->fails++;
+        long back = 1L << (w->fails < 8 ? w->fails : 8);
+        w->next_try = C->events + (back < CHURN_BACKOFF_MAX ? back : CHURN_BACKOFF_MAX);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double quantile(const double *v, size_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    size_t k = (size_t)ceil(q * (double)n);
+    return v[k > 0 ? k - 1 : 0];
+}
+
+static void churn_report(churn *C, sim_result *out)
+{
+    run *R = C->R;
+    sim_churn_stats *st = &C->st;
+    /* the pods still waiting count with what they have waited so far */
+    for (size_t i = 0; i < C->nwait; i++) {
+        inst *w = &C->in[C->wait[i]];
+        wait_record(C, w, C->end - w->arrive);
+        st->waiting_end++;
+        st->whole_waiting_end += whole_gpu(&R->cfg->pods[w->pod]);
+    }
+    qsort(C->whole_waits, C->nwhole, sizeof *C->whole_waits, cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < C->nwhole; i++) {
+        sum += C->whole_waits[i];
+        st->whole_waited += C->whole_waits[i] > 0;
+    }
+    st->whole_wait_mean = C->nwhole ? sum / (double)C->nwhole : 0;
+    st->whole_wait_p50 = quantile(C->whole_waits, C->nwhole, 0.50);
+    st->whole_wait_p95 = quantile(C->whole_waits, C->nwhole, 0.95);
+    st->whole_wait_max = C->nwhole ? C->whole_waits[C->nwhole - 1] : 0;
+    sum = 0;
+    for (size_t i = 0; i < C->nall; i++)
+        sum += C->all_waits[i];
+    st->all_wait_mean = C->nall ? sum / (double)C->nall : 0;
+    st->alloc_mean = C->end > C->warm ? C->area / (C->end - C->warm) : 0;
+    out->churn = *st;
+}
+
+/* The churn replay (sim_config.churn). */
+static int sim_churn(run *R, uint64_t seed, sim_result *out)
+{
+    const sim_config *cfg = R->cfg;
+    churn C;
+    memset(&C, 0, sizeof C);
+    C.R = R;
+    C.life.s = seed ^ UINT64_C(0x6c69666574696d65);   /* its own stream: ties do not shift it */
+    C.warm = cfg->churn_warmup * cfg->churn_lifetime;
+    C.end = cfg->churn_horizon * cfg->churn_lifetime;
+    C.st.alloc_min = 1;
+    C.capin = 2 * cfg->npods + 1024;
+    C.in = xmalloc(C.capin * sizeof *C.in);
+    C.movers = xmalloc(C.capin * sizeof *C.movers);
+    C.mover_inst = xmalloc(C.capin * sizeof *C.mover_inst);
+    C.running = xmalloc(C.capin * sizeof *C.running);
+    C.mover_ok = xmalloc(C.capin * sizeof *C.mover_ok);
+    C.wait = xmalloc(C.capin * sizeof *C.wait);
+    C.whole_waits = xmalloc(C.capin * sizeof *C.whole_waits);
+    C.all_waits = xmalloc(C.capin * sizeof *C.all_waits);
+    C.order = xmalloc(cfg->npods * sizeof *C.order);
+    for (size_t i = 0; i < cfg->npods; i++)
+        C.order[i] = i;
+    C.next = cfg->npods;   /* next_row shuffles first */
+    C.creq = xmalloc((size_t)R->ncls * sizeof *C.creq);
+    for (size_t i = cfg->npods; i-- > 0;)
+        trace_pod_to_req(&cfg->pods[i], cfg->pods[i].name, &C.creq[R->cls[i]]);
+    C.ptrs = xmalloc(R->nn * sizeof *C.ptrs);
+    for (size_t i = 0; i < R->nn; i++)
+        C.ptrs[i] = &R->nodes[i];
+    C.target_ok = xmalloc(R->nn * sizeof *C.target_ok);
+    C.only = xcalloc(R->nn, sizeof *C.only);
+    C.tkey = xmalloc(R->nn * sizeof *C.tkey);
+    C.node_free = xmalloc(R->nn * sizeof *C.node_free);
+    C.cls_fit_at = xcalloc((size_t)R->ncls, sizeof *C.cls_fit_at);
+    C.cls_fits = xcalloc((size_t)R->ncls, sizeof *C.cls_fits);
+    C.cls_retry = xcalloc((size_t)R->ncls, sizeof *C.cls_retry);
+
+    C.node_start = xmalloc((R->nn + 1) * sizeof *C.node_start);
+
+    arrivals(&C);
+    while (C.nheap > 0 && C.heap[0].t <= C.end) {
+        heap_ent e = heap_pop(&C);
+        inst *w = &C.in[e.id];
+        advance(&C, e.t, out);
+        int ni = w->pl.node;
+        remove_pod(R, w->pod, &w->pl);
+        w->pl.node = -1;
+        w->state = INST_GONE;
+        int last = C.running[--C.nrun];
+        C.running[w->run_pos] = last;
+        C.in[last].run_pos = w->run_pos;
+        C.offered -= trace_pod_gpu_milli(&cfg->pods[w->pod]);
+        C.departures++;
+        C.events++;
+        retry_waiting(&C, ni);
+        arrivals(&C);
+        consolidate_waiting(&C);
+    }
+    advance(&C, C.end, out);
+    out->end = point_now(R, 0);
+    churn_report(&C, out);
+    if (cfg->churn_lifetime > 0) {
+        out->end.arrived = C.end / cfg->churn_lifetime;
+    } else {   /* arrivals only: the end is what counts, as in the reference protocol */
+        out->end.arrived = (double)C.offered / (double)R->cap_milli;
+        out->churn.alloc_mean = out->churn.alloc_min = out->end.alloc;
+    }
+    out->pods = (long)C.nin;
+    for (size_t i = 0; i < C.nin; i++) {
+        trace_kind kind = trace_pod_kind(&cfg->pods[C.in[i].pod]);
+        out->arrived[kind]++;
+        if (C.in[i].state == INST_WAITING) {
+            out->failed[kind]++;
+            out->failed_total++;
+        }
+    }
+    free(C.mover_ok);
+    free(C.cls_retry);
+    free(C.node_start);
+    free(C.cls_fits);
+    free(C.cls_fit_at);
+    free(C.node_free);
+    free(C.tkey);
+    free(C.only);
+    free(C.target_ok);
+    free(C.ptrs);
+    free(C.creq);
+    free(C.order);
+    free(C.all_waits);
+    free(C.whole_waits);
+    free(C.wait);
+    free(C.running);
+    free(C.mover_inst);
+    free(C.movers);
+    free(C.heap);
+    free(C.in);
+    return 0;
+}
+
 int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
 {
     double t0 = gp_mono_s();
@@ -671,7 +1325,35 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     sim_capacity(cfg->nodes, cfg->nnodes, &R.gpus, &R.cap_milli);
     if (R.cap_milli <= 0)
         return gp_fail(err, "simulator: the node list has no GPUs");
+    if (cfg->churn) {
+        bool gpu_pods = false;
+        for (size_t i = 0; i < cfg->npods && !gpu_pods; i++)
+            gpu_pods = trace_pod_gpu_milli(&cfg->pods[i]) > 0;
+        if (cfg->departures)
+            return gp_fail(err, "churn and --departures exclude each other");
+        if (!gpu_pods)
+            return gp_fail(err, "churn: the pod list has no GPU pods to keep the load with");
+        if (!(cfg->churn_load > 0) || !(cfg->churn_lifetime >= 0) ||
+            !(cfg->churn_horizon > cfg->churn_warmup) || cfg->churn_warmup < 0)
+            return gp_fail(err, "churn: load must be > 0, lifetime >= 0, warm-up < horizon");
+    }
+    if (cfg->consol_budget > 0) {
+        if (!cfg->churn)
+            return gp_fail(err, "consolidation is simulated with churn only");
+        if (cfg->dra || (cfg->kube && !cfg->extender_cpu))
+            return gp_fail(err, "consolidation needs gpupack to see host CPU and memory, "
+                                "without DRA claims");
+        if (cfg->consol_max_moves < 1 || cfg->consol_max_moves > GP_CONSOL_MOVES_MAX)
+            return gp_fail(err, "consolidation: max moves must be 1..%d", GP_CONSOL_MOVES_MAX);
+    }
     run_init(&R, cfg);
+    if (cfg->churn) {
+        int rc = sim_churn(&R, seed, out);
+        out->wall_s = gp_mono_s() - t0;
+        out->unalloc_gpus = (1.0 - out->end.alloc) * R.gpus;
+        run_free(&R);
+        return rc;
+    }
     event *ev = NULL;
     placed *pl = NULL;
     size_t nev = make_events(&R, cfg, &ev, &pl);
@@ -741,6 +1423,10 @@ typedef struct cli {
     sim_cpu_pods cpu_pods;        /* --cpu-pods */
     bool departures, no_shuffle, no_cache;
     bool dra;                     /* --dra */
+    bool churn;                   /* --churn and its knobs */
+    double churn_load, churn_lifetime, churn_horizon, churn_warmup;
+    double consol_budget;         /* --consolidate-budget PCT */
+    unsigned consol_max_moves, consol_checks;
 } cli;
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -963,6 +1649,30 @@ static const gp_flag sim_flags[] = {
     GP_FLAG("--departures", FLAG_BOOL, O(departures), NULL,
      "replay creation/deletion times (no shuffle, no inflation)"),
     GP_FLAG("--no-shuffle", FLAG_BOOL, O(no_shuffle), NULL, "keep the file order"),
+    GP_FLAG("--churn", FLAG_BOOL, O(churn), NULL,
+     "pods leave after a seeded lifetime (exponential) and new\n"
+     "ones arrive, in the seeded order of the pod list, cycled,\n"
+     "while the offered load (GPU request of running and waiting\n"
+     "pods / capacity) is below --churn-load; waiting pods retry\n"
+     "when a pod leaves (replaces --inflate)"),
+    GP_FLAG("--churn-load", FLAG_DOUBLE, O(churn_load), "X",
+     "offered load kept with --churn (default 1.3)", .min = 0, .min_open = true, .max = 100),
+    GP_FLAG("--churn-lifetime", FLAG_DOUBLE, O(churn_lifetime), "SECONDS",
+     "mean pod lifetime with --churn (default 3600); 0 = pods\n"
+     "never leave (the reference protocol's arrivals, pods that\n"
+     "fit nowhere waiting instead of failing)", .min = 0, .max = 1e9),
+    GP_FLAG("--churn-horizon", FLAG_DOUBLE, O(churn_horizon), "N",
+     "run length in mean lifetimes (default 4)", .min = 0, .min_open = true, .max = 1000),
+    GP_FLAG("--churn-warmup", FLAG_DOUBLE, O(churn_warmup), "N",
+     "measure from N mean lifetimes on (default 1)", .min = 0, .max = 1000),
+    GP_FLAG("--consolidate-budget", FLAG_DOUBLE, O(consol_budget), "PCT",
+     "with --churn: when a GPU pod fits nowhere, move pods to\n"
+     "make room (pack/consolidate.c), as long as moves stay\n"
+     "within PCT %% of the pods placed so far (default 0: off)", .min = 0, .max = 100),
+    GP_FLAG("--consolidate-max-moves", FLAG_UINT, O(consol_max_moves), "N",
+     "moves per waiting pod, at most (default 4)", .min = 1, .max = GP_CONSOL_MOVES_MAX),
+    GP_FLAG("--consolidate-checks", FLAG_UINT, O(consol_checks), "N",
+     "feasibility checks per plan search (default 20000)", .min = 1, .max = 100000000),
     FN("--shapes", f_shapes, "trace|trace-gpu|policy",
        "typical task shapes the strategies use: the pod list's\n"
        "with CPU, its GPU pods only, or the policy's (its\n"
@@ -1096,6 +1806,43 @@ static void mean_result(const sim_result *r, int n, sim_result *m)
     }
 }
 
+/* The mean of the churn figures over seeds. */
+static void mean_churn(const sim_result *r, int n, sim_churn_stats *m)
+{
+    memset(m, 0, sizeof *m);
+    for (int i = 0; i < n; i++) {
+        const sim_churn_stats *c = &r[i].churn;
+        m->alloc_mean += c->alloc_mean / n;
+        m->alloc_min += c->alloc_min / n;
+        m->placements += c->placements;
+        m->moves += c->moves;
+        m->plans += c->plans;
+        m->plan_failures += c->plan_failures;
+        m->plan_incomplete += c->plan_incomplete;
+        m->budget_refusals += c->budget_refusals;
+        m->whole_arrived += c->whole_arrived;
+        m->whole_waited += c->whole_waited;
+        m->whole_wait_mean += c->whole_wait_mean / n;
+        m->whole_wait_p50 += c->whole_wait_p50 / n;
+        m->whole_wait_p95 += c->whole_wait_p95 / n;
+        m->whole_wait_max += c->whole_wait_max / n;
+        m->all_arrived += c->all_arrived;
+        m->all_wait_mean += c->all_wait_mean / n;
+        m->waiting_end += c->waiting_end;
+        m->whole_waiting_end += c->whole_waiting_end;
+    }
+}
+
+static double stddev_churn_alloc(const sim_result *r, int n, double mean)
+{
+    if (n < 2)
+        return 0;
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += (r[i].churn.alloc_mean - mean) * (r[i].churn.alloc_mean - mean);
+    return sqrt(s / (n - 1));
+}
+
 static double stddev_alloc(const sim_result *r, int n, double mean)
 {
     if (n < 2)
@@ -1145,6 +1892,112 @@ static void print_table(FILE *f, const cli *c, const sim_result *res, sim_mode m
     for (int s = 0; s < m.nsteps; s++)
         fprintf(f, " %6.2f", 100 * m.step[s].frag);
     fprintf(f, "\n");
+}
+
+/* One churn row: a seed's figures (div 1) or the sums of mean_churn (div n). */
+static void churn_row(FILE *f, const char *seed, const sim_churn_stats *s, double frag, double div,
+                      double wall)
+{
+    double moved = s->placements ? 100.0 * (double)s->moves / (double)s->placements : 0;
+    double waited = s->whole_arrived ? 100.0 * (double)s->whole_waited / (double)s->whole_arrived
+                                     : 0;
+    fprintf(f, "%-6s %7.2f %7.2f %6.2f %9.0f %7.0f %6.2f %7.1f %7.1f %8.1f %8.1f %8.1f %7.1f %7.1f %7.2f\n",
+            seed, 100 * s->alloc_mean, 100 * s->alloc_min, 100 * frag,
+            (double)s->placements / div, (double)s->moves / div, moved,
+            (double)s->plan_failures / div, (double)s->whole_arrived / div, waited,
+            s->whole_wait_mean / 60, s->whole_wait_p95 / 60, (double)s->whole_waiting_end / div,
+            s->all_wait_mean / 60, wall);
+}
+
+static void print_churn_table(FILE *f, const cli *c, const sim_result *res, sim_mode mode)
+{
+    int n = c->nseeds;
+    fprintf(f, "\n== %s, nodeDecision: %s, churn: load %.2f, mean lifetime %.0f s, "
+               "measured %.2f..%.2f lifetimes, consolidation %s ==\n",
+            c->label, mode_name(mode), c->churn_load, c->churn_lifetime, c->churn_warmup,
+            c->churn_horizon, c->consol_budget > 0 ? "on" : "off");
+    if (c->consol_budget > 0)
+        fprintf(f, "consolidation budget %.2f %% of placements, at most %u moves per pod\n",
+                c->consol_budget, c->consol_max_moves);
+    fprintf(f, "columns: alloc%% (time-weighted mean over the window), its minimum, frag%% at "
+               "the end; pods placed, moved, moved%% of placed, plan searches that failed; "
+               "whole-GPU pods (>= 1 whole GPU) arrived in the window, %% of them that waited, "
+               "their mean and p95 wait (min), still waiting at the end; mean wait of every "
+               "pod (min)\n");
+    fprintf(f, "%-6s %7s %7s %6s %9s %7s %6s %7s %7s %8s %8s %8s %7s %7s %7s\n", "seed",
+            "alloc%", "min%", "frag%", "placed", "moved", "moved%", "nofit", "whole",
+            "waited%", "wait_m", "p95_m", "waiting", "all_m", "time_s");
+    char seed[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)res[i].seed);
+        churn_row(f, seed, &res[i].churn, res[i].end.frag, 1, res[i].wall_s);
+    }
+    sim_churn_stats m;
+    sim_result mr;
+    mean_churn(res, n, &m);
+    mean_result(res, n, &mr);
+    churn_row(f, "mean", &m, mr.end.frag, n, mr.wall_s);
+    fprintf(f, "alloc%% std over seeds: %.2f\n", 100 * stddev_churn_alloc(res, n, m.alloc_mean));
+    fprintf(f, "allocation (mean over seeds) over time:\n  lifetimes");
+    for (int k = 0; k < mr.nsteps; k++)
+        fprintf(f, " %6.2f", mr.step[k].arrived);
+    fprintf(f, "\n  alloc%%   ");
+    for (int k = 0; k < mr.nsteps; k++)
+        fprintf(f, " %6.2f", 100 * mr.step[k].alloc);
+    fprintf(f, "\n  frag%%    ");
+    for (int k = 0; k < mr.nsteps; k++)
+        fprintf(f, " %6.2f", 100 * mr.step[k].frag);
+    fprintf(f, "\n");
+}
+
+static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mode mode)
+{
+    int n = c->nseeds;
+    sim_result mr;
+    mean_result(res, n, &mr);
+    fprintf(f, "policy,mode,seed,load,lifetime_s,budget_pct,max_moves,alloc_pct,alloc_min_pct,"
+               "frag_end_pct,placed,moved,moved_pct,plans,plan_failures,plan_incomplete,budget_refusals,"
+               "whole_arrived,whole_waited_pct,whole_wait_mean_s,whole_wait_p50_s,"
+               "whole_wait_p95_s,whole_wait_max_s,whole_waiting_end,all_wait_mean_s,"
+               "waiting_end,wall_s");
+    for (int k = 0; k < mr.nsteps; k++)
+        fprintf(f, ",alloc_pct_t%.2f", mr.step[k].arrived);
+    fprintf(f, "\n");
+    for (int i = 0; i <= n; i++) {
+        sim_churn_stats m;
+        const sim_churn_stats *s;
+        const sim_result *r;
+        double div = 1;
+        char seed[32];
+        if (i == n) {
+            mean_churn(res, n, &m);
+            s = &m;
+            r = &mr;
+            div = n;
+            gp_strlcpy(seed, "mean", sizeof seed);
+        } else {
+            s = &res[i].churn;
+            r = &res[i];
+            snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
+        }
+        double moved = s->placements ? 100.0 * (double)s->moves / (double)s->placements : 0;
+        double waited = s->whole_arrived
+                            ? 100.0 * (double)s->whole_waited / (double)s->whole_arrived
+                            : 0;
+        fprintf(f, "%s,%s,%s,%.2f,%.0f,%.2f,%u,%.4f,%.4f,%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.1f,%.1f,"
+                   "%.1f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f",
+                c->label, mode_name(mode), seed, c->churn_load, c->churn_lifetime,
+                c->consol_budget, c->consol_max_moves, 100 * s->alloc_mean, 100 * s->alloc_min,
+                100 * r->end.frag, (double)s->placements / div, (double)s->moves / div, moved,
+                (double)s->plans / div, (double)s->plan_failures / div,
+                (double)s->plan_incomplete / div, (double)s->budget_refusals / div, (double)s->whole_arrived / div, waited,
+                s->whole_wait_mean, s->whole_wait_p50, s->whole_wait_p95, s->whole_wait_max,
+                (double)s->whole_waiting_end / div, s->all_wait_mean,
+                (double)s->waiting_end / div, r->wall_s / div);
+        for (int k = 0; k < mr.nsteps; k++)
+            fprintf(f, ",%.4f", k < r->nsteps ? 100 * r->step[k].alloc : 0.0);
+        fprintf(f, "\n");
+    }
 }
 
 static void csv_row(FILE *f, const cli *c, sim_mode mode, const char *seed, const char *point,
@@ -1218,7 +2071,17 @@ static json_t *json_result(const sim_result *r, int gpus, double div)
         json_object_set_new(arrived, trace_kind_name((trace_kind)k),
                             json_real((double)r->arrived[k] / div));
     }
-    return json_pack("{s:o,s:o,s:f,s:f,s:o,s:o,s:f}", "steps", steps, "end", json_point(&r->end),
+    json_t *ch = json_pack(
+        "{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "alloc_mean",
+        r->churn.alloc_mean, "alloc_min", r->churn.alloc_min, "placed",
+        (double)r->churn.placements / div, "moved", (double)r->churn.moves / div, "plans",
+        (double)r->churn.plans / div, "plan_failures", (double)r->churn.plan_failures / div,
+        "whole_arrived", (double)r->churn.whole_arrived / div, "whole_waited",
+        (double)r->churn.whole_waited / div, "whole_wait_mean_s", r->churn.whole_wait_mean,
+        "whole_wait_p50_s", r->churn.whole_wait_p50, "whole_wait_p95_s", r->churn.whole_wait_p95,
+        "whole_waiting_end", (double)r->churn.whole_waiting_end / div, "all_wait_mean_s",
+        r->churn.all_wait_mean, "waiting_end", (double)r->churn.waiting_end / div);
+    return json_pack("{s:o,s:o,s:o,s:f,s:f,s:o,s:o,s:f}", "churn", ch, "steps", steps, "end", json_point(&r->end),
                      "unalloc_gpus", (1 - r->end.alloc) * gpus, "failed_total",
                      (double)r->failed_total / div, "failed", failed, "arrived", arrived,
                      "wall_s", r->wall_s / div);
@@ -1342,6 +2205,12 @@ static int sim_parse(int argc, char **argv, cli *c)
     if (c->jobs < 1)
         c->jobs = 1;
     c->inflate = 1.3;
+    c->churn_load = 1.3;
+    c->churn_lifetime = 3600;
+    c->churn_horizon = 4;
+    c->churn_warmup = 1;
+    c->consol_max_moves = 4;
+    c->consol_checks = GP_CONSOL_BUDGET_DEFAULT;
     c->weight = SIM_DEFAULT_WEIGHT;
     c->ties = SIM_TIES_RANDOM;
     c->cpu_pods = SIM_CPU_PODS_POLICY;
@@ -1354,6 +2223,12 @@ static int sim_parse(int argc, char **argv, cli *c)
         return rc;
     if (!c->nodes_path || !c->pods_path)
         return flags_error(&sim_cmd, "--nodes and --pods are required");
+    if (c->consol_budget > 0 && !c->churn)
+        return flags_error(&sim_cmd, "--consolidate-budget needs --churn");
+    if (c->churn && c->departures)
+        return flags_error(&sim_cmd, "--churn and --departures exclude each other");
+    if (c->churn && c->churn_warmup >= c->churn_horizon)
+        return flags_error(&sim_cmd, "--churn-warmup must be below --churn-horizon");
     if (c->node_strategy && !placement_node_strategy(c->node_strategy))
         return flags_error(&sim_cmd, "unknown node strategy \"%s\"", c->node_strategy);
     if (c->gpu_strategy && !placement_gpu_strategy(c->gpu_strategy))
@@ -1440,6 +2315,16 @@ static void sim_configure(cli *c, sim_job *r)
     cfg->kube = c->sched_path ? &r->kube : NULL;
     cfg->extender_cpu = !c->extender_no_cpu;
     cfg->dra = c->dra;
+    cfg->churn = c->churn;
+    cfg->churn_load = c->churn_load;
+    cfg->churn_lifetime = c->churn_lifetime;
+    cfg->churn_horizon = c->churn_horizon;
+    cfg->churn_warmup = c->churn_warmup;
+    cfg->consol_budget = c->consol_budget;
+    cfg->consol_max_moves = (int)c->consol_max_moves;
+    cfg->consol_checks = (int)c->consol_checks;
+    if (c->churn)
+        cfg->inflate = 0;
     if (!c->label) {
         snprintf(r->label, sizeof r->label, "%s/%s",
                  cfg->place.node ? cfg->place.node->name : "binpack",
@@ -1470,14 +2355,14 @@ static void report_json(FILE *f, const cli *c, const sim_job *r, double wall)
     json_decref(root);
 }
 
-static void report_table(FILE *f, const cli *c, const sim_job *r, double wall)
+static void report_table_head(FILE *f, const cli *c, const sim_job *r)
 {
     const schedcfg *kube = r->cfg.kube;
     fprintf(f, "gpupack simulate: %s (%zu node%s, %d GPU%s) x %s (%zu pod%s), inflate %.2f%s%s, "
                "%d seed%s, %d typical shape%s\n",
             c->nodes_path, r->nnodes, gp_s((long long)r->nnodes), r->gpus, gp_s(r->gpus),
             c->pods_path, r->npods, gp_s((long long)r->npods), r->cfg.inflate,
-            c->departures ? ", departures" : "", c->dra ? ", GPUs through DRA claims" : "", c->nseeds, gp_s(c->nseeds), r->shapes->n,
+            c->churn ? ", churn" : c->departures ? ", departures" : "", c->dra ? ", GPUs through DRA claims" : "", c->nseeds, gp_s(c->nseeds), r->shapes->n,
             gp_s(r->shapes->n));
     if (kube)
         fprintf(f, "scheduler: %s (percentageOfNodesToScore %d%s, NodeResourcesFit %s x%d, "
@@ -1493,6 +2378,11 @@ static void report_table(FILE *f, const cli *c, const sim_job *r, double wall)
                 r->cfg.extender_cpu ? "sees" : "does not see");
     else
         fprintf(f, "scheduler: none (ideal: gpupack places every pod over every node)\n");
+}
+
+static void report_table(FILE *f, const cli *c, const sim_job *r, double wall)
+{
+    report_table_head(f, c, r);
     fprintf(f, "columns: arrived%% and alloc%% of GPU capacity at the end; unalloc = "
                "unallocated GPUs; frag%% = fragment / idle GPU share; failed pods by kind\n");
     for (int m = 0; m < c->nmodes; m++)
@@ -1572,7 +2462,15 @@ int sim_main(int argc, char **argv)
             goto fail;
     }
     double wall = gp_mono_s() - t0;
-    if (strcmp(c.format, "csv") == 0) {
+    if (c.churn && strcmp(c.format, "json") != 0) {
+        bool csv = strcmp(c.format, "csv") == 0;
+        if (!csv)
+            report_table_head(stdout, &c, &r);
+        for (int m = 0; m < c.nmodes; m++)
+            (csv ? print_churn_csv : print_churn_table)(stdout, &c, r.res[m], c.modes[m]);
+        if (!csv)
+            fprintf(stdout, "\nwall time: %.2f s\n", wall);
+    } else if (strcmp(c.format, "csv") == 0) {
         print_csv_header(stdout);
         for (int m = 0; m < c.nmodes; m++)
             print_csv(stdout, &c, r.res[m], c.modes[m], r.gpus);
