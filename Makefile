@@ -71,7 +71,7 @@ E2E_SRC := $(wildcard test/e2e/e2e_*.c)
 E2E_SUP := $(filter-out $(E2E_SRC),$(wildcard test/e2e/*.c))
 E2E_OBJ := $(E2E_SRC:test/%.c=$(BUILD)/%.o) $(E2E_SUP:test/%.c=$(BUILD)/%.o)
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e e2e-versions install fuzz fuzz-short FORCE
+.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e e2e-versions install fuzz fuzz-short fuzz-long FORCE
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -199,9 +199,14 @@ image:
 # against the library built with -fsanitize=fuzzer-no-link,address,undefined.
 #   make fuzz                       build them all
 #   make fuzz-short                 each one for FUZZ_SECONDS (3) over its corpus, as CI does
-#   build/fuzz/fuzz_watch test/fuzz/corpus/watch     a long run by hand
+#   make fuzz-long                  each one for FUZZ_LONG_SECONDS (360: an hour for the ten),
+#                                   one after the other at nice 19, then its corpus minimised
+#                                   with -merge=1 back into test/fuzz/corpus (scripts/fuzz-long.sh)
+#   build/fuzz/fuzz_watch test/fuzz/corpus/watch     a run by hand
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 3
+FUZZ_LONG_SECONDS ?= 360
+FUZZ_ONLY    ?= $(FUZZ_NAMES)
 FUZZ_SRC     := $(wildcard test/fuzz/fuzz_*.c)
 FUZZ_NAMES   := $(FUZZ_SRC:test/fuzz/fuzz_%.c=%)
 FUZZ_BIN     := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
@@ -226,6 +231,9 @@ fuzz-short: $(FUZZ_BIN)
 	    -print_final_stats=1 build/fuzz/new/$$n test/fuzz/corpus/$$n 2>build/fuzz/$$n.log \
 	    || { tail -40 build/fuzz/$$n.log; exit 1; }; \
 	  grep -E '^stat::number_of_executed_units' build/fuzz/$$n.log; done
+
+fuzz-long: $(FUZZ_BIN)
+	@scripts/fuzz-long.sh $(FUZZ_LONG_SECONDS) $(FUZZ_ONLY)
 endif
 FORCE:
 

@@ -131,7 +131,7 @@ static char *add_pod(rq_env *x, const char *name, const char *reason, gp_requeue
     return uid;
 }
 
-static void rq_setup(rq_env *x, unsigned needed)
+static void rq_setup_renudge(rq_env *x, unsigned needed, double renudge_s)
 {
     memset(x, 0, sizeof *x);
     gp_log_set_level(GP_LOG_ERROR);
@@ -143,9 +143,15 @@ static void rq_setup(rq_env *x, unsigned needed)
     ck_assert_ptr_nonnull(x->k);
     atomic_init(&x->needed, (int)needed);
     gp_requeue_config cfg = {.rate = 1000, .burst = 1000, .window_s = 30, .nodes_window_s = 30,
-                             .poll_s = 0.01, .serving = t_serving, .needed = t_needed, .ud = x};
+                             .renudge_s = renudge_s, .poll_s = 0.01, .serving = t_serving,
+                             .needed = t_needed, .ud = x};
     x->rq = requeue_new(x->k, &cfg);
     ck_assert_int_eq(requeue_start(x->rq, &err), 0);
+}
+
+static void rq_setup(rq_env *x, unsigned needed)
+{
+    rq_setup_renudge(x, needed, 0);   /* the default: 10 s, longer than any test here */
 }
 
 static void rq_teardown(rq_env *x)
@@ -246,6 +252,62 @@ START_TEST(nudges_errors_and_gpu_pods_once_per_regain)
     free(u_cpu);
     free(u_ok);
     free(u_late);
+    rq_teardown(&x);
+}
+END_TEST
+
+/* PATCHes of pod `name` since request `from`. */
+static int patches_of(rq_env *x, size_t from, const char *name)
+{
+    char names[4096], *save = NULL;
+    patched(x, from, names, sizeof names);
+    int n = 0;
+    for (char *t = strtok_r(names, " ", &save); t; t = strtok_r(NULL, " ", &save))
+        n += strcmp(t, name) == 0;
+    return n;
+}
+
+/* A pod nudged after an error whose retry fails the same way changes nothing
+ * the watch would show; seen in e2e_ha: filter calls refused while the
+ * Service's endpoints moved to the new leader, right after its nudges. It is
+ * nudged again while the trigger's window is open, a bounded number of times;
+ * a bound pod and a pod parked for want of room are not. */
+START_TEST(renudges_a_pod_still_parked_after_an_error)
+{
+    rq_env x;
+    rq_setup_renudge(&x, GP_REQUEUE_ERRORS | GP_REQUEUE_NODES, 0.1);
+    size_t from = fakeapi_request_count(x.f);
+    char *u_again = add_pod(&x, "again", "SchedulerError", GP_REQUEUE_PARKED_ERROR, true);
+    char *u_stuck = add_pod(&x, "stuck", "SchedulerError", GP_REQUEUE_PARKED_ERROR, true);
+    char *u_full = add_pod(&x, "full", "Unschedulable", GP_REQUEUE_PARKED, true);
+    atomic_store(&x.serving, true);
+    gp_requeue_stats s;
+    wait_stats(&x, &s, 3);
+    /* "again" is re-nudged once, then shows bound */
+    for (int i = 0; i < 300 && patches_of(&x, from, "again") < 2; i++)
+        usleep(10000);
+    ck_assert_int_eq(patches_of(&x, from, "again"), 2);
+    requeue_observe(x.rq, u_again, "team", "again", GP_REQUEUE_BOUND, true);
+    /* "stuck" never leaves: 1 + GP_REQUEUE_RENUDGE_MAX nudges, then none */
+    for (int i = 0; i < 300 && patches_of(&x, from, "stuck") < 1 + GP_REQUEUE_RENUDGE_MAX; i++)
+        usleep(10000);
+    usleep(500000);
+    ck_assert_int_eq(patches_of(&x, from, "stuck"), 1 + GP_REQUEUE_RENUDGE_MAX);
+    ck_assert_int_le(patches_of(&x, from, "again"), 3);   /* one may have been on its way */
+    ck_assert_int_eq(patches_of(&x, from, "full"), 1);     /* unschedulable: once per trigger */
+    requeue_stats(x.rq, &s);
+    ck_assert_int_eq(s.bound[0], 1);
+    /* a new trigger opens a new allowance */
+    atomic_store(&x.serving, false);
+    usleep(50000);
+    from = fakeapi_request_count(x.f);
+    atomic_store(&x.serving, true);
+    for (int i = 0; i < 300 && patches_of(&x, from, "stuck") < 2; i++)
+        usleep(10000);
+    ck_assert_int_ge(patches_of(&x, from, "stuck"), 2);
+    free(u_again);
+    free(u_stuck);
+    free(u_full);
     rq_teardown(&x);
 }
 END_TEST
@@ -508,6 +570,7 @@ Suite *suite_requeue(void)
     tc = tcase_create("nudges");
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, nudges_errors_and_gpu_pods_once_per_regain);
+    tcase_add_test(tc, renudges_a_pod_still_parked_after_an_error);
     tcase_add_test(tc, capacity_growth_nudges_gpu_pods_only);
     tcase_add_test(tc, nothing_where_kube_scheduler_retries_itself);
     tcase_add_test(tc, unknown_version_waits);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pack/clusterfile.h"
 #include "http/server.h"
@@ -17,7 +18,8 @@ typedef struct fixture {
     char base[64];
 } fixture;
 
-static void fx_start(fixture *f, const char *prefix, size_t max_body)
+static void fx_start_hooks(fixture *f, const char *prefix, size_t max_body,
+                           const gp_server_hooks *hooks)
 {
     memset(f, 0, sizeof *f);
     f->c = cluster_new();
@@ -25,10 +27,15 @@ static void fx_start(fixture *f, const char *prefix, size_t max_body)
     ck_assert_msg(clusterfile_load(f->c, "examples/cluster.yaml", 1024, NULL, &err) == 0, "%s", err.msg);
     f->e = extender_new(f->c, NULL);
     gp_server_config cfg = {.listen = "127.0.0.1:0", .url_prefix = prefix, .max_body = max_body};
-    f->s = server_start(&cfg, f->e, f->c, NULL, &err);
+    f->s = server_start(&cfg, f->e, f->c, hooks, &err);
     ck_assert_msg(f->s != NULL, "%s", err.msg);
     ck_assert_int_gt(server_port(f->s), 0);
     snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", server_port(f->s));
+}
+
+static void fx_start(fixture *f, const char *prefix, size_t max_body)
+{
+    fx_start_hooks(f, prefix, max_body, NULL);
 }
 
 static void fx_stop(fixture *f)
@@ -121,6 +128,93 @@ START_TEST(verbs_over_http)
     ck_assert_int_eq(r.status, 200);
     ck_assert_msg(strstr(r.body.data, "serving"), "%s", r.body.data);
     gp_buf_free(&r.body);
+    free(filter);
+    free(bind);
+    curl_easy_cleanup(h);
+    fx_stop(&f);
+}
+END_TEST
+
+/* ------------------------------------------- verb connections of a standby -- */
+
+static bool leads;   /* what keep_verb_connection answers */
+
+static bool keep_if_leading(void *ud)
+{
+    (void)ud;
+    return leads;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+    bool *close = ud;
+    if (sz * n >= 17 && strncasecmp(p, "Connection: close", 17) == 0)
+        *close = true;
+    return sz * n;
+}
+
+START_TEST(standby_closes_verb_connections)
+{
+    fixture f;
+    gp_server_hooks hooks = {.keep_verb_connection = keep_if_leading};
+    fx_start_hooks(&f, NULL, 0, &hooks);
+    CURL *h = curl_easy_init();
+    char *filter = read_text("examples/filter-request.json");
+    char *bind = read_text("examples/bind-request.json");
+    char url[128];
+    typedef struct step {
+        bool leads;
+        const char *method, *path;
+        const char *body;
+        bool close;
+    } step;
+    const step steps[] = {
+        {true, "POST", "/filter", filter, false},      /* the leader keeps its connections */
+        {true, "POST", "/prioritize", filter, false},
+        {false, "POST", "/filter", filter, true},      /* a standby answers, then closes */
+        {false, "POST", "/prioritize", filter, true},
+        {false, "POST", "/bind", bind, true},          /* the refused or answered bind too */
+        {false, "GET", "/healthz", NULL, false},       /* probes and pages are no verbs */
+        {false, "GET", "/metrics", NULL, false},
+        {true, "POST", "/filter", filter, false},
+    };
+    bool closed_before = false;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const step *st = &steps[i];
+        leads = st->leads;
+        snprintf(url, sizeof url, "%s%s", f.base, st->path);
+        bool close = false;
+        resp r;
+        gp_buf_init(&r.body, 64u << 20);
+        curl_easy_reset(h);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &r.body);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &close);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+        if (st->body) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, st->body);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(st->body));
+        }
+        CURLcode rc = curl_easy_perform(h);
+        ck_assert_msg(rc == CURLE_OK, "%s: %s", url, curl_easy_strerror(rc));
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
+        ck_assert_int_eq(r.status, 200);
+        long fresh = -1;
+        curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &fresh);
+        ck_assert_msg(close == st->close, "step %zu %s: Connection: close %d, want %d", i, st->path,
+                      close, st->close);
+        /* a connection is reused unless the previous answer closed it */
+        if (i > 0)
+            ck_assert_msg(fresh == (closed_before ? 1 : 0), "step %zu %s: %ld new connection(s)",
+                          i, st->path, fresh);
+        if (strcmp(st->path, "/metrics") == 0)
+            ck_assert_msg(strstr(r.body.data, "gpupack_http_verb_connections_closed_total 3\n"),
+                          "%s", r.body.data);
+        closed_before = close;
+        gp_buf_free(&r.body);
+    }
     free(filter);
     free(bind);
     curl_easy_cleanup(h);
@@ -327,6 +421,7 @@ Suite *suite_server(void)
     tcase_add_test(t, url_prefix);
     tcase_add_test(t, listen_errors);
     tcase_add_test(t, concurrent_http_binds_never_overcommit);
+    tcase_add_test(t, standby_closes_verb_connections);
     suite_add_tcase(s, t);
     return s;
 }

@@ -50,6 +50,13 @@ typedef struct gp_server_hooks {
     const gp_metrics *metrics;
     /* /inspect: returns an owned object merged into the answer (e.g. policies). */
     json_t *(*inspect)(void *ud);
+    /* Asked as each verb (filter, prioritize, bind, preempt) is answered: false
+     * when this replica should not keep the caller's connection -- it does not
+     * lead (or may not bind right now). The answer then carries `Connection:
+     * close`, so the caller's next call opens a new connection, which the
+     * Service routes to the leader; a kept-alive connection would go on
+     * reaching this replica whatever the endpoints say. NULL: always keep. */
+    bool (*keep_verb_connection)(void *ud);
 } gp_server_hooks;
 
 typedef struct gp_server gp_server;

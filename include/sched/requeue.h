@@ -27,7 +27,12 @@
  * and, while serving, each time gpupack's map gains GPU capacity (a node added
  * or grown), the parked GPU pods (NODES). Pods reported parked within a short
  * window after the trigger are included (their report may trail the trigger).
- * At most one nudge per pod and trigger, at a bounded rate (token bucket).
+ * One nudge per pod and trigger, at a bounded rate (token bucket); except that
+ * a pod still parked after an error renudge_s after its nudge, while the
+ * trigger's window is open, is nudged again (GP_REQUEUE_RENUDGE_MAX times at
+ * most): its retry failed again (e.g. its filter call met the Service's
+ * endpoints mid-change), and a retry that fails alike changes nothing in the pod
+ * the watch could show, while 1.26.0 would keep it parked up to 5 minutes.
  * Where kube-scheduler needs neither, nothing is patched and nothing tracked.
  *
  * The pod watch feeds requeue_observe; a thread of its own does the rest. */
@@ -47,6 +52,9 @@
                                          * this long later are still nudged */
 #define GP_REQUEUE_NODES_WINDOW_DEFAULT 5.0   /* the same after GPU capacity grew */
 #define GP_REQUEUE_TRACK_MAX 100000     /* parked pods remembered; more are not nudged */
+#define GP_REQUEUE_RENUDGE_DEFAULT 10.0 /* a pod still parked after an error this long after
+                                         * its nudge is nudged again (within the window) ... */
+#define GP_REQUEUE_RENUDGE_MAX 5        /* ... this many times per trigger at most */
 
 /* What kube-scheduler needs (the `needed` callback's bits). */
 #define GP_REQUEUE_ERRORS 1u
@@ -57,6 +65,7 @@ typedef struct gp_requeue gp_requeue;
 typedef struct gp_requeue_config {
     double rate, burst;                 /* <= 0: the defaults above */
     double window_s, nodes_window_s;    /* <= 0: the defaults above */
+    double renudge_s;                   /* <= 0: the default above */
     double poll_s;                      /* how often `serving` is asked (default 0.1 s) */
     /* Does this replica serve the verbs now (ready, and the leader if elected)?
      * Polled from the requeue thread. */

@@ -228,6 +228,17 @@ static void warn_hook(void *ud, const char *ns, const char *name, const char *ui
     events_pod(a->events, ns, name, uid, true, reason, msg);
 }
 
+/* Verb connections stay open only to a replica that binds. kube-scheduler keeps
+ * its extender connections alive, and a Service (kube-proxy) leaves established
+ * connections where they were when the leader label moved: without this, a
+ * frozen leader that wakes up fenced keeps getting binds over them and refuses
+ * each one, for as long as kube-scheduler reuses them (seen in e2e_ha). */
+static bool keep_verb_connection_hook(void *ud)
+{
+    app *a = ud;
+    return !a->leader || leader_may_bind(a->leader, NULL);
+}
+
 static bool ready_hook(void *ud, char *detail, size_t len)
 {
     app *a = ud;
@@ -461,7 +472,7 @@ static int start_listeners(const serve_opts *o, app *a, gp_extender *e, gp_clust
                              .client_ca = o->client_ca, .max_inflight = o->max_inflight,
                              .show_uids = o->show_uids};
     wire_metrics(a);
-    gp_server_hooks hooks = {a, ready_hook, &a->metrics, inspect_hook};
+    gp_server_hooks hooks = {a, ready_hook, &a->metrics, inspect_hook, keep_verb_connection_hook};
     *s = server_start(&scfg, e, c, &hooks, err);
     if (!*s)
         return -1;

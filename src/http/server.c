@@ -72,6 +72,7 @@ struct gp_server {
     atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
     atomic_ulong not_found, too_large, busy;
     atomic_ulong connections;             /* accepted (TLS handshakes when TLS is on) */
+    atomic_ulong verb_closes;             /* verb answers that closed their connection */
     atomic_ullong body_in[V_COUNT], body_out[V_COUNT];   /* bytes, by verb */
     atomic_ulong refused[2];              /* no client certificate, untrusted one */
     pthread_mutex_t trust_mu;
@@ -276,6 +277,11 @@ static void server_metrics(void *ud, gp_buf *out)
                    "Connections accepted (each a TLS handshake when TLS is on); keep-alive "
                    "clients reuse them.");
     metrics_u(out, "gpupack_http_connections_total", NULL, atomic_load(&s->connections));
+    metrics_header(out, "gpupack_http_verb_connections_closed_total", "counter",
+                   "Verb answers sent with Connection: close because this replica does not lead "
+                   "(or may not bind yet): the caller reconnects through the Service.");
+    metrics_u(out, "gpupack_http_verb_connections_closed_total", NULL,
+              atomic_load(&s->verb_closes));
     metrics_header(out, "gpupack_http_client_chain_checks_total", "counter",
                    "Client certificate chains checked against --client-ca: verified in full, or "
                    "the same chain verified before (cached).");
@@ -520,11 +526,14 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
 /* ------------------------------------------------------------ MHD glue -- */
 
 static enum MHD_Result respond_to(struct MHD_Connection *conn, int status, char *body,
-                                  const char *ctype, const char *allow, const char *location)
+                                  const char *ctype, const char *allow, const char *location,
+                                  bool close)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (close)   /* libmicrohttpd closes the connection once this answer is sent */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     if (status == 503)
@@ -542,7 +551,19 @@ static enum MHD_Result respond_to(struct MHD_Connection *conn, int status, char 
 static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
                                const char *ctype, const char *allow)
 {
-    return respond_to(conn, status, body, ctype, allow, NULL);
+    return respond_to(conn, status, body, ctype, allow, NULL, false);
+}
+
+/* Whether the answer to a verb closes its connection: a replica that does not
+ * lead sends kube-scheduler back through the Service (hooks.keep_verb_connection). */
+static bool close_verb_connection(gp_server *s, verb v)
+{
+    if (v != V_FILTER && v != V_PRIORITIZE && v != V_BIND && v != V_PREEMPT)
+        return false;
+    if (!s->hooks.keep_verb_connection || s->hooks.keep_verb_connection(s->hooks.ud))
+        return false;
+    atomic_fetch_add(&s->verb_closes, 1);
+    return true;
 }
 
 static void count(gp_server *s, int ri, int status, double start)
@@ -869,7 +890,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     atomic_fetch_add(&s->body_in[r->v], rs->body.len);
     atomic_fetch_add(&s->body_out[r->v], out ? strlen(out) : 0);
     count(s, rs->route, status, rs->start);
-    return respond_to(conn, status, out, ctype, NULL, rs->location);
+    bool close = close_verb_connection(s, r->v);
+    return respond_to(conn, status, out, ctype, NULL, rs->location, close);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

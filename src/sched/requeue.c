@@ -18,6 +18,7 @@
 #define RQ_BATCH 64             /* pods taken per scan of the parked set */
 #define RQ_TRIES 3              /* attempts per pod and trigger on transport errors / 5xx */
 #define RQ_TIMEOUT_S 5.0        /* one PATCH */
+#define RQ_RESCAN_S 1.0         /* while re-nudges may come due: scan this often */
 
 enum { TRIG_REGAINED, TRIG_CAPACITY, TRIG_N };
 static const char *const trig_name[TRIG_N] = {"regained", "capacity"};
@@ -34,6 +35,8 @@ typedef struct cand {
     bool gpu;                   /* asks GPU resources */
     double parked_at;           /* monotonic time it was last seen becoming parked */
     unsigned long err_done, gpu_done;   /* generations of its nudges so far */
+    double err_nudged_at;       /* its last nudge for an error (monotonic) ... */
+    int renudges;               /* ... and how many came after the first in err_done */
     int trig;                   /* trigger of its last nudge (-1: none) */
     double base;                /* that trigger's time */
     unsigned long tried_key;    /* err_gen * 2^32 + gpu_gen of failed attempts ... */
@@ -165,12 +168,21 @@ static void forget_all_locked(gp_requeue *rq)
 
 /* ------------------------------------------------------------- nudging --- */
 
+/* Still parked after an error, renudge_s after its nudge for the current
+ * trigger, whose window is open: its retry failed again. Locked. */
+static bool renudge_due_locked(const gp_requeue *rq, const cand *c, double now)
+{
+    return c->err_done == rq->err_gen && now <= rq->err_until &&
+           c->renudges < GP_REQUEUE_RENUDGE_MAX && now - c->err_nudged_at >= rq->cfg.renudge_s;
+}
+
 /* Which current triggers c is due a nudge for (bit 1: errors, bit 2: GPU). Locked. */
-static unsigned due_locked(const gp_requeue *rq, const cand *c)
+static unsigned due_locked(const gp_requeue *rq, const cand *c, double now)
 {
     unsigned due = 0;
     if (c->k == KIND_ERROR && (rq->mask & GP_REQUEUE_ERRORS) && rq->err_gen &&
-        c->err_done != rq->err_gen && c->parked_at <= rq->err_until)
+        ((c->err_done != rq->err_gen && c->parked_at <= rq->err_until) ||
+         renudge_due_locked(rq, c, now)))
         due |= GP_REQUEUE_ERRORS;
     if (c->k != KIND_NONE && c->gpu && (rq->mask & GP_REQUEUE_NODES) && rq->gpu_gen &&
         c->gpu_done != rq->gpu_gen && c->parked_at <= rq->gpu_until)
@@ -190,9 +202,10 @@ static size_t pick_batch(gp_requeue *rq, pick *out, size_t max)
     size_t n = 0, it = 0;
     const char *uid;
     cand *c;
+    double now = gp_mono_s();
     pthread_mutex_lock(&rq->mu);
     while (!rq->blocked && n < max && (c = strmap_next(rq->cands, &it, &uid))) {
-        if (!due_locked(rq, c) || strlen(uid) >= GP_UID_MAX)
+        if (!due_locked(rq, c, now) || strlen(uid) >= GP_UID_MAX)
             continue;
         gp_strlcpy(out[n].uid, uid, sizeof out[n].uid);
         gp_strlcpy(out[n].ns, c->ns, sizeof out[n].ns);
@@ -252,7 +265,8 @@ static void settle_locked(gp_requeue *rq, const char *uid, nudge_result r)
         rq->blocked = true;
     if (!c)
         return;
-    unsigned due = due_locked(rq, c);
+    double now = gp_mono_s();
+    unsigned due = due_locked(rq, c, now);
     if (r == NUDGE_FAILED) {
         unsigned long key = (rq->err_gen << 32) ^ rq->gpu_gen;
         if (c->tried_key != key) {
@@ -263,6 +277,8 @@ static void settle_locked(gp_requeue *rq, const char *uid, nudge_result r)
         rq->dirty = true;   /* tried again at the next scan, RQ_TRIES times at most */
     } else if (r == NUDGE_SENT) {
         if (due & GP_REQUEUE_ERRORS) {
+            c->renudges = c->err_done == rq->err_gen ? c->renudges + 1 : 0;
+            c->err_nudged_at = now;
             c->err_done = rq->err_gen;
             c->trig = TRIG_REGAINED;
             c->base = rq->err_base;
@@ -374,7 +390,7 @@ static void *requeue_thread(void *arg)
 {
     gp_requeue *rq = arg;
     bool was_serving = false, decided = false;
-    double edge_at = 0;
+    double edge_at = 0, scanned_at = 0;
     gp_tbucket tb;
     tbucket_init(&tb, rq->cfg.rate, rq->cfg.burst, gp_mono_s());
     while (!kube_cancel_sleep(rq->stop, rq->cfg.poll_s)) {
@@ -395,12 +411,19 @@ static void *requeue_thread(void *arg)
         }
         if (atomic_exchange(&rq->grew, false))
             capacity_grew(rq);
+        double now = gp_mono_s();
         pthread_mutex_lock(&rq->mu);
         bool dirty = rq->dirty && rq->mask;
+        /* re-nudges come due with time alone: look again now and then while they may */
+        if (!dirty && (rq->mask & GP_REQUEUE_ERRORS) && now <= rq->err_until &&
+            now - scanned_at >= (rq->cfg.renudge_s < RQ_RESCAN_S ? rq->cfg.renudge_s : RQ_RESCAN_S))
+            dirty = true;
         rq->dirty = false;
         pthread_mutex_unlock(&rq->mu);
-        if (dirty)
+        if (dirty) {
+            scanned_at = now;
             (void)nudge_all(rq, &tb);
+        }
     }
     return NULL;
 }
@@ -419,6 +442,8 @@ gp_requeue *requeue_new(gp_kube *k, const gp_requeue_config *cfg)
         rq->cfg.window_s = GP_REQUEUE_WINDOW_DEFAULT;
     if (rq->cfg.nodes_window_s <= 0)
         rq->cfg.nodes_window_s = GP_REQUEUE_NODES_WINDOW_DEFAULT;
+    if (rq->cfg.renudge_s <= 0)
+        rq->cfg.renudge_s = GP_REQUEUE_RENUDGE_DEFAULT;
     if (rq->cfg.poll_s <= 0)
         rq->cfg.poll_s = RQ_POLL_DEFAULT;
     rq->k = k;

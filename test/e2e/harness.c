@@ -443,6 +443,14 @@ void e2e_cp_down(e2e_cp *cp)
     if (!cp)
         return;
     kube_free(cp->kube);
+    const char *keep = getenv("E2E_KEEP");
+    if (keep && *keep && strcmp(keep, "0") != 0) {
+        /* the control plane's logs (kube-scheduler's above all) beside gpupack's */
+        char *cmd = xasprintf("cp -r '%s/logs' '%s.logs' 2>/dev/null", cp->dir, cp->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "e2e: could not keep the logs of %s\n", cp->dir);
+        free(cmd);
+    }
     kube_down(cp->dir);
     free(cp);
 }

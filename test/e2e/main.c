@@ -168,7 +168,8 @@ int main(int argc, char **argv)
     srunner_free(sr);
     e2e_cleanup_all();
     fprintf(stderr, "e2e: %s in %.0f s\n", failed ? "FAILED" : "passed", gp_mono_s() - t);
-    if (failed) {
+    const char *keep = getenv("E2E_KEEP");
+    if (failed || (keep && *keep && strcmp(keep, "0") != 0)) {
         fprintf(stderr, "e2e: logs kept in %s\n", e2e_env.run_dir);
     } else {
         char *cmd = xasprintf("rm -rf '%s'", e2e_env.run_dir);
