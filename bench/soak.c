@@ -4,7 +4,7 @@
  *       namespaces soak and gpupack-system, the PriorityClasses soak-low/-mid/-high, and one
  *       Pod object per gpupack replica (no kubelet: the replicas' --leader-elect-pod)
  *   bin/soak run --kubeconfig F --out DIR --trace-pods CSV --apiserver HOST:PORT
- *                --replica NAME=PORT ... [--ca FILE] [--seed 42] [--rate 8] [--lifetime 360]
+ *                --replica NAME=PORT ... [--ca FILE] [--seed 42] [--rate 8] [--lifetime 420]
  *                [--prefill N] [--bind-bound 120] [--converge-bound 60] [--growth-max 2]
  *       listens on 127.0.0.1 for two TCP forwarders: the front (kube-scheduler's extender URL;
  *       every connection goes to the replica whose Pod is labelled gpupack.io/leader=true, as
@@ -1459,7 +1459,7 @@ static int cmd_run(int argc, char **argv)
     opt.scheduler = arg(argc, argv, "--scheduler", "gpupack-scheduler");
     opt.seed = strtoull(arg(argc, argv, "--seed", "42"), NULL, 10);
     opt.rate = atof(arg(argc, argv, "--rate", "8"));
-    opt.lifetime = atof(arg(argc, argv, "--lifetime", "360"));
+    opt.lifetime = atof(arg(argc, argv, "--lifetime", "420"));
     opt.prefill = atoi(arg(argc, argv, "--prefill", "-1"));
     opt.bind_bound = atof(arg(argc, argv, "--bind-bound", "120"));
     opt.converge_bound = atof(arg(argc, argv, "--converge-bound", "60"));

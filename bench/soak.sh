@@ -7,9 +7,11 @@
 #   bench/soak.sh --minutes 10 --k8s-version 1.36  the CI variant (make soak)
 #   bench/soak.sh --minutes 30 --results v1.26-30min   copy the results to bench/results/soak-v1.26-30min.*
 #
+# SOAK_WRAP: a command bin/soak runs under (valgrind).
 # Flags: --minutes N (60) --k8s-version 1.26|1.36 (env K8S_VERSION, else 1.26) --from REV (the previous
 # release the rolling upgrade starts from, default 276d699) --seed S (42) --nodes N (300, 8 GPUs each,
-# models mixed as in the openb trace) --rate PODS_PER_S (8) --lifetime S (mean pod lifetime, 360)
+# models mixed as in the openb trace) --rate PODS_PER_S (8) --lifetime S (mean pod lifetime, 420:
+# about 3,000 pods alive, slightly more GPUs asked than the 2,400 there are)
 # --fault-gap MIN-MAX (seconds between faults; default 120-300, 30-50 below 30 minutes)
 # --out DIR (raw files; default a new /tmp directory) --results NAME (copy the report and the plot to
 # bench/results/soak-NAME.{txt,png}).
@@ -21,7 +23,7 @@
 # command); bin/soak run creates and deletes the pods and checks the invariants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=360 GAP="" OUTDIR="" RESULTS=""
+MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=420 GAP="" OUTDIR="" RESULTS=""
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) MINUTES=$2; shift 2 ;;
@@ -100,9 +102,11 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 declare -A PORT BUILD
 PORT[soak-a]=$(free_port) PORT[soak-b]=$(free_port)
 : >"$OUT/control"
+: >"$OUT/crashes"
 CA=()
 [ "$SCHEME" = https ] && CA=(--ca "$PWD/$TLS/ca.crt")
-"$WORK/soak" run --kubeconfig "$KC" --out "$OUT" --trace-pods "$TRACES/openb_pod_list_default.csv" \
+# shellcheck disable=SC2086
+${SOAK_WRAP:-} "$WORK/soak" run --kubeconfig "$KC" --out "$OUT" --trace-pods "$TRACES/openb_pod_list_default.csv" \
   --apiserver "$APISERVER" --replica "soak-a=${PORT[soak-a]}" --replica "soak-b=${PORT[soak-b]}" "${CA[@]}" \
   --seed "$SEED" --rate "$RATE" --lifetime "$LIFETIME" --scheduler "$SCHED" >"$OUT/summary.txt" 2>"$OUT/soak.log" &
 SOAK_PID=$!
@@ -230,7 +234,7 @@ if command -v gnuplot >/dev/null; then
   # faults and rollout steps shaded on every panel
   awk -F, 'NR>1 && $2 != "nan" {printf "set object rect from %s, graph 0 to %s, graph 1 behind\n", $1, $2}' \
     "$OUT/faults.csv" >"$WORK/rects.gp"
-  awk -F, 'NR>1 && $4 != "nan" {print $1, $2, $4}' "$OUT/faults.csv" >"$WORK/faults.dat"
+  awk -F, 'NR>1 && $5 != "nan" {print $1, $2, $5}' "$OUT/faults.csv" >"$WORK/faults.dat"
   for r in soak-a soak-b; do awk -F, -v r=$r 'NR>1 && $2==r && $5==1' "$OUT/proc.csv" | tr , ' ' >"$WORK/$r.dat"; done
   tr , ' ' <"$OUT/cluster.csv" | tail -n +2 >"$WORK/cluster.dat"
   gnuplot <<GP 2>"$WORK/gnuplot.log" || true
@@ -241,11 +245,11 @@ set grid; set key top left horizontal; set xlabel 'seconds since the churn start
 set style rect fc rgb '#ffdddd' fs solid 0.5 noborder
 load '$WORK/rects.gp'
 set ylabel 'RSS MiB'; plot '$WORK/soak-a.dat' u 1:6 w lp pt 7 ps 0.3 t 'soak-a RSS', '$WORK/soak-b.dat' u 1:6 w lp pt 7 ps 0.3 t 'soak-b RSS'
-set ylabel 'count'; plot '$WORK/soak-a.dat' u 1:7 w l t 'soak-a fds', '$WORK/soak-b.dat' u 1:7 w l t 'soak-b fds', '$WORK/soak-a.dat' u 1:8 w l t 'soak-a threads', '$WORK/soak-b.dat' u 1:8 w l t 'soak-b threads'
-set ylabel 'pods'; plot '$WORK/cluster.dat' u 1:3 w l t 'bound (annotations)', '$WORK/cluster.dat' u 1:4 w l t 'pending', '$WORK/soak-a.dat' u 1:12 w l t 'soak-a remembered', '$WORK/soak-b.dat' u 1:12 w l t 'soak-b remembered', '$WORK/soak-a.dat' u 1:(\$13*100) w l t 'soak-a reservations x100', '$WORK/soak-b.dat' u 1:(\$13*100) w l t 'soak-b reservations x100'
-set ylabel 'ms'; set logscale y; plot '$WORK/cluster.dat' u 1:6 w l t 'filter p50', '$WORK/cluster.dat' u 1:7 w l t 'filter p99', '$WORK/cluster.dat' u 1:8 w l t 'bind p50', '$WORK/cluster.dat' u 1:9 w l t 'bind p99'
+set ylabel 'count'; set yrange [0:*]; plot '$WORK/soak-a.dat' u 1:7 w l t 'soak-a fds', '$WORK/soak-b.dat' u 1:7 w l t 'soak-b fds', '$WORK/soak-a.dat' u 1:8 w l t 'soak-a threads', '$WORK/soak-b.dat' u 1:8 w l t 'soak-b threads'
+set ylabel 'pods'; set yrange [*:*]; plot '$WORK/cluster.dat' u 1:3 w l t 'bound (annotations)', '$WORK/cluster.dat' u 1:4 w l t 'pending', '$WORK/soak-a.dat' u 1:12 w l t 'soak-a remembered', '$WORK/soak-b.dat' u 1:12 w l t 'soak-b remembered', '$WORK/soak-a.dat' u 1:(\$13*100) w l t 'soak-a reservations x100', '$WORK/soak-b.dat' u 1:(\$13*100) w l t 'soak-b reservations x100'
+set ylabel 'ms'; set yrange [*:*]; set logscale y; plot '$WORK/cluster.dat' u 1:6 w l t 'filter p50', '$WORK/cluster.dat' u 1:7 w l t 'filter p99', '$WORK/cluster.dat' u 1:8 w l t 'bind p50', '$WORK/cluster.dat' u 1:9 w l t 'bind p99'
 unset logscale y
-set ylabel 'binds/s, s'; plot '$WORK/cluster.dat' u 1:5 w l t 'binds/s', '$WORK/faults.dat' u (\$1+\$3):(0):(0):(\$3) w vectors nohead lw 3 t 'fault: convergence after its end (s, up the axis)'
+set ylabel 'binds/s, s'; set yrange [0:*]; plot '$WORK/cluster.dat' u 1:5 w l t 'binds/s', '$WORK/faults.dat' u 2:(0):(0):3 w vectors nohead lw 3 t 'after a fault: seconds until /inspect = annotations (bar height)'
 unset multiplot
 GP
 fi
