@@ -4,7 +4,7 @@
  *       namespaces soak and gpupack-system, the PriorityClasses soak-low/-mid/-high, and one
  *       Pod object per gpupack replica (no kubelet: the replicas' --leader-elect-pod)
  *   bin/soak run --kubeconfig F --out DIR --trace-pods CSV --apiserver HOST:PORT
- *                --replica NAME=PORT ... [--ca FILE] [--seed 42] [--rate 8] [--lifetime 420]
+ *                --replica NAME=PORT ... [--ca FILE] [--seed 42] [--rate 8] [--lifetime 450]
  *                [--prefill N] [--bind-bound 120] [--converge-bound 60] [--growth-max 2]
  *       listens on 127.0.0.1 for two TCP forwarders: the front (kube-scheduler's extender URL;
  *       every connection goes to the replica whose Pod is labelled gpupack.io/leader=true, as
@@ -54,7 +54,8 @@
 #define SHAPE_ANN "soak.gpupack.io/shape"
 #define ASSUMED_BOUND_S 135.0   /* --assume-ttl 120 s, swept every 30 s, + slack: no bind stays assumed longer */
 #define CLAIM_BOUND_S 95.0      /* a preemption claim: victims' grace (0 here, 30 when unknown) + 60 s wait + 5 s */
-#define PLAN_SLACK_S 5.0        /* a preemption past its deadline is ended within the 1-s sweep */
+#define PLAN_SLACK_S 5.0
+#define PROC_WARM_S 120.0      /* a process's own warm-up, left out of the growth figures */        /* a preemption past its deadline is ended within the 1-s sweep */
 
 /* ------------------------------------------------------------ options --- */
 
@@ -685,14 +686,46 @@ static double lifetime(int i)
     return l < 20 ? 20 : l > 8 * opt.lifetime ? 8 * opt.lifetime : l;
 }
 
+/* The prefill: pods 0..opt.prefill-1 from 4 connections at once. */
+static atomic_int prefill_next;
+static pthread_mutex_t heap_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *prefill_thread(void *arg)
+{
+    gp_kube *k = arg;
+    for (;;) {
+        int i = atomic_fetch_add(&prefill_next, 1);
+        if (i >= opt.prefill || atomic_load(&C.stop))
+            return NULL;
+        json_t *o = make_pod(i);
+        int tries = 0;
+        while (api(k, "POST", "/api/v1/namespaces/" NS "/pods", o, 0, 10) < 0 && !atomic_load(&C.stop) && ++tries < 60) {
+            atomic_fetch_add(&C.create_fail, 1);
+            usleep(500000);
+        }
+        json_decref(o);
+        if (tries >= 60)
+            continue;
+        atomic_fetch_add(&C.created, 1);
+        pthread_mutex_lock(&heap_mu);
+        heap_push(gp_mono_s() + lifetime(i), i);
+        pthread_mutex_unlock(&heap_mu);
+    }
+}
+
 static void *churn_thread(void *arg)
 {
     gp_kube *k = arg;
     while (!atomic_load(&C.go) && !atomic_load(&C.stop))
         usleep(100000);
+    pthread_t pt[4];
+    for (int t = 0; t < 4; t++)
+        pthread_create(&pt[t], NULL, prefill_thread, k);
+    for (int t = 0; t < 4; t++)
+        pthread_join(pt[t], NULL);
     double t0 = gp_mono_s();
     double next_arrival = t0;
-    int i = 0, retry_i = -1;
+    int i = opt.prefill, retry_i = -1;
     json_t *pending_obj = NULL;
     while (!atomic_load(&C.stop)) {
         double now = gp_mono_s();
@@ -711,7 +744,7 @@ static void *churn_thread(void *arg)
             }
             busy = true;
         }
-        if (i < opt.prefill || now >= next_arrival) {
+        if (now >= next_arrival) {
             if (!pending_obj || retry_i != i) {
                 json_decref(pending_obj);
                 pending_obj = make_pod(i);
@@ -723,10 +756,7 @@ static void *churn_thread(void *arg)
                 json_decref(pending_obj);
                 pending_obj = NULL;
                 i++;
-                if (i > opt.prefill)
-                    next_arrival += -log(draw01(4, (uint64_t)i)) / opt.rate;
-                else
-                    next_arrival = gp_mono_s();
+                next_arrival += -log(draw01(4, (uint64_t)i)) / opt.rate;
             } else {
                 atomic_fetch_add(&C.create_fail, 1);
                 usleep(500000);   /* the API server is away: the arrivals queue up */
@@ -1245,16 +1275,26 @@ static void sample(double t_rel, double window_s)
     pthread_mutex_lock(&M.mu);
     long binds = M.binds_window;
     M.binds_window = 0;
-    long npods = (long)strmap_count(M.pods), bound = 0;
+    long npods = (long)strmap_count(M.pods), bound = 0, gpus = 0, gpus_used = 0;
+    double core = 0;
     size_t it = 0;
     pod_m *p;
     while ((p = strmap_next(M.pods, &it, NULL)))
         bound += p->bound;
+    node_m *nd;
+    it = 0;
+    while ((nd = strmap_next(M.nodes, &it, NULL)))
+        for (int g = 0; g < nd->ngpus; g++) {
+            gpus++;
+            gpus_used += nd->g[g].mem_used > 0 || nd->g[g].core_used > 0;
+            core += nd->g[g].core_used;
+        }
     pthread_mutex_unlock(&M.mu);
-    fprintf(S.cluster, "%.1f,%ld,%ld,%ld,%.2f,%g,%g,%g,%g,%g,%g,%ld,%ld,%d\n", t_rel, npods, bound, pending_now,
+    fprintf(S.cluster, "%.1f,%ld,%ld,%ld,%.2f,%g,%g,%g,%g,%g,%g,%ld,%ld,%d,%.1f,%.1f\n", t_rel, npods, bound, pending_now,
             window_s > 0 ? binds / window_s : 0, quantile(cum[0], 0.5) * 1000, quantile(cum[0], 0.99) * 1000,
             quantile(cum[2], 0.5) * 1000, quantile(cum[2], 0.99) * 1000, quantile(cum[1], 0.5) * 1000,
-            quantile(cum[1], 0.99) * 1000, fit_pending_now, atomic_load(&C.created), F.active);
+            quantile(cum[1], 0.99) * 1000, fit_pending_now, atomic_load(&C.created), F.active,
+            gpus ? 100.0 * (double)gpus_used / (double)gpus : 0, gpus ? core / (10.0 * (double)gpus) : 0);
     fflush(S.proc);
     fflush(S.cluster);
 }
@@ -1262,7 +1302,7 @@ static void sample(double t_rel, double window_s)
 /* Growth per hour of a /proc figure over the current build's processes:
  * one slope shared by every process lifetime, each with its own level
  * (a pooled within-process regression), on samples after the warm-up and
- * after each process's own first 60 s. Returns %/h of the mean; *ci the
+ * after each process's own first PROC_WARM_S. Returns %/h of the mean; *ci the
  * 95 % half-width; *npts the samples used. */
 static double growth(int what, double warm, double *ci, size_t *npts, double *mean_out)
 {
@@ -1284,7 +1324,7 @@ static double growth(int what, double warm, double *ci, size_t *npts, double *me
         size_t k = 0;
         for (size_t b = a; b < S.n; b++) {
             psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + 60)
+            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
                 continue;
             double v = what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
             mt += y->t;
@@ -1298,7 +1338,7 @@ static double growth(int what, double warm, double *ci, size_t *npts, double *me
         groups++;
         for (size_t b = a; b < S.n; b++) {
             psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + 60)
+            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
                 continue;
             double v = what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
             sxx += (y->t - mt) * (y->t - mt);
@@ -1329,7 +1369,7 @@ static double growth(int what, double warm, double *ci, size_t *npts, double *me
         size_t k = 0;
         for (size_t b = a; b < S.n; b++) {
             psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + 60)
+            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
                 continue;
             mt += y->t;
             my += what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
@@ -1341,7 +1381,7 @@ static double growth(int what, double warm, double *ci, size_t *npts, double *me
         my /= (double)k;
         for (size_t b = a; b < S.n; b++) {
             psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + 60)
+            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
                 continue;
             double v = what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
             double e = (v - my) - slope * (y->t - mt);
@@ -1459,13 +1499,13 @@ static int cmd_run(int argc, char **argv)
     opt.scheduler = arg(argc, argv, "--scheduler", "gpupack-scheduler");
     opt.seed = strtoull(arg(argc, argv, "--seed", "42"), NULL, 10);
     opt.rate = atof(arg(argc, argv, "--rate", "8"));
-    opt.lifetime = atof(arg(argc, argv, "--lifetime", "420"));
+    opt.lifetime = atof(arg(argc, argv, "--lifetime", "450"));
     opt.prefill = atoi(arg(argc, argv, "--prefill", "-1"));
     opt.bind_bound = atof(arg(argc, argv, "--bind-bound", "120"));
     opt.converge_bound = atof(arg(argc, argv, "--converge-bound", "60"));
     opt.growth_max = atof(arg(argc, argv, "--growth-max", "2"));
     if (opt.prefill < 0)
-        opt.prefill = (int)(opt.rate * opt.lifetime * 0.9);
+        opt.prefill = (int)(opt.rate * opt.lifetime);   /* the steady state from the start */
     for (int i = 2; i + 1 < argc && opt.nrep < MAX_REPLICAS; i++) {
         if (strcmp(argv[i], "--replica") != 0)
             continue;
@@ -1550,7 +1590,7 @@ static int cmd_run(int argc, char **argv)
     fprintf(S.proc, "t,replica,build,pid,alive,rss_mib,fds,threads,leader,pods_bound,pods_assumed,pods_remembered,"
                     "reservations,parked,preemptions,lists\n");
     fprintf(S.cluster, "t,pods,bound,pending,binds_per_s,filter_p50_ms,filter_p99_ms,bind_p50_ms,bind_p99_ms,"
-                       "prioritize_p50_ms,prioritize_p99_ms,fit_pending,created,faults_active\n");
+                       "prioritize_p50_ms,prioritize_p99_ms,fit_pending,created,faults_active,gpus_used_pct,core_used_pct\n");
 
     double next_check = 0, next_sample = 0, last_sample = 0, t_go_mono = 0;
     while (!atomic_load(&C.stop)) {
@@ -1626,10 +1666,18 @@ static int cmd_run(int argc, char **argv)
     size_t np[3];
     for (int w = 0; w < 3; w++)
         gr[w] = growth(w, warm, &ci[w], &np[w], &mean[w]);
-    for (int w = 0; w < 2; w++)
-        if (!isnan(gr[w]) && gr[w] >= opt.growth_max)
+    /* noise: a growth counts when even the low end of its 95 % interval reaches the limit;
+     * flat when the high end stays below it; otherwise the run is too short to tell */
+    const char *verdict[3];
+    for (int w = 0; w < 3; w++) {
+        verdict[w] = isnan(gr[w]) || isnan(ci[w]) ? "unmeasured"
+                     : gr[w] - ci[w] >= opt.growth_max ? "GROWS"
+                     : gr[w] + ci[w] < opt.growth_max  ? "flat"
+                                                       : "undetermined";
+        if (w < 2 && strcmp(verdict[w], "GROWS") == 0)
             violation("growth", &M.proc, "%s grows %.2f %%/h (95 %% CI +-%.2f) over the current build's processes",
                       w == 0 ? "RSS" : "open fds", gr[w], ci[w]);
+    }
     qsort(M.waits, M.nwaits, sizeof *M.waits, cmp_d);
     double w50 = M.nwaits ? M.waits[M.nwaits / 2] : NAN;
     double w99 = M.nwaits ? M.waits[M.nwaits * 99 / 100] : NAN;
@@ -1662,7 +1710,8 @@ static int cmd_run(int argc, char **argv)
     const char *wn[3] = {"rss", "fds", "threads"};
     json_t *g = json_object();
     for (int w = 0; w < 3; w++)
-        json_object_set_new(g, wn[w], json_pack("{s:f,s:f,s:f,s:I}", "pct_per_hour", isnan(gr[w]) ? 0 : gr[w],
+        json_object_set_new(g, wn[w], json_pack("{s:s,s:f,s:f,s:f,s:I}", "verdict", verdict[w], "pct_per_hour",
+                                                isnan(gr[w]) ? 0 : gr[w],
                                                 "ci95", isnan(ci[w]) ? -1 : ci[w], "mean", isnan(mean[w]) ? 0 : mean[w],
                                                 "samples", (json_int_t)np[w]));
     json_object_set_new(g, "warmup_s", json_real(warm));
@@ -1680,12 +1729,14 @@ static int cmd_run(int argc, char **argv)
            "(bound %.0f s); longest divergence outside faults %.0f s\n", F.n, max_conv, opt.converge_bound, maxdiv);
     printf("fit -> bound (outside faults): p50 %.1f s, p99 %.1f s, max %.1f s over %zu pods (bound %.0f s)\n", w50, w99,
            wmax, M.nwaits, opt.bind_bound);
-    printf("growth after %.0f s warm-up: RSS %+.2f %%/h (95 %% CI +-%.2f, mean %.1f MiB), fds %+.2f %%/h (+-%.2f, mean "
-           "%.1f), threads %+.2f %%/h\n", warm, gr[0], ci[0], mean[0], gr[1], ci[1], mean[1], gr[2]);
+    printf("growth after %.0f s warm-up (and each process's first %.0f s), limit %.1f %%/h: RSS %+.2f %%/h (95 %% CI "
+           "+-%.2f, mean %.1f MiB, %zu samples): %s; fds %+.2f %%/h (+-%.2f, mean %.1f): %s; threads %+.2f %%/h (+-%.2f): "
+           "%s\n", warm, PROC_WARM_S, opt.growth_max, gr[0], ci[0], mean[0], np[0], verdict[0], gr[1], ci[1], mean[1],
+           verdict[1], gr[2], ci[2], verdict[2]);
     printf("soak %s: %.1f min, %ld pods created, %ld binds, %d faults, over-commit %ld, bound twice %ld, bad "
-           "assignments %ld, stuck %ld, diverged %ld, TTL %ld, growth %ld (RSS %+.2f %%/h, fds %+.2f %%/h)\n",
+           "assignments %ld, stuck %ld, diverged %ld, TTL %ld, growth %ld (RSS %+.1f+-%.1f %%/h %s, fds %+.1f+-%.1f %%/h %s)\n",
            total ? "FAIL" : "PASS", t_end / 60, atomic_load(&C.created), M.bound_total, F.n, M.overcommit, M.rebound,
-           M.badassign, M.stuck, M.diverged, M.ttl, M.proc, gr[0], gr[1]);
+           M.badassign, M.stuck, M.diverged, M.ttl, M.proc, gr[0], ci[0], verdict[0], gr[1], ci[1], verdict[1]);
 
     fclose(cf);
     fclose(S.proc);

@@ -10,9 +10,9 @@
 # SOAK_WRAP: a command bin/soak runs under (valgrind).
 # Flags: --minutes N (60) --k8s-version 1.26|1.36 (env K8S_VERSION, else 1.26) --from REV (the previous
 # release the rolling upgrade starts from, default 276d699) --seed S (42) --nodes N (300, 8 GPUs each,
-# models mixed as in the openb trace) --rate PODS_PER_S (8) --lifetime S (mean pod lifetime, 420:
-# about 3,000 pods alive, slightly more GPUs asked than the 2,400 there are)
-# --fault-gap MIN-MAX (seconds between faults; default 120-300, 30-50 below 30 minutes)
+# models mixed as in the openb trace) --rate PODS_PER_S (8) --lifetime S (mean pod lifetime, 450:
+# about 3,600 pods alive, slightly more GPUs asked than the 2,400 there are)
+# --fault-gap MIN-MAX (seconds between faults; default 120-300, 20-35 below 30 minutes)
 # --out DIR (raw files; default a new /tmp directory) --results NAME (copy the report and the plot to
 # bench/results/soak-NAME.{txt,png}).
 #
@@ -23,7 +23,7 @@
 # command); bin/soak run creates and deletes the pods and checks the invariants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=420 GAP="" OUTDIR="" RESULTS=""
+MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=450 GAP="" OUTDIR="" RESULTS=""
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) MINUTES=$2; shift 2 ;;
@@ -44,7 +44,7 @@ K8S=${GPUPACK_K8S:-../shared/k8s}
 TRACES=${GPUPACK_SHARED:-../shared}/traces
 export K8S_VERSION=${K8S_VERSION:-1.26}
 if [ -z "$GAP" ]; then
-  if [ "$MINUTES" -lt 30 ]; then GAP=30-50; else GAP=120-300; fi
+  if [ "$MINUTES" -lt 30 ]; then GAP=20-35; else GAP=120-300; fi
 fi
 GAP_MIN=${GAP%-*} GAP_MAX=${GAP#*-}
 [ -x "$K8S/kube-up" ] || { echo "bench/soak.sh: no kit at $K8S (set GPUPACK_K8S)" >&2; exit 1; }
@@ -174,7 +174,7 @@ fault() {
           ctl partition on; sleep 5; "$K8S/kube-ctl" "$CP" compact-etcd >>"$WORK/up.log" 2>&1; ctl partition off ;;
     scheduler) log "fault: kube-scheduler restart"; "$K8S/kube-ctl" "$CP" stop-scheduler >>"$WORK/up.log" 2>&1
           sleep 3; "$K8S/kube-ctl" "$CP" start-scheduler >>"$WORK/up.log" 2>&1 ;;
-    slow) log "fault: the API server answers gpupack 300 ms late for 45 s"; ctl slow 300; sleep 45; ctl slow 0 ;;
+    slow) log "fault: the API server answers gpupack 300 ms late for $SLOW s"; ctl slow 300; sleep "$SLOW"; ctl slow 0 ;;
   esac
   ctl fault-end "$kind"
 }
@@ -188,7 +188,8 @@ rollout() {   # rollout NAME BUILD: one replica replaced (SIGTERM, then the othe
 }
 END=$((MINUTES * 60))
 UP_AT=$((END * 45 / 100))
-DWELL=$([ "$MINUTES" -lt 30 ] && echo 45 || echo 150)
+DWELL=$([ "$MINUTES" -lt 30 ] && echo 30 || echo 150)   # both builds side by side this long
+SLOW=$([ "$MINUTES" -lt 30 ] && echo 30 || echo 60)
 upgraded=""
 next=$((GAP_MIN + RANDOM % (GAP_MAX - GAP_MIN + 1)))
 while :; do
@@ -238,9 +239,9 @@ if command -v gnuplot >/dev/null; then
   for r in soak-a soak-b; do awk -F, -v r=$r 'NR>1 && $2==r && $5==1' "$OUT/proc.csv" | tr , ' ' >"$WORK/$r.dat"; done
   tr , ' ' <"$OUT/cluster.csv" | tail -n +2 >"$WORK/cluster.dat"
   gnuplot <<GP 2>"$WORK/gnuplot.log" || true
-set terminal pngcairo size 1200,1500 font 'sans,9'
+set terminal pngcairo size 1200,1700 font 'sans,9'
 set output '$OUT/soak.png'
-set multiplot layout 5,1 title 'bench/soak.sh --minutes $MINUTES, Kubernetes $KVER, seed $SEED (shaded: faults and rollout steps)'
+set multiplot layout 6,1 title 'bench/soak.sh --minutes $MINUTES, Kubernetes $KVER, seed $SEED (shaded: faults and rollout steps)'
 set grid; set key top left horizontal; set xlabel 'seconds since the churn started'
 set style rect fc rgb '#ffdddd' fs solid 0.5 noborder
 load '$WORK/rects.gp'
@@ -249,6 +250,7 @@ set ylabel 'count'; set yrange [0:*]; plot '$WORK/soak-a.dat' u 1:7 w l t 'soak-
 set ylabel 'pods'; set yrange [*:*]; plot '$WORK/cluster.dat' u 1:3 w l t 'bound (annotations)', '$WORK/cluster.dat' u 1:4 w l t 'pending', '$WORK/soak-a.dat' u 1:12 w l t 'soak-a remembered', '$WORK/soak-b.dat' u 1:12 w l t 'soak-b remembered', '$WORK/soak-a.dat' u 1:(\$13*100) w l t 'soak-a reservations x100', '$WORK/soak-b.dat' u 1:(\$13*100) w l t 'soak-b reservations x100'
 set ylabel 'ms'; set yrange [*:*]; set logscale y; plot '$WORK/cluster.dat' u 1:6 w l t 'filter p50', '$WORK/cluster.dat' u 1:7 w l t 'filter p99', '$WORK/cluster.dat' u 1:8 w l t 'bind p50', '$WORK/cluster.dat' u 1:9 w l t 'bind p99'
 unset logscale y
+set ylabel '%'; set yrange [0:105]; plot '$WORK/cluster.dat' u 1:15 w l t 'GPUs holding a pod', '$WORK/cluster.dat' u 1:16 w l t 'compute held (of all GPUs)'
 set ylabel 'binds/s, s'; set yrange [0:*]; plot '$WORK/cluster.dat' u 1:5 w l t 'binds/s', '$WORK/faults.dat' u 2:(0):(0):3 w vectors nohead lw 3 t 'after a fault: seconds until /inspect = annotations (bar height)'
 unset multiplot
 GP
