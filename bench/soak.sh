@@ -43,6 +43,7 @@ done
 K8S=${GPUPACK_K8S:-../shared/k8s}
 TRACES=${GPUPACK_SHARED:-../shared}/traces
 export K8S_VERSION=${K8S_VERSION:-1.26}
+export K8S_START_TIMEOUT=${K8S_START_TIMEOUT:-180}   # a loaded machine restarts kube-apiserver slowly
 if [ -z "$GAP" ]; then
   if [ "$MINUTES" -lt 30 ]; then GAP=20-35; else GAP=120-300; fi
 fi
@@ -89,7 +90,7 @@ T0=$SECONDS
 echo "# bench/soak.sh --minutes $MINUTES --k8s-version $K8S_VERSION --from $OLD_REV --seed $SEED --nodes $NODES --rate $RATE --lifetime $LIFETIME --fault-gap $GAP_MIN-$GAP_MAX; $(date -u '+%F %H:%M UTC'); $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include bench || echo '+changes'); raw files: $OUT; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 CP=$WORK/cp
-"$K8S/kube-up" "$CP" --no-watch-cache >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
+"$K8S/kube-up" "$CP" --no-watch-cache >"$OUT/up.log" 2>&1 || { cat "$OUT/up.log" >&2; exit 1; }
 KC=$CP/kubeconfig
 KVER=$(sed -n "s/^export K8S_VERSION=//p" "$CP/env" | tr -d "'\"")
 APISERVER=$(. "$CP/env" && echo "${K8S_APISERVER#https://}")
@@ -150,7 +151,7 @@ start_replica soak-b new
 wait_ready soak-a
 wait_ready soak-b
 bin/e2eload sched-config --port "$FRONT" --qps 100 --tls-dir "$PWD/$TLS" >"$WORK/sched.json"
-"$K8S/kube-up" "$CP" --scheduler-config "$WORK/sched.json" >>"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; exit 1; }
+"$K8S/kube-up" "$CP" --scheduler-config "$WORK/sched.json" >>"$OUT/up.log" 2>&1 || { cat "$OUT/up.log" >&2; exit 1; }
 log "replicas on ${PORT[soak-a]} and ${PORT[soak-b]}, front $FRONT, proxy $PROXY; churn starts"
 ctl go
 T_GO=$SECONDS
@@ -169,11 +170,14 @@ fault() {
     term) v=$(leader); log "fault: SIGTERM the leader $v"; stop_replica "$v" TERM; start_replica "$v" "${BUILD[$v]}" ;;
     leader-freeze) v=$(leader); log "fault: SIGSTOP the leader $v for 25 s (lease 15 s)"
           kill -STOP "$(cat "$OUT/pid-$v")"; sleep 25; kill -CONT "$(cat "$OUT/pid-$v")" ;;
-    apiserver) log "fault: kube-apiserver restart"; "$K8S/kube-ctl" "$CP" restart-apiserver >>"$WORK/up.log" 2>&1 ;;
+    apiserver) log "fault: kube-apiserver restart"
+          "$K8S/kube-ctl" "$CP" restart-apiserver >>"$OUT/up.log" 2>&1 || { log "kube-ctl restart-apiserver failed; starting it again"
+            "$K8S/kube-ctl" "$CP" start-apiserver >>"$OUT/up.log" 2>&1 || log "kube-ctl start-apiserver failed too"; } ;;
     compact) log "fault: gpupack cut off the API server, etcd compacted, reconnect (410 -> relist)"
-          ctl partition on; sleep 5; "$K8S/kube-ctl" "$CP" compact-etcd >>"$WORK/up.log" 2>&1; ctl partition off ;;
-    scheduler) log "fault: kube-scheduler restart"; "$K8S/kube-ctl" "$CP" stop-scheduler >>"$WORK/up.log" 2>&1
-          sleep 3; "$K8S/kube-ctl" "$CP" start-scheduler >>"$WORK/up.log" 2>&1 ;;
+          ctl partition on; sleep 5; "$K8S/kube-ctl" "$CP" compact-etcd >>"$OUT/up.log" 2>&1 || log "kube-ctl compact-etcd failed"
+          ctl partition off ;;
+    scheduler) log "fault: kube-scheduler restart"; "$K8S/kube-ctl" "$CP" stop-scheduler >>"$OUT/up.log" 2>&1 || log "stop-scheduler failed"
+          sleep 3; "$K8S/kube-ctl" "$CP" start-scheduler >>"$OUT/up.log" 2>&1 || log "kube-ctl start-scheduler failed" ;;
     slow) log "fault: the API server answers gpupack 300 ms late for $SLOW s"; ctl slow 300; sleep "$SLOW"; ctl slow 0 ;;
   esac
   ctl fault-end "$kind"
