@@ -55,7 +55,7 @@
 #define ASSUMED_BOUND_S 135.0   /* --assume-ttl 120 s, swept every 30 s, + slack: no bind stays assumed longer */
 #define CLAIM_BOUND_S 95.0      /* a preemption claim: victims' grace (0 here, 30 when unknown) + 60 s wait + 5 s */
 #define PLAN_SLACK_S 5.0
-#define PROC_WARM_S 120.0      /* a process's own warm-up, left out of the growth figures */        /* a preemption past its deadline is ended within the 1-s sweep */
+#define PROC_WARM_S 180.0      /* a process's own warm-up, left out of the growth figures */        /* a preemption past its deadline is ended within the 1-s sweep */
 
 /* ------------------------------------------------------------ options --- */
 
@@ -1300,99 +1300,94 @@ static void sample(double t_rel, double window_s)
 }
 
 /* Growth per hour of a /proc figure over the current build's processes:
- * one slope shared by every process lifetime, each with its own level
- * (a pooled within-process regression), on samples after the warm-up and
- * after each process's own first PROC_WARM_S. Returns %/h of the mean; *ci the
- * 95 % half-width; *npts the samples used. */
+ * one slope shared by every process, each with its own level (a pooled
+ * within-process regression). Only samples after the run's warm-up and each
+ * process's own first PROC_WARM_S count, only processes with PROC_SPAN_S of
+ * such samples, and those are averaged per minute first (10-s samples of one
+ * process are not independent: a minute's mean is nearer to it). Returns %/h
+ * of the mean; *ci the 95 % half-width; *npts the minutes used; NAN when no
+ * process lived long enough. */
+#define PROC_SPAN_S 300.0
+#define BLOCK_S 60.0
+
+static double sval(const psample *y, int what)
+{
+    return what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
+}
+
 static double growth(int what, double warm, double *ci, size_t *npts, double *mean_out)
 {
-    /* per (replica, pid) means */
-    double sxx = 0, sxy = 0, sum_y = 0;
-    size_t n = 0, groups = 0;
+    /* minute means per process: (group, t, v) */
+    size_t cap = S.n + 1, nb = 0, groups = 0;
+    double *bt = xcalloc(cap, sizeof *bt), *bv = xcalloc(cap, sizeof *bv);
+    size_t *bg = xcalloc(cap, sizeof *bg);
     for (size_t a = 0; a < S.n; a++) {
-        psample *x = &S.s[a];
+        const psample *x = &S.s[a];
         bool first = true;
-        for (size_t b = 0; b < a; b++)
-            if (S.s[b].rep == x->rep && S.s[b].pid == x->pid) {
-                first = false;
-                break;
-            }
+        for (size_t b = 0; b < a && first; b++)
+            first = !(S.s[b].rep == x->rep && S.s[b].pid == x->pid);
         if (!first || !x->is_new)
             continue;
-        double start = x->t;   /* the process's first sample */
-        double mt = 0, my = 0;
-        size_t k = 0;
-        for (size_t b = a; b < S.n; b++) {
-            psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
-                continue;
-            double v = what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
-            mt += y->t;
-            my += v;
-            k++;
-        }
-        if (k < 3)
+        double from = x->t + PROC_WARM_S > warm ? x->t + PROC_WARM_S : warm, last = -1;
+        for (size_t b = a; b < S.n; b++)
+            if (S.s[b].rep == x->rep && S.s[b].pid == x->pid && S.s[b].t >= from)
+                last = S.s[b].t;
+        if (last < 0 || last - from < PROC_SPAN_S)
             continue;
-        mt /= (double)k;
-        my /= (double)k;
-        groups++;
+        size_t g = ++groups, b0 = nb;
+        double st = 0, sv = 0;
+        int k = 0, blk = 0;
         for (size_t b = a; b < S.n; b++) {
-            psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
+            const psample *y = &S.s[b];
+            if (y->rep != x->rep || y->pid != x->pid || y->t < from)
                 continue;
-            double v = what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
-            sxx += (y->t - mt) * (y->t - mt);
-            sxy += (y->t - mt) * (v - my);
-            sum_y += v;
-            n++;
-        }
-    }
-    *npts = n;
-    if (n < 5 || sxx <= 0) {
-        *ci = NAN;
-        *mean_out = NAN;
-        return NAN;
-    }
-    double slope = sxy / sxx, mean = sum_y / (double)n;
-    double ss = 0;
-    for (size_t a = 0; a < S.n; a++) {
-        psample *x = &S.s[a];
-        bool first = true;
-        for (size_t b = 0; b < a; b++)
-            if (S.s[b].rep == x->rep && S.s[b].pid == x->pid) {
-                first = false;
-                break;
+            int yb = (int)((y->t - from) / BLOCK_S);
+            if (yb != blk && k) {
+                bt[nb] = st / k, bv[nb] = sv / k, bg[nb++] = g;
+                st = sv = 0, k = 0;
             }
-        if (!first || !x->is_new)
-            continue;
-        double start = x->t, mt = 0, my = 0;
-        size_t k = 0;
-        for (size_t b = a; b < S.n; b++) {
-            psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
-                continue;
-            mt += y->t;
-            my += what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
-            k++;
+            blk = yb;
+            st += y->t, sv += sval(y, what), k++;
         }
-        if (k < 3)
-            continue;
-        mt /= (double)k;
-        my /= (double)k;
-        for (size_t b = a; b < S.n; b++) {
-            psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < warm || y->t < start + PROC_WARM_S)
-                continue;
-            double v = what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
-            double e = (v - my) - slope * (y->t - mt);
-            ss += e * e;
-        }
+        if (k)
+            bt[nb] = st / k, bv[nb] = sv / k, bg[nb++] = g;
+        (void)b0;
     }
-    double dof = (double)n - (double)groups - 1;
-    double se = dof > 0 ? sqrt(ss / dof / sxx) : NAN;
+    double sxx = 0, sxy = 0, sum = 0, ss = 0;
+    double *mt = xcalloc(groups + 1, sizeof *mt), *mv = xcalloc(groups + 1, sizeof *mv);
+    size_t *mk = xcalloc(groups + 1, sizeof *mk);
+    for (size_t i = 0; i < nb; i++)
+        mt[bg[i]] += bt[i], mv[bg[i]] += bv[i], mk[bg[i]]++;
+    for (size_t g = 1; g <= groups; g++)
+        if (mk[g])
+            mt[g] /= (double)mk[g], mv[g] /= (double)mk[g];
+    for (size_t i = 0; i < nb; i++) {
+        sxx += (bt[i] - mt[bg[i]]) * (bt[i] - mt[bg[i]]);
+        sxy += (bt[i] - mt[bg[i]]) * (bv[i] - mv[bg[i]]);
+        sum += bv[i];
+    }
+    double slope = sxx > 0 ? sxy / sxx : NAN;
+    for (size_t i = 0; i < nb && sxx > 0; i++) {
+        double e = (bv[i] - mv[bg[i]]) - slope * (bt[i] - mt[bg[i]]);
+        ss += e * e;
+    }
+    double dof = (double)nb - (double)groups - 1;
+    double mean = nb ? sum / (double)nb : NAN;
+    /* Student's t for small samples (95 %, two-sided), 1.96 from 30 on */
+    static const double tq[] = {0, 12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23,
+                                2.20, 2.18, 2.16, 2.14, 2.13, 2.12, 2.11, 2.10, 2.09, 2.09};
+    double t95 = dof >= 30 ? 1.96 : dof >= 21 ? 2.06 : dof >= 1 ? tq[(int)dof] : NAN;
+    double se = dof > 0 && sxx > 0 ? sqrt(ss / dof / sxx) : NAN;
+    *npts = nb;
     *mean_out = mean;
-    *ci = mean > 0 ? 1.96 * se * 3600 / mean * 100 : NAN;
-    return mean > 0 ? slope * 3600 / mean * 100 : NAN;
+    *ci = mean > 0 ? t95 * se * 3600 / mean * 100 : NAN;
+    free(bt);
+    free(bv);
+    free(bg);
+    free(mt);
+    free(mv);
+    free(mk);
+    return mean > 0 && dof > 0 ? slope * 3600 / mean * 100 : NAN;
 }
 
 /* ------------------------------------------------------------ routing --- */
@@ -1725,18 +1720,25 @@ static int cmd_run(int argc, char **argv)
     json_dump_file(rep, path, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
     json_decref(rep);
 
+    char gtext[3][96];
+    for (int w = 0; w < 3; w++) {
+        if (isnan(gr[w]) || isnan(ci[w]))
+            snprintf(gtext[w], sizeof gtext[w], "unmeasured: no process of the current build ran %.0f s past the "
+                     "warm-ups", PROC_SPAN_S);
+        else
+            snprintf(gtext[w], sizeof gtext[w], "%+.2f %%/h +-%.2f: %s", gr[w], ci[w], verdict[w]);
+    }
     printf("faults: %d, each converged (every replica's /inspect = the annotations) within %.0f s of its end "
            "(bound %.0f s); longest divergence outside faults %.0f s\n", F.n, max_conv, opt.converge_bound, maxdiv);
     printf("fit -> bound (outside faults): p50 %.1f s, p99 %.1f s, max %.1f s over %zu pods (bound %.0f s)\n", w50, w99,
            wmax, M.nwaits, opt.bind_bound);
-    printf("growth after %.0f s warm-up (and each process's first %.0f s), limit %.1f %%/h: RSS %+.2f %%/h (95 %% CI "
-           "+-%.2f, mean %.1f MiB, %zu samples): %s; fds %+.2f %%/h (+-%.2f, mean %.1f): %s; threads %+.2f %%/h (+-%.2f): "
-           "%s\n", warm, PROC_WARM_S, opt.growth_max, gr[0], ci[0], mean[0], np[0], verdict[0], gr[1], ci[1], mean[1],
-           verdict[1], gr[2], ci[2], verdict[2]);
+    printf("growth (95 %% CI) after the run's first %.0f s and each process's first %.0f s, over %zu process-minutes, "
+           "limit %.1f %%/h: RSS %s (mean %.1f MiB); fds %s (mean %.1f); threads %s\n", warm, PROC_WARM_S, np[0],
+           opt.growth_max, gtext[0], mean[0], gtext[1], mean[1], gtext[2]);
     printf("soak %s: %.1f min, %ld pods created, %ld binds, %d faults, over-commit %ld, bound twice %ld, bad "
-           "assignments %ld, stuck %ld, diverged %ld, TTL %ld, growth %ld (RSS %+.1f+-%.1f %%/h %s, fds %+.1f+-%.1f %%/h %s)\n",
+           "assignments %ld, stuck %ld, diverged %ld, TTL %ld, growth %ld (RSS %s, fds %s)\n",
            total ? "FAIL" : "PASS", t_end / 60, atomic_load(&C.created), M.bound_total, F.n, M.overcommit, M.rebound,
-           M.badassign, M.stuck, M.diverged, M.ttl, M.proc, gr[0], ci[0], verdict[0], gr[1], ci[1], verdict[1]);
+           M.badassign, M.stuck, M.diverged, M.ttl, M.proc, gtext[0], gtext[1]);
 
     fclose(cf);
     fclose(S.proc);

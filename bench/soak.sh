@@ -233,6 +233,9 @@ crashes=$(wc -l <"$OUT/crashes" 2>/dev/null || echo 0)
 [ "$crashes" -gt 0 ] && rc=1
 relists=$(cat "$OUT"/gpupack-soak-*.log | grep -c "expired (410)\|answered HTTP 410" || true)
 sched_err=$(grep -c '^E' "$CP/logs/kube-scheduler.log" || true)
+# what kube-scheduler complained about, by kind (the text up to the first quote or colon)
+grep '^E' "$CP/logs/kube-scheduler.log" | cut -d']' -f2- | sed 's/["(:].*//' | sort | uniq -c | sort -rn | head -8 \
+  >"$OUT/sched-errors.txt" || true
 
 # -------------------------------------------------------------------- plot --
 if command -v gnuplot >/dev/null; then
@@ -267,6 +270,8 @@ fi
   column -t -s, "$OUT/faults.csv"
   echo
   echo "relists after 410 in the gpupack logs: $relists; kube-scheduler error lines: $sched_err; replicas that exited by themselves: $crashes"
+  echo "kube-scheduler's error lines by kind:"
+  cat "$OUT/sched-errors.txt"
   echo
   echo "samples every 10 s (cluster.csv, one line a minute):"
   awk -F, 'NR==1 || (NR-2) % 6 == 0' "$OUT/cluster.csv" | column -t -s,
