@@ -1008,9 +1008,15 @@ static void check_replica(int r)
             since = xmalloc(sizeof *since);
             *since = now;
             strmap_put(rc->assumed, key, since);
-        } else if (now - *since > ASSUMED_BOUND_S && *since > 0) {
-            violation("ttl", &M.ttl, "%s: %s assumed (bind in flight) for %.0f s", rp->name, key, now - *since);
-            *since = -1;   /* once */
+        } else if (*since > 0 && !F.active) {
+            /* a Binding whose outcome is unknown stays assumed until a GET settles it, which
+             * needs the API server: the clock runs from the end of the last fault */
+            double from = *since > F.quiet_since ? *since : F.quiet_since;
+            if (now - from > ASSUMED_BOUND_S) {
+                violation("ttl", &M.ttl, "%s: %s assumed (bind in flight) for %.0f s outside faults", rp->name, key,
+                          now - from);
+                *since = -1;   /* once */
+            }
         }
     }
     it = 0;

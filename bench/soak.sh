@@ -234,7 +234,7 @@ crashes=$(wc -l <"$OUT/crashes" 2>/dev/null || echo 0)
 relists=$(cat "$OUT"/gpupack-soak-*.log | grep -c "expired (410)\|answered HTTP 410" || true)
 sched_err=$(grep -c '^E' "$CP/logs/kube-scheduler.log" || true)
 # what kube-scheduler complained about, by kind (the text up to the first quote or colon)
-grep '^E' "$CP/logs/kube-scheduler.log" | cut -d']' -f2- | sed 's/["(:].*//' | sort | uniq -c | sort -rn | head -8 \
+grep '^E' "$CP/logs/kube-scheduler.log" | cut -d']' -f2- | sed 's/^ *"//; s/["(:=].*//' | sort | uniq -c | sort -rn | head -8 \
   >"$OUT/sched-errors.txt" || true
 
 # -------------------------------------------------------------------- plot --
