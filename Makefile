@@ -8,6 +8,9 @@
 #                   KUBEBUILDER_ASSETS; E2E="basic restart" runs only those; K8S_VERSION=1.36
 #                   the other Kubernetes; test/e2e/README.md)
 #   make e2e-versions   the same on every version CI runs (1.26 and 1.36)
+#   make soak       bench/soak.sh --minutes 10: churn, faults and a rolling upgrade on the real
+#                   control plane, checked all the time (K8S_VERSION=1.36 the other Kubernetes;
+#                   docs/reliability.md); not part of `make test`
 #   make install PREFIX=/usr/local   bin/gpupack and the kubectl plugin kubectl-gpupack
 #   make image      the container image gpupack:latest (IMAGE=...) with docker, podman or
 #                   buildah; its SBOM in build/sbom.txt (scripts/image.sh, docs/deploy.md)
@@ -71,7 +74,7 @@ E2E_SRC := $(wildcard test/e2e/e2e_*.c)
 E2E_SUP := $(filter-out $(E2E_SRC),$(wildcard test/e2e/*.c))
 E2E_OBJ := $(E2E_SRC:test/%.c=$(BUILD)/%.o) $(E2E_SUP:test/%.c=$(BUILD)/%.o)
 
-.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e e2e-versions install fuzz fuzz-short fuzz-long FORCE
+.PHONY: all build deps run test test-plain test-san valgrind bench clean e2e e2e-versions soak install fuzz fuzz-short fuzz-long FORCE
 # deps first, then a fresh make so that pkg-config sees libraries deps.sh just installed
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -145,6 +148,10 @@ E2E_K8S_VERSIONS ?= 1.26 1.36
 e2e-versions:
 	@rc=0; for v in $(E2E_K8S_VERSIONS); do echo "== e2e on Kubernetes $$v"; \
 	  K8S_VERSION=$$v $(MAKE) --no-print-directory e2e || rc=1; done; exit $$rc
+
+# the soak's 10-minute variant (bench/soak.sh builds what it needs)
+soak: deps
+	bench/soak.sh --minutes 10 $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 run: all
 	bin/gpupack serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765
