@@ -151,7 +151,7 @@ e2e-versions:
 
 # the soak's 10-minute variant (bench/soak.sh builds what it needs)
 soak: deps
-	bench/soak.sh --minutes 10 $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+	bench/soak.sh --minutes 10 $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(SOAK_ARGS)
 
 run: all
 	bin/gpupack serve --cluster examples/cluster.yaml --policies policies --listen 127.0.0.1:8765
