@@ -266,17 +266,6 @@ END_TEST
  * fake API server, leader election, policies), is among the families the scan
  * found: a name the scan cannot see (built at run time) fails here. Every
  * family the scan found is served too. */
-/* Reads the server's log to its end so that the server never blocks on it.
- * A thread, not a child process: a forked child would leave the parent's
- * allocations behind at its exit, which valgrind reports as leaks. */
-static void *drain_log(void *arg)
-{
-    char l[1024];
-    while (fgets(l, sizeof l, (FILE *)arg))
-        ;
-    return NULL;
-}
-
 START_TEST(served_families_are_the_scanned_ones)
 {
     gp_fakeapi *f = fakeapi_start();
@@ -286,20 +275,14 @@ START_TEST(served_families_are_the_scanned_ones)
     const char *args[] = {"--kubeconfig", kc, "--policies", "policies", "--listen",
                           "127.0.0.1:0", "--log-level", "info", "--leader-elect",
                           "--leader-elect-identity", "docs-test", NULL};
-    int port;
-    FILE *log;
-    pid_t pid = tu_serve(args, &port, &log);
-    pthread_t reader;
-    ck_assert_int_eq(pthread_create(&reader, NULL, drain_log, log), 0);
+    tu_server s;
+    tu_server_start(&s, args);
     char url[96];
     long st;
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", s.port);
     char *page = tu_http("GET", url, NULL, &st);
     ck_assert_int_eq(st, 200);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    pthread_join(reader, NULL);   /* the log ends with the server */
-    fclose(log);
+    tu_server_stop(&s);
     unlink(kc);
     fakeapi_stop(f);
 

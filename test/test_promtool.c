@@ -23,33 +23,15 @@ static bool have_promtool(void)
     return false;
 }
 
-/* Starts `gpupack serve ARGS --listen 127.0.0.1:0` and reads its port from
- * the log line "listening on ... (port N)". */
-static pid_t serve(const char *const *args, int *port)
+/* Starts `gpupack serve ARGS --listen 127.0.0.1:0 --log-level info`. */
+static void serve(tu_server *s, const char *const *args)
 {
     const char *argv[15] = {"--listen", "127.0.0.1:0", "--log-level", "info"};
     int n = 4;
     for (int i = 0; args[i] && n < 13; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    FILE *f;
-    pid_t pid = tu_serve(argv, port, &f);
-    char line[1024];
-    /* keep reading the log in the background so the server never blocks on it */
-    if (fork() == 0) {
-        while (fgets(line, sizeof line, f))
-            ;
-        _exit(0);
-    }
-    fclose(f);
-    return pid;
-}
-
-static void stop(pid_t pid)
-{
-    kill(pid, SIGTERM);
-    int st;
-    waitpid(pid, &st, 0);
+    tu_server_start(s, argv);
 }
 
 /* Runs a shell command; returns its exit status, output in out. */
@@ -139,16 +121,16 @@ START_TEST(embedded_metrics_pass_promtool)
     if (!have_promtool())
         return;
     const char *args[] = {"--cluster", "examples/cluster.yaml", "--policies", "policies", NULL};
-    int port;
-    pid_t pid = serve(args, &port);
+    tu_server s;
+    serve(&s, args);
     char url[96];
     long st;
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/filter", port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/filter", s.port);
     char *body = tu_read_text("examples/filter-request.json");
     free(tu_http("POST", url, body, &st));
     free(body);
-    free(check_metrics(port, "gpupack_policy_loads_total"));
-    stop(pid);
+    free(check_metrics(s.port, "gpupack_policy_loads_total"));
+    tu_server_stop(&s);
 }
 END_TEST
 
@@ -160,12 +142,12 @@ START_TEST(live_metrics_pass_promtool)
     char kc[64];
     tu_kubeconfig(fakeapi_url(f), kc, sizeof kc);
     const char *args[] = {"--kubeconfig", kc, "--policies", "policies", NULL};
-    int port;
-    pid_t pid = serve(args, &port);
-    char *m = check_metrics(port, "gpupack_events_total");
+    tu_server s;
+    serve(&s, args);
+    char *m = check_metrics(s.port, "gpupack_events_total");
     check_dashboard(m);
     free(m);
-    stop(pid);
+    tu_server_stop(&s);
     unlink(kc);
     fakeapi_stop(f);
 }

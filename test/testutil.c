@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 gp_node *tu_node(const char *name, int n, const int64_t *mem, const int64_t *used_mem,
@@ -163,4 +165,26 @@ pid_t tu_serve(const char *const *args, int *port, FILE **log)
     ck_assert_msg(*port > 0, "the server never said where it listens");
     *log = f;
     return pid;
+}
+
+static void *drain(void *arg)
+{
+    char l[1024];
+    while (fgets(l, sizeof l, (FILE *)arg))
+        ;
+    return NULL;
+}
+
+void tu_server_start(tu_server *s, const char *const *args)
+{
+    s->pid = tu_serve(args, &s->port, &s->log);
+    ck_assert_int_eq(pthread_create(&s->reader, NULL, drain, s->log), 0);
+}
+
+void tu_server_stop(tu_server *s)
+{
+    kill(s->pid, SIGTERM);
+    waitpid(s->pid, NULL, 0);
+    pthread_join(s->reader, NULL);   /* the log ends with the server */
+    fclose(s->log);
 }

@@ -3,6 +3,7 @@
 #define GP_TESTUTIL_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -38,5 +39,18 @@ void tu_kubeconfig(const char *url, char *path, size_t len);
  * caller reads or fcloses it; a server writing to a full pipe blocks). Fails
  * the test if GPUPACK_BIN is unset or the server never says where it listens. */
 pid_t tu_serve(const char *const *args, int *port, FILE **log);
+
+/* A served gpupack whose log a thread reads to its end (so the server never
+ * blocks on it). A thread, not a child process: a forked child would carry
+ * the parent's allocations (an in-process fake API server's) to its exit,
+ * where valgrind reports them as lost. */
+typedef struct tu_server {
+    pid_t pid;
+    int port;
+    FILE *log;
+    pthread_t reader;
+} tu_server;
+void tu_server_start(tu_server *s, const char *const *args);
+void tu_server_stop(tu_server *s);   /* SIGTERM, reap, join the reader */
 
 #endif
