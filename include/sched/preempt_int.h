@@ -218,7 +218,7 @@ long pre_on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const gp_p
 
 /* preempt_consol.c: consolidation */
 void pre_release_unmoved(gp_preempt *p, plan *pl);
-long pre_try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_req *req,
+long pre_try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_prio *pp, const gp_pod_req *req,
                          const gp_policy_view *view, gp_policy_set *set,
                          const char *const *nodes, const bool *unresolvable, size_t n,
                          char *reason, size_t len);

@@ -224,16 +224,14 @@ static int hold_places(gp_preempt *p, const cworld *w, const gp_consol_plan *cp,
  * not help: move a few pods of the same or lower priority whose controllers
  * recreate them (docs/consolidation.md). Returns the index of the node the
  * pod waits for, or -1. Called with p->mu held. */
-long pre_try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_req *req,
+long pre_try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_prio *pp, const gp_pod_req *req,
                          const gp_policy_view *view, gp_policy_set *set,
                          const char *const *nodes, const bool *unresolvable, size_t n,
                          char *reason, size_t len)
 {
     if (!view->consol.enabled || req->dra)
         return -1;   /* a claim pod's devices are the allocator's to choose */
-    gp_pod_prio pp;
-    podprio_decode(pod, &pp);
-    if (pp.deletion_ns)
+    if (pp->deletion_ns)
         return -1;
     cworld w = {0};
     cworld_build(p, req, view, set, nodes, unresolvable, n, &w);

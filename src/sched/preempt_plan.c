@@ -542,7 +542,7 @@ long pre_on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const gp_p
     at = pre_index_of(nodes, n, pl->node);
     goto out;
 consolidate:   /* preemption does not apply: moving pods may */
-    at = pre_try_consolidate(p, pod, req, view, set, nodes, unresolvable, n, reason, len);
+    at = pre_try_consolidate(p, pod, &pp, req, view, set, nodes, unresolvable, n, reason, len);
 out:
     pthread_mutex_unlock(&p->mu);
     return at;
