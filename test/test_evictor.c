@@ -123,6 +123,37 @@ START_TEST(nominate_and_touch)
     ck_assert_int_eq(evictor_nudge(x.k, "ml", "pre", "uid-pre", 5, &err), -1);
     fakeapi_fail(x.f, "PATCH", "/pods/pre", 404, 1);
     ck_assert_int_eq(evictor_nudge(x.k, "ml", "pre", "uid-pre", 5, &err), 1);
+    /* the nudge from 1.32: a condition on the status, a strategic merge patch
+     * (it merges by type: kube-scheduler's PodScheduled stays) */
+    fakeapi_fail(x.f, "PATCH", "/status", 200, 1);
+    ck_assert_int_eq(evictor_nudge_status(x.k, "ml", "pre", "uid-pre", "GPU 0 is held", true, 5, &err), 0);
+    gp_fake_req r;
+    ck_assert_int_eq(fakeapi_request(x.f, fakeapi_request_count(x.f) - 1, &r), 0);
+    ck_assert_str_eq(r.url, "/api/v1/namespaces/ml/pods/pre/status");
+    ck_assert_str_eq(r.content_type, "application/strategic-merge-patch+json");
+    fakeapi_req_clear(&r);
+    b = last_body(&x, url, sizeof url);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "metadata"), "uid")), "uid-pre");
+    json_t *c = json_array_get(json_object_get(json_object_get(b, "status"), "conditions"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "type")), GP_HELD_CONDITION);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "status")), "True");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "message")), "GPU 0 is held");
+    const char *probe = json_string_value(json_object_get(c, "lastProbeTime"));
+    ck_assert_msg(probe && strlen(probe) == 20 && probe[19] == 'Z', "%s", probe ? probe : "(none)");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "lastTransitionTime")), probe);
+    json_decref(b);
+    /* a later nudge leaves the transition time as it was */
+    fakeapi_fail(x.f, "PATCH", "/status", 200, 1);
+    ck_assert_int_eq(evictor_nudge_status(x.k, "ml", "pre", "uid-pre", "GPU 0 is held", false, 5, &err), 0);
+    b = last_body(&x, url, sizeof url);
+    c = json_array_get(json_object_get(json_object_get(b, "status"), "conditions"), 0);
+    ck_assert_ptr_null(json_object_get(c, "lastTransitionTime"));
+    ck_assert_ptr_nonnull(json_object_get(c, "lastProbeTime"));
+    json_decref(b);
+    fakeapi_fail(x.f, "PATCH", "/status", 403, 1);
+    ck_assert_int_eq(evictor_nudge_status(x.k, "ml", "pre", "uid-pre", "m", false, 5, &err), 2);
+    fakeapi_fail(x.f, "PATCH", "/status", 422, 1);
+    ck_assert_int_eq(evictor_nudge_status(x.k, "ml", "pre", "uid-pre", "m", false, 5, &err), 1);
     env_down(&x);
 }
 END_TEST

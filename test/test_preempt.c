@@ -27,15 +27,23 @@ typedef struct fake_io {
     int nevents;
     char events[32][400];              /* "Reason pod: message" */
     int nnudge;
+    bool nudge_first;                  /* the last nudge's words */
+    char nudge_msg[400];
+    int nudge_answer;                  /* what f_nudge answers (0 done, 2 not allowed) */
 } fake_io;
 
-static int f_nudge(void *ud, const char *ns, const char *name, const char *uid, gp_err *err)
+static int f_nudge(void *ud, const char *ns, const char *name, const char *uid, const char *msg,
+                   bool first, gp_err *err)
 {
     fake_io *io = ud;
     if (io->api_down)
         return gp_fail(err, "connection refused");
     io->nnudge++;
-    return 0;
+    io->nudge_first = first;
+    gp_strlcpy(io->nudge_msg, msg, sizeof io->nudge_msg);
+    if (io->nudge_answer == 2)
+        gp_fail(err, "pods is forbidden");
+    return io->nudge_answer;
 }
 
 static gp_evict_outcome f_evict(void *ud, const char *ns, const char *name, const char *uid,
@@ -80,11 +88,14 @@ typedef struct world {
     fake_io io;
 } world;
 
+static double renudge_s;   /* the next world's (0: the default) */
+
 static world *world_new(double wait_s)
 {
     world *w = xcalloc(1, sizeof *w);
     w->c = cluster_new();
-    gp_preempt_config pc = {.io = {&w->io, f_evict, f_nominate, f_event, f_nudge}, .wait_s = wait_s};
+    gp_preempt_config pc = {.io = {&w->io, f_evict, f_nominate, f_event, f_nudge},
+                            .wait_s = wait_s, .renudge_s = renudge_s};
     w->p = preempt_new(w->c, &pc);
     gp_extender_config ec = {.preempt = preempt_hooks(w->p)};
     w->e = extender_new(w->c, &ec);
@@ -514,6 +525,84 @@ START_TEST(reservation_ends)
 }
 END_TEST
 
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* The issue's scene with re-nudges 0.05 s apart, the nudge answered `answer`:
+ * urgent's victim is evicted and gone, and urgent nudged once (*pre: urgent). */
+static world *nudged_scene(int answer, json_t **pre)
+{
+    renudge_s = 0.05;
+    world *w = issue_scene(60);
+    renudge_s = 0;
+    w->io.nudge_answer = answer;
+    *pre = pod_json("urgent", 1000, NULL, G, 1, NULL, NULL);
+    json_decref(filter(w, *pre, N1));
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 1);
+    pod_gone(w, "whole");
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 1);
+    ck_assert(w->io.nudge_first);
+    return w;
+}
+
+/* A preemptor still unbound after its nudge is nudged again, at doubling
+ * gaps, RENUDGES_MAX times; not once it is bound, nor after a 403. */
+START_TEST(renudge_while_unbound)
+{
+    json_t *pre;
+    world *w = nudged_scene(0, &pre);
+    ck_assert_msg(strstr(w->io.nudge_msg, "GPU 0 (16384 MiB) on n1 is free and held for this pod"),
+                  "%s", w->io.nudge_msg);
+    /* gaps 0.05, 0.1, 0.2 s: each sleep is past the next one */
+    const double gaps[] = {0.06, 0.11, 0.21};
+    for (int i = 0; i < 3; i++) {
+        sleep_s(gaps[i]);
+        preempt_tick(w->p);
+        ck_assert_int_eq(w->io.nnudge, 2 + i);
+        ck_assert(!w->io.nudge_first);
+    }
+    sleep_s(0.5);   /* past a fourth gap (0.4 s): three re-nudges at most */
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 4);
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    ck_assert_int_eq(st.nudges, 1);
+    ck_assert_int_eq(st.renudges, 3);
+    gp_buf m;
+    gp_buf_init(&m, 1 << 20);
+    preempt_metrics(w->p, &m);
+    ck_assert_msg(strstr(m.data, "gpupack_preemption_nudges_total{kind=\"again\"} 3"), "%s", m.data);
+    gp_buf_free(&m);
+    json_decref(pre);
+    world_free(w);
+
+    /* bound after its first nudge: no second one */
+    w = nudged_scene(0, &pre);
+    json_t *ans = filter(w, pre, N1);
+    ck_assert(fits(ans, "n1"));
+    json_decref(ans);
+    ck_assert(bind(w, "urgent", "n1"));
+    sleep_s(0.1);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 1);
+    json_decref(pre);
+    world_free(w);
+
+    /* not allowed (RBAC): no second try */
+    w = nudged_scene(2, &pre);
+    sleep_s(0.1);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nnudge, 1);
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
 /* An API server outage: nothing is evicted until it answers; the claim holds. */
 START_TEST(api_outage_retries)
 {
@@ -846,6 +935,7 @@ Suite *suite_preempt(void)
     tcase_add_test(t, pdb_and_429);
     tcase_add_test(t, reservation_ends);
     tcase_add_test(t, api_outage_retries);
+    tcase_add_test(t, renudge_while_unbound);
     tcase_add_test(t, restart_rebuilds_reservation);
     tcase_add_test(t, waiting_needs_nomination);
     tcase_add_test(t, preempt_verb);

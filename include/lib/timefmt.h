@@ -2,6 +2,7 @@
 #ifndef GP_TIMEFMT_H
 #define GP_TIMEFMT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lib/util.h"
@@ -11,5 +12,8 @@
  * is NULL, not such a time, or outside what int64_t nanoseconds hold
  * (1677..2262). */
 int gp_rfc3339_parse(const char *s, int64_t *ns) GP_WUR;
+/* Unix nanoseconds -> "2024-05-01T12:00:00Z" (whole seconds, UTC, as metav1.Time
+ * is written); out holds at least 21 bytes. */
+void gp_rfc3339_format(int64_t ns, char *out, size_t len);
 
 #endif

@@ -7,6 +7,10 @@
 #ifndef GP_EVICTOR_H
 #define GP_EVICTOR_H
 
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "kube/kube.h"
 #include "lib/util.h"
 
@@ -38,5 +42,18 @@ int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *u
  * lacks pods patch, components/requeue-rbac), -1 to retry (err says why). */
 int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
                   gp_err *err);
+
+/* The preemptor's nudge where kube-scheduler has queueing hints (1.32+), which
+ * wakes a parked pod on any new resourceVersion of it, status included: the
+ * pod condition GP_HELD_CONDITION (True, reason VictimsGone, msg) through a
+ * strategic merge patch of pods/status -- which gpupack may patch already to
+ * nominate (no cluster-wide pods patch) -- its lastProbeTime now, and with
+ * first its lastTransitionTime too. Returns as evictor_nudge (2: RBAC lacks
+ * pods/status patch). */
+#define GP_HELD_CONDITION "gpupack.io/GPUShareHeld"
+int evictor_nudge_status(gp_kube *k, const char *ns, const char *name, const char *uid,
+                         const char *msg, bool first, double timeout_s, gp_err *err);
+/* That patch's body without the uid (owned). Pure. */
+json_t *evictor_held_condition(const char *msg, bool first, int64_t now_ns);
 
 #endif

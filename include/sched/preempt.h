@@ -61,15 +61,19 @@ typedef struct gp_preempt_io {
     void (*event)(void *ud, const char *ns, const char *name, const char *uid, bool warning,
                   const char *reason, const char *msg);
     /* The victims are gone: make kube-scheduler retry the preemptor now (an
-     * update of its metadata; evictor_nudge) where it would not by itself.
-     * 0 done (or not needed), 1 gone, 2 not allowed, -1 retry. */
-    int (*nudge)(void *ud, const char *ns, const char *name, const char *uid, gp_err *err);
+     * update of the pod: evictor_nudge, evictor_nudge_status). msg says what
+     * is held for it; first: the first nudge of this plan (else it is still
+     * unbound renudge_s... later). 0 done, 1 gone, 2 not allowed, -1 retry. */
+    int (*nudge)(void *ud, const char *ns, const char *name, const char *uid, const char *msg,
+                 bool first, gp_err *err);
 } gp_preempt_io;
 
 typedef struct gp_preempt_config {
     gp_preempt_io io;
     double wait_s;        /* a claim outlives its victims' grace period by this much (default 60) */
     double tick_s;        /* worker period (default 0.2) */
+    double renudge_s;     /* a preemptor still unbound this long after its nudge is nudged
+                           * again, then after twice as long... (default 5; RENUDGES_MAX) */
     int search_budget;    /* feasibility checks per node (pack/victims.h; default 2048) */
 } gp_preempt_config;
 
@@ -112,6 +116,7 @@ typedef struct gp_preempt_stats {
     unsigned long victims;        /* pods evicted (or found gone) for a preemptor */
     unsigned long bound, deleted, expired, replanned, failed;   /* how claims ended */
     unsigned long evict_blocked, evict_retry, evict_refused;
+    unsigned long nudges, renudges;   /* preemptors told their share is free; told again */
     unsigned long active;         /* claims held now */
     /* consolidation (docs/consolidation.md) */
     unsigned long c_started;      /* plans that move at least one pod */

@@ -38,6 +38,9 @@
 #define CANDIDATES_MIN 100         /* kube-scheduler's minCandidateNodesAbsolute ... */
 #define CANDIDATES_PCT 10          /* ... and minCandidateNodesPercentage */
 #define BACKOFF_MAX_S 10.0
+#define RENUDGE_DEFAULT_S 5.0      /* a preemptor still unbound this long after its nudge is
+                                    * nudged again; the gap doubles ... */
+#define RENUDGES_MAX 3             /* ... this many times at most */
 #define MSG_MAX 1024               /* an Event message (the API server's limit) */
 
 /* ------------------------------------------------------------ state -- */
@@ -96,7 +99,9 @@ typedef struct plan {
     int nblocked;
     char blocked[BLOCKED_MAX][GP_UID_MAX];
     bool warned_nominate;
-    bool nudged;                  /* the pod was told its victims are gone */
+    bool nudged;                  /* the pod was told its victims are gone ... */
+    int renudges;                 /* ... and told again this many times (still unbound) */
+    double nudged_at;             /* monotonic time of the last nudge */
     bool consol;                  /* consolidation: the victims move (held places), not preempted */
 } plan;
 
@@ -128,6 +133,7 @@ struct gp_preempt {
     pthread_cond_t cv;
     atomic_ulong started_n, waits, victims, bound, deleted, expired, replanned, failed;
     atomic_ulong evict_blocked, evict_retry, evict_refused;
+    atomic_ulong nudged_n, renudged;
     /* consolidation */
     gp_ledger *ledger;            /* recent moves: per-namespace budget, controllers' cool-down */
     strmap *held;                 /* claim key -> held */

@@ -314,12 +314,19 @@ static int preempt_nominate(void *ud, const char *ns, const char *name, const ch
     return evictor_nominate(live_kube(a->live), ns, name, uid, node, 10, err);
 }
 
-static int preempt_nudge(void *ud, const char *ns, const char *name, const char *uid, gp_err *err)
+static int preempt_nudge(void *ud, const char *ns, const char *name, const char *uid,
+                         const char *msg, bool first, gp_err *err)
 {
     app *a = ud;
-    if (!live_scheduler_parks(a->live))
-        return 0;   /* kube-scheduler retries the pod on its victims' deletion by itself */
-    return evictor_nudge(live_kube(a->live), ns, name, uid, 10, err);
+    /* on every version: kube-scheduler retries the pod on its own informer's
+     * word of the victims' deletion, which may come before gpupack's watch
+     * shows it; gpupack then refuses the pod from the older state, and nothing
+     * else would wake it before kube-scheduler's 5-minute flush. Before 1.32
+     * only a change of the pod's metadata wakes it (components/requeue-rbac);
+     * from 1.32 a status condition does (pods/status: the base RBAC) */
+    if (live_scheduler_parks(a->live))
+        return evictor_nudge(live_kube(a->live), ns, name, uid, 10, err);
+    return evictor_nudge_status(live_kube(a->live), ns, name, uid, msg, first, 10, err);
 }
 
 static void preempt_event(void *ud, const char *ns, const char *name, const char *uid, bool warning,

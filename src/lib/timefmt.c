@@ -44,3 +44,13 @@ int gp_rfc3339_parse(const char *s, int64_t *ns)
     *ns = sec * 1000000000 + frac;
     return 0;
 }
+
+void gp_rfc3339_format(int64_t ns, char *out, size_t len)
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+        if (len)
+            out[0] = '\0';
+    }
+}

@@ -10,6 +10,7 @@
 
 #include "lib/log.h"
 #include "lib/metrics.h"
+#include "lib/timefmt.h"
 
 #define EVENTS_BURST 25.0                 /* client-go: spam filter burst ... */
 #define EVENTS_REFILL_S 300.0             /* ... and one token per 5 minutes */
@@ -130,19 +131,11 @@ void events_agg_free(events_agg *a)
     free(a);
 }
 
-static void rfc3339(int64_t ns, char *out, size_t len)
-{
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static json_t *event_object(const events_agg *a, const events_occurrence *o, const char *name,
                             const char *msg, int64_t now_ns)
 {
     char ts[32];
-    rfc3339(now_ns, ts, sizeof ts);
+    gp_rfc3339_format(now_ns, ts, sizeof ts);
     return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:{s:s},"
                      "s:s,s:s,s:s,s:s,s:i}",
                      "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
@@ -208,7 +201,7 @@ void events_agg_record(events_agg *a, const events_occurrence *o, int64_t now_ns
     if (found) {
         e->count++;
         char ts[32];
-        rfc3339(now_ns, ts, sizeof ts);
+        gp_rfc3339_format(now_ns, ts, sizeof ts);
         out->action = EVENTS_PATCH;
         gp_strlcpy(out->name, en->name, sizeof out->name);
         out->body = json_pack("{s:i,s:s,s:s}", "count", e->count, "lastTimestamp", ts, "message",

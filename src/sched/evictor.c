@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/timefmt.h"
 #include "sched/requeue.h"
 
 static char *dump(json_t *j)
@@ -59,12 +60,13 @@ done:
     return out;
 }
 
-/* One merge patch of a pod (sub NULL, or "status") with its uid as a
- * precondition. Returns 0 done, 1 gone or another pod (404, 409, 422),
- * 2 refused (401, 403), -1 to retry; err says why. */
+/* One patch of a pod (sub NULL, or "status"; a merge patch, or a strategic
+ * one when strategic) with its uid as a precondition. Returns 0 done, 1 gone
+ * or another pod (404, 409, 422), 2 refused (401, 403), -1 to retry; err says
+ * why. */
 static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *uid,
-                     const char *sub, json_t *patch, const char *what, double timeout_s,
-                     gp_err *err)
+                     const char *sub, bool strategic, json_t *patch, const char *what,
+                     double timeout_s, gp_err *err)
 {
     if (uid && *uid) {
         json_t *md = json_object_get(patch, "metadata");
@@ -78,8 +80,9 @@ static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *u
     gp_err e;
     int rc;
     char msg[300];
-    if (kube_request(k, "PATCH", path, "application/merge-patch+json", body, timeout_s, NULL, &r,
-                     &e) < 0) {
+    const char *ctype = strategic ? "application/strategic-merge-patch+json"
+                                  : "application/merge-patch+json";
+    if (kube_request(k, "PATCH", path, ctype, body, timeout_s, NULL, &r, &e) < 0) {
         rc = gp_fail(err, "%s pod %s/%s: %s", what, ns, name, e.msg);
     } else if (r.status == 200) {
         rc = 0;
@@ -102,7 +105,7 @@ int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *u
     json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
     if (!patch)
         abort();
-    return patch_pod(k, ns, name, uid, "status", patch, "nominate", timeout_s, err);
+    return patch_pod(k, ns, name, uid, "status", false, patch, "nominate", timeout_s, err);
 }
 
 int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
@@ -113,5 +116,25 @@ int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid,
     free(text);
     if (!patch)
         abort();
-    return patch_pod(k, ns, name, NULL, NULL, patch, "touch", timeout_s, err);
+    return patch_pod(k, ns, name, NULL, NULL, false, patch, "touch", timeout_s, err);
+}
+
+json_t *evictor_held_condition(const char *msg, bool first, int64_t now_ns)
+{
+    char ts[32];
+    gp_rfc3339_format(now_ns, ts, sizeof ts);
+    json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", GP_HELD_CONDITION, "status", "True",
+                          "reason", "VictimsGone", "message", msg, "lastProbeTime", ts);
+    if (!c)
+        abort();   /* msg: a string gpupack wrote */
+    if (first)
+        json_object_set_new(c, "lastTransitionTime", json_string(ts));
+    return json_pack("{s:{s:[o]}}", "status", "conditions", c);
+}
+
+int evictor_nudge_status(gp_kube *k, const char *ns, const char *name, const char *uid,
+                         const char *msg, bool first, double timeout_s, gp_err *err)
+{
+    json_t *patch = evictor_held_condition(msg, first, gp_now_ns());
+    return patch_pod(k, ns, name, uid, "status", true, patch, "nudge", timeout_s, err);
 }

@@ -43,6 +43,8 @@ gp_preempt *preempt_new(gp_cluster *c, const gp_preempt_config *cfg)
         p->cfg.wait_s = WAIT_DEFAULT_S;
     if (p->cfg.tick_s <= 0)
         p->cfg.tick_s = TICK_DEFAULT_S;
+    if (p->cfg.renudge_s <= 0)
+        p->cfg.renudge_s = RENUDGE_DEFAULT_S;
     if (p->cfg.search_budget <= 0)
         p->cfg.search_budget = BUDGET_DEFAULT;
     pthread_mutex_init(&p->mu, NULL);
@@ -345,6 +347,7 @@ typedef struct job {
     int *results;                 /* per victim: gp_evict_outcome, or -1 not tried */
     int nominated;                /* evictor_nominate's answer */
     bool nudge;                   /* the victims are gone: make kube-scheduler retry the pod */
+    bool first;                   /* ... for the first time */
     bool consol;                  /* the victims move (consolidation) */
     int nudged;                   /* the nudge's answer */
     gp_err err;
@@ -354,7 +357,11 @@ static void run_job(gp_preempt *p, job *j)
 {
     const gp_preempt_io *io = &p->cfg.io;
     if (j->nudge) {
-        j->nudged = io->nudge ? io->nudge(io->ud, j->ns, j->name, j->uid, &j->err) : 0;
+        char msg[GP_NAME_MAX + 256];
+        snprintf(msg, sizeof msg, "%s on %s is free and held for this pod: the pods it "
+                 "preempted are gone", j->frees, j->node);
+        j->nudged = io->nudge ? io->nudge(io->ud, j->ns, j->name, j->uid, msg, j->first, &j->err)
+                              : 0;
         return;
     }
     if (j->stage == S_NOMINATE) {
@@ -457,13 +464,23 @@ static void apply_job(gp_preempt *p, const job *j)
             backoff(p, pl);
         } else if (j->nudged == 2) {
             pl->nudged = true;
+            pl->renudges = RENUDGES_MAX;   /* not allowed: no second try either */
             LOG_WARN("preemption for %s/%s: %s; kube-scheduler retries the pod on its next event "
                      "(grant pods patch: manifests/components/requeue-rbac)", pl->ns, pl->name,
                      j->err.msg);
-        } else {
+        } else if (!pl->nudged) {
             pl->nudged = true;
+            pl->nudged_at = pre_now_s();
+            atomic_fetch_add(&p->nudged_n, 1);
             LOG_INFO("preemption for %s/%s: the share on %s is free; kube-scheduler retries the pod",
                      pl->ns, pl->name, pl->node);
+        } else {
+            pl->renudges++;
+            pl->nudged_at = pre_now_s();
+            atomic_fetch_add(&p->renudged, 1);
+            LOG_INFO("preemption for %s/%s: the share on %s is still free and the pod unbound; "
+                     "told kube-scheduler again (%d of %d)", pl->ns, pl->name, pl->node,
+                     pl->renudges, RENUDGES_MAX);
         }
         return;
     }
@@ -608,6 +625,18 @@ static void dra_parked_round(gp_preempt *p)
     }
 }
 
+/* A nudged preemptor still unbound: kube-scheduler may have retried it on its
+ * own view of the victims' deletion before gpupack's watch showed it, been
+ * refused from the older state, and parked it with no event to come (its
+ * nudge could meet the same race with another pod's update). */
+static bool renudge_due(const gp_preempt *p, const plan *pl, double now)
+{
+    if (!pl->nudged || pl->renudges >= RENUDGES_MAX)
+        return false;
+    double gap = p->cfg.renudge_s * (double)(1u << pl->renudges);
+    return now - pl->nudged_at >= gap;
+}
+
 void preempt_tick(gp_preempt *p)
 {
     dra_parked_round(p);
@@ -633,11 +662,13 @@ void preempt_tick(gp_preempt *p)
     while ((pl = strmap_next(p->plans, &it, NULL)) && nj < cap) {
         if (now < pl->retry_at)
             continue;
-        bool nudge = pl->stage == S_WAIT && !pl->nudged && !pre_waiting(p, pl);
+        bool nudge = pl->stage == S_WAIT && (!pl->nudged || renudge_due(p, pl, now)) &&
+                     !pre_waiting(p, pl);
         if (pl->stage == S_WAIT && !nudge)
             continue;
         job *j = &jobs[nj++];
         j->nudge = nudge;
+        j->first = !pl->nudged;
         j->consol = pl->consol;
         gp_strlcpy(j->uid, pl->uid, sizeof j->uid);
         gp_strlcpy(j->ns, pl->ns, sizeof j->ns);

@@ -298,6 +298,8 @@ void preempt_stats(gp_preempt *p, gp_preempt_stats *s)
     s->evict_blocked = atomic_load(&p->evict_blocked);
     s->evict_retry = atomic_load(&p->evict_retry);
     s->evict_refused = atomic_load(&p->evict_refused);
+    s->nudges = atomic_load(&p->nudged_n);
+    s->renudges = atomic_load(&p->renudged);
     s->c_started = atomic_load(&p->c_started);
     s->c_moved = atomic_load(&p->c_moved);
     s->c_bound = atomic_load(&p->c_bound);
@@ -354,6 +356,11 @@ void preempt_metrics(void *pre, gp_buf *out)
                    "server unreachable, 5xx), refused (RBAC, bad request).");
     for (size_t i = 0; i < GP_ARRAY_LEN(fails); i++)
         metrics_u(out, "gpupack_preemption_evictions_failed_total", fails[i].label, fails[i].v);
+    metrics_header(out, "gpupack_preemption_nudges_total", "counter",
+                   "Preemptors whose pod gpupack patched to have kube-scheduler retry it once its "
+                   "share was free: first nudges, and again for a pod still unbound.");
+    metrics_u(out, "gpupack_preemption_nudges_total", "kind=\"first\"", s.nudges);
+    metrics_u(out, "gpupack_preemption_nudges_total", "kind=\"again\"", s.renudges);
     metrics_header(out, "gpupack_consolidations_total", "counter",
                    "Consolidations started: pods moved so that a waiting pod fits.");
     metrics_u(out, "gpupack_consolidations_total", NULL, s.c_started);

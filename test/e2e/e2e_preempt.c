@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "sched/evictor.h"
 
 #define NS "e2e-preempt"
 #define G 16384
@@ -168,6 +169,28 @@ static int filter_fits(e2e_world *w, const char *name, const char *node)
     return fits;
 }
 
+/* The pod carries gpupack's condition (True) beside PodScheduled (`scheduled`). */
+static void assert_conditions(e2e_cp *cp, const char *name, const char *scheduled)
+{
+    json_t *pod = e2e_pod_get(cp, NS, name);
+    ck_assert_ptr_nonnull(pod);
+    json_t *conds = json_object_get(json_object_get(pod, "status"), "conditions"), *c;
+    size_t i;
+    bool held = false, sched = false;
+    json_array_foreach(conds, i, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (!type || !st)
+            continue;
+        held |= !strcmp(type, GP_HELD_CONDITION) && !strcmp(st, "True");
+        sched |= !strcmp(type, "PodScheduled") && !strcmp(st, scheduled);
+    }
+    char *dump = json_dumps(conds, JSON_COMPACT);
+    ck_assert_msg(held && sched, "%s: conditions %s", name, dump ? dump : "?");
+    free(dump);
+    json_decref(pod);
+}
+
 static void figure(const char *what, double seconds, int victims, int minimum)
 {
     e2e_log("FIGURE %s: preemptor created -> bound in %.2f s; %d victim(s), minimum %d", what,
@@ -213,6 +236,11 @@ static void one_victim_not_two(e2e_world *w)
     ck_assert_msg(e2e_gp_metric(w->gp, "gpupack_preemptions_total") >= 1 &&
                       e2e_gp_metric(w->gp, "gpupack_preemption_victims_total") >= 1,
                   "preemption metrics not counted");
+    /* nudged (only when gpupack saw the victim gone before the pod was
+     * retried): from 1.32 with the condition on the pod's status */
+    if (e2e_gp_metric(w->gp, "gpupack_preemption_nudges_total{kind=\"first\"}") >= 1 &&
+        e2e_k8s_at_least(cp, 1, 32, 0))
+        assert_conditions(cp, "urgent", "True");
     e2e_assert_consistent(cp, w->gp, 10, &v);
 
     /* equal priority never preempts; neither does preemptionPolicy: Never */
@@ -227,6 +255,19 @@ static void one_victim_not_two(e2e_world *w)
     e2e_sleep(2);
     ck_assert_msg(exists(cp, "half-a") && exists(cp, "half-b") && exists(cp, "urgent"),
                   "a pod was evicted for an equal-priority or Never pod");
+    /* the status nudge on the real API server: the condition type is taken,
+     * and the strategic merge keeps kube-scheduler's PodScheduled False */
+    json_t *peer = e2e_pod_get(cp, NS, "peer");
+    ck_assert_ptr_nonnull(peer);
+    char uid[128];
+    gp_strlcpy(uid, json_string_value(json_object_get(json_object_get(peer, "metadata"), "uid")),
+               sizeof uid);
+    json_decref(peer);
+    gp_err err;
+    ck_assert_msg(evictor_nudge_status(cp->kube, NS, "peer", uid, "e2e: GPU 0 is held", true, 10,
+                                       &err) == 0, "%s", err.msg);
+    assert_conditions(cp, "peer", "False");
+    ck_assert_int_eq(evictor_nudge_status(cp->kube, NS, "peer", "another-uid", "m", false, 10, &err), 1);
     node_of(cp, "peer", node, sizeof node);
     ck_assert_str_eq(node, "");
     node_of(cp, "never", node, sizeof node);
