@@ -68,6 +68,9 @@ typedef struct replica {
     char ver[16];
     double hist_prev[3][64];   /* per verb: cumulative bucket counts of the last sample */
     long pid_prev;
+    long seg_pid;               /* the process and role of its current segment (growth) */
+    bool seg_leader;
+    int seg;
 } replica;
 
 static struct {
@@ -1227,12 +1230,14 @@ typedef struct psample {
     int rep;
     long pid;
     bool is_new;
+    int seg;                    /* a process's run in one role: growth() gives each its own warm-up */
     double rss, fds, threads;
 } psample;
 
 static struct {
     psample *s;
     size_t n, cap;
+    int nseg;
     FILE *proc, *cluster;
     double last_bound_rate;
 } S;
@@ -1272,12 +1277,21 @@ static void sample(double t_rel, double window_s)
         free(m);
         fprintf(S.proc, "%.1f,%s,%s,%ld,%d,%.2f,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g\n", t_rel, rp->name, rp->ver, rp->pid,
                 alive, ps.rss_mib, ps.fds, ps.threads, leader, pb, pa, rem, res, parked, preempt, lists);
+        /* a new segment at the process's start and at each change of role (a
+         * scrape that failed keeps the role it had) */
+        bool is_leader = isnan(leader) ? rp->seg_leader : leader == 1;
+        if (rp->pid != rp->seg_pid || is_leader != rp->seg_leader) {
+            rp->seg = ++S.nseg;
+            rp->seg_pid = rp->pid;
+            rp->seg_leader = is_leader;
+        }
         if (alive) {
             if (S.n == S.cap) {
                 S.cap = S.cap ? 2 * S.cap : 1024;
                 S.s = xrealloc(S.s, S.cap * sizeof *S.s);
             }
-            S.s[S.n++] = (psample){t_rel, r, rp->pid, strcmp(rp->ver, "new") == 0, ps.rss_mib, ps.fds, ps.threads};
+            S.s[S.n++] = (psample){t_rel,       r,         rp->pid,       strcmp(rp->ver, "new") == 0,
+                                   rp->seg,     ps.rss_mib, ps.fds,       ps.threads};
         }
     }
     pthread_mutex_lock(&M.mu);
@@ -1308,13 +1322,16 @@ static void sample(double t_rel, double window_s)
 }
 
 /* Growth per hour of a /proc figure over the current build's processes:
- * one slope shared by every process, each with its own level (a pooled
- * within-process regression). Only samples after the run's warm-up and each
- * process's own first PROC_WARM_S count, only processes with PROC_SPAN_S of
- * such samples, and those are averaged per minute first (10-s samples of one
- * process are not independent: a minute's mean is nearer to it). Returns %/h
- * of the mean; *ci the 95 % half-width; *npts the minutes used; NAN when no
- * process lived long enough. */
+ * one slope shared by every segment -- a process's run in one role, leader or
+ * not -- each with its own level (a pooled within-segment regression). A
+ * replica that takes the lead fills the leader's caches (verdicts, pending
+ * pods, bind state) then: a step, not a growth, so each segment has its own
+ * warm-up. Only samples after the run's warm-up and each segment's first
+ * PROC_WARM_S count, only segments with PROC_SPAN_S of such samples, and
+ * those are averaged per minute first (10-s samples of one process are not
+ * independent: a minute's mean is nearer to it). Returns %/h of the mean; *ci
+ * the 95 % half-width; *npts the minutes used; NAN when no segment lasted
+ * long enough. */
 #define PROC_SPAN_S 300.0
 #define BLOCK_S 60.0
 
@@ -1333,12 +1350,12 @@ static double growth(int what, double warm, double *ci, size_t *npts, double *me
         const psample *x = &S.s[a];
         bool first = true;
         for (size_t b = 0; b < a && first; b++)
-            first = !(S.s[b].rep == x->rep && S.s[b].pid == x->pid);
+            first = S.s[b].seg != x->seg;
         if (!first || !x->is_new)
             continue;
         double from = x->t + PROC_WARM_S > warm ? x->t + PROC_WARM_S : warm, last = -1;
         for (size_t b = a; b < S.n; b++)
-            if (S.s[b].rep == x->rep && S.s[b].pid == x->pid && S.s[b].t >= from)
+            if (S.s[b].seg == x->seg && S.s[b].t >= from)
                 last = S.s[b].t;
         if (last < 0 || last - from < PROC_SPAN_S)
             continue;
@@ -1347,7 +1364,7 @@ static double growth(int what, double warm, double *ci, size_t *npts, double *me
         int k = 0, blk = 0;
         for (size_t b = a; b < S.n; b++) {
             const psample *y = &S.s[b];
-            if (y->rep != x->rep || y->pid != x->pid || y->t < from)
+            if (y->seg != x->seg || y->t < from)
                 continue;
             int yb = (int)((y->t - from) / BLOCK_S);
             if (yb != blk && k) {
@@ -1745,7 +1762,7 @@ static int cmd_run(int argc, char **argv)
            "(bound %.0f s); longest divergence outside faults %.0f s\n", F.n, max_conv, opt.converge_bound, maxdiv);
     printf("fit -> bound (outside faults): p50 %.1f s, p99 %.1f s, max %.1f s over %zu pods (bound %.0f s)\n", w50, w99,
            wmax, M.nwaits, opt.bind_bound);
-    printf("growth (95 %% CI) after the run's first %.0f s and each process's first %.0f s, over %zu process-minutes, "
+    printf("growth (95 %% CI) after the run's first %.0f s and each process's first %.0f s in a role (leader or not), over %zu process-minutes, "
            "limit %.1f %%/h: RSS %s (mean %.1f MiB); fds %s (mean %.1f); threads %s\n", warm, PROC_WARM_S, np[0],
            opt.growth_max, gtext[0], mean[0], gtext[1], mean[1], gtext[2]);
     printf("soak %s: %.1f min, %ld pods created, %ld binds, %d faults, over-commit %ld, bound twice %ld, bad "
