@@ -176,6 +176,11 @@ bin/e2eload: bench/e2eload.c test/e2e/schedrw.c $(BUILD)/libgpupack.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -Itest/e2e -o $@ $^ $(LDLIBS)
 
+# the soak's front and API proxy are the e2e suite's TCP forwarder
+bin/soak: bench/soak.c test/e2e/tcpfwd.c $(BUILD)/libgpupack.a
+	@mkdir -p bin
+	$(CC) $(CFLAGS) -Itest/e2e -o $@ $^ $(LDLIBS)
+
 bin/%: bench/%.c $(BUILD)/libgpupack.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)

@@ -46,6 +46,7 @@
 #include "model/gpu.h"
 #include "model/k8s_obs.h"
 #include "sim/trace.h"
+#include "tcpfwd.h"
 
 #define NS "soak"
 #define MAX_REPLICAS 2
@@ -179,127 +180,7 @@ static int cmd_setup(int argc, char **argv)
 
 /* ---------------------------------------------------------- forwarders --- */
 
-/* A TCP forwarder on 127.0.0.1: the front routes each connection to the
- * leader's port; the proxy to the API server, delaying what the server sends
- * by `delay_ms` per read, and cutting every connection while partitioned. */
-typedef struct fwd {
-    int lfd, port;
-    _Atomic int target;          /* port connections go to; 0 = none (refused) */
-    _Atomic int delay_ms;
-    atomic_bool partitioned;
-    _Atomic unsigned gen;        /* bumped by a cut: connections of older generations end */
-    atomic_long conns;
-    pthread_t acceptor;
-} fwd;
-
-typedef struct conn {
-    fwd *f;
-    int c, b;
-    unsigned gen;
-} conn;
-
-static void *splice_conn(void *arg)
-{
-    conn *x = arg;
-    char *buf = xmalloc(65536);
-    struct pollfd p[2] = {{x->c, POLLIN, 0}, {x->b, POLLIN, 0}};
-    for (;;) {
-        int n = poll(p, 2, 500);
-        if (atomic_load(&x->f->gen) != x->gen)
-            break;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        if (n == 0)
-            continue;
-        bool done = false;
-        for (int i = 0; i < 2 && !done; i++) {
-            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            ssize_t r = read(p[i].fd, buf, 65536);
-            if (r <= 0) {
-                done = true;
-                break;
-            }
-            int d = atomic_load(&x->f->delay_ms);
-            if (i == 1 && d > 0)    /* the server's answer, late */
-                usleep((useconds_t)d * 1000);
-            for (ssize_t off = 0; off < r;) {
-                ssize_t w = write(p[1 - i].fd, buf + off, (size_t)(r - off));
-                if (w <= 0) {
-                    done = true;
-                    break;
-                }
-                off += w;
-            }
-        }
-        if (done)
-            break;
-    }
-    close(x->c);
-    close(x->b);
-    free(buf);
-    free(x);
-    return NULL;
-}
-
-static void *acceptor(void *arg)
-{
-    fwd *f = arg;
-    for (;;) {
-        int c = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (c < 0) {
-            if (errno == EBADF || errno == EINVAL)
-                return NULL;
-            continue;
-        }
-        int port = atomic_load(&f->target);
-        int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        if (port == 0 || atomic_load(&f->partitioned) || connect(b, (struct sockaddr *)&a, sizeof a) != 0) {
-            close(b);
-            close(c);
-            continue;
-        }
-        conn *x = xmalloc(sizeof *x);
-        *x = (conn){.f = f, .c = c, .b = b, .gen = atomic_load(&f->gen)};
-        atomic_fetch_add(&f->conns, 1);
-        pthread_t t;
-        if (pthread_create(&t, NULL, splice_conn, x) == 0) {
-            pthread_detach(t);
-        } else {
-            close(c);
-            close(b);
-            free(x);
-        }
-    }
-}
-
-static void fwd_start(fwd *f)
-{
-    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (f->lfd < 0 || bind(f->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(f->lfd, 128) != 0 ||
-        getsockname(f->lfd, (struct sockaddr *)&a, &len) != 0) {
-        perror("soak: listen");
-        exit(2);
-    }
-    f->port = ntohs(a.sin_port);
-    pthread_create(&f->acceptor, NULL, acceptor, f);
-}
-
-static void fwd_stop(fwd *f)
-{
-    atomic_fetch_add(&f->gen, 1);      /* connection threads end within 0.5 s */
-    shutdown(f->lfd, SHUT_RDWR);
-    close(f->lfd);
-    pthread_join(f->acceptor, NULL);
-}
-
-static fwd front, proxy;
+static tcpfwd front, proxy;
 
 /* ------------------------------------------------------------- model --- */
 
@@ -1556,9 +1437,15 @@ static int cmd_run(int argc, char **argv)
     for (int r = 0; r < opt.nrep; r++)
         RC[r].assumed = strmap_new();
 
-    fwd_start(&front);
+    if (tcpfwd_start(&front) != 0) {
+        perror("soak: listen");
+        return 2;
+    }
     atomic_store(&proxy.target, ap);
-    fwd_start(&proxy);
+    if (tcpfwd_start(&proxy) != 0) {
+        perror("soak: listen");
+        return 2;
+    }
     char path[1200];
     snprintf(path, sizeof path, "%s/front.port", opt.out);
     FILE *pf = fopen(path, "w");
@@ -1655,8 +1542,8 @@ static int cmd_run(int argc, char **argv)
     pthread_join(router, NULL);
     reflector_free(rpods);
     reflector_free(rn);
-    fwd_stop(&front);
-    fwd_stop(&proxy);
+    tcpfwd_stop(&front);
+    tcpfwd_stop(&proxy);
 
     /* ------------------------------------------------------- report --- */
     snprintf(path, sizeof path, "%s/faults.csv", opt.out);
