@@ -791,8 +791,43 @@ static void merge_patch(json_t *target, const json_t *patch)
     }
 }
 
+/* A strategic merge patch as the API server applies it to a pod's
+ * status.conditions: a list merged by "type" (the patch's entries replace
+ * or extend the named ones, fields merged); everything else as merge_patch. */
+static void strategic_patch(json_t *target, const json_t *patch)
+{
+    json_t *pc = json_object_get(json_object_get(patch, "status"), "conditions");
+    if (!json_is_array(pc)) {
+        merge_patch(target, patch);
+        return;
+    }
+    json_t *rest = json_deep_copy(patch);
+    json_object_del(json_object_get(rest, "status"), "conditions");
+    merge_patch(target, rest);
+    json_decref(rest);
+    json_t *st = json_object_get(target, "status");
+    if (!json_is_object(st))
+        json_object_set_new(target, "status", st = json_object());
+    json_t *tc = json_object_get(st, "conditions");
+    if (!json_is_array(tc))
+        json_object_set_new(st, "conditions", tc = json_array());
+    size_t i, k;
+    json_t *c, *t;
+    json_array_foreach(pc, i, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        json_t *found = NULL;
+        json_array_foreach(tc, k, t)
+            if (type && json_equal(json_object_get(t, "type"), json_object_get(c, "type")))
+                found = t;
+        if (found)
+            merge_patch(found, c);
+        else
+            json_array_append(tc, c);
+    }
+}
+
 static enum MHD_Result do_patch(gp_fakeapi *f, struct MHD_Connection *c, const char *ns,
-                                const char *name, const char *body)
+                                const char *name, bool status_only, const char *body)
 {
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (!ct || (strcmp(ct, "application/merge-patch+json") != 0 &&
@@ -838,7 +873,18 @@ static enum MHD_Result do_patch(gp_fakeapi *f, struct MHD_Connection *c, const c
     json_t *md = json_object_get(patch, "metadata");
     if (json_is_object(md))
         json_object_del(md, "resourceVersion");
-    merge_patch(p, patch);
+    if (status_only) {   /* the status subresource writes the status alone */
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(patch, tmp, k, v)
+            if (strcmp(k, "status") != 0)
+                json_object_del(patch, k);
+    }
+    if (strcmp(ct, "application/strategic-merge-patch+json") == 0)
+        strategic_patch(p, patch);
+    else
+        merge_patch(p, patch);
     if (!json_equal(before, p)) {
         stamp(f, p);
         add_event(f, "MODIFIED", p, true);
@@ -954,7 +1000,8 @@ static void record(gp_fakeapi *f, const char *method, const char *url, struct MH
 }
 
 /* Splits "/api/v1/namespaces/NS/pods/NAME[/binding]". */
-static int pod_path(const char *path, char *ns, char *name, bool *binding)
+/* .../namespaces/NS/pods/NAME[/binding|/status]: *binding, *status say which. */
+static int pod_path(const char *path, char *ns, char *name, bool *binding, bool *status)
 {
     const char *p = path + strlen("/api/v1/namespaces/");
     const char *s1 = strchr(p, '/');
@@ -970,7 +1017,8 @@ static int pod_path(const char *path, char *ns, char *name, bool *binding)
     memcpy(name, n, nl);
     name[nl] = '\0';
     *binding = s2 && strcmp(s2, "/binding") == 0;
-    if (s2 && !*binding)
+    *status = s2 && strcmp(s2, "/status") == 0;
+    if (s2 && !*binding && !*status)
         return -1;
     return 0;
 }
@@ -1035,7 +1083,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
     enum MHD_Result ret;
     int status = 200;
     char ns[256], name[256];
-    bool binding = false;
+    bool binding = false, status_sub = false;
     bool watch = false;
     const char *wv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
     watch = wv && (strcmp(wv, "1") == 0 || strcmp(wv, "true") == 0);
@@ -1063,12 +1111,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
         ret = watch ? do_watch(f, c, false) : do_list(f, c, false);
     } else if (strcmp(method, "GET") == 0 && strcmp(path, "/api/v1/pods") == 0) {
         ret = watch ? do_watch(f, c, true) : do_list(f, c, true);
-    } else if (strncmp(path, "/api/v1/namespaces/", 19) == 0 && pod_path(path, ns, name, &binding) == 0) {
+    } else if (strncmp(path, "/api/v1/namespaces/", 19) == 0 && pod_path(path, ns, name, &binding, &status_sub) == 0) {
         if (binding && strcmp(method, "POST") == 0) {
             status = 201;
             ret = do_binding(f, c, ns, name, body);
         } else if (!binding && strcmp(method, "PATCH") == 0) {
-            ret = do_patch(f, c, ns, name, body);
+            ret = do_patch(f, c, ns, name, status_sub, body);
         } else if (!binding && strcmp(method, "GET") == 0) {
             json_t *p = fakeapi_get_pod(f, ns, name);
             if (p) {

@@ -367,6 +367,114 @@ START_TEST(nothing_where_kube_scheduler_retries_itself)
 }
 END_TEST
 
+/* PATCHes sent since request `from` whose path ends in `suffix` (NULL: any). */
+static int patches_since(rq_env *x, size_t from, const char *suffix, char *ctype, size_t clen)
+{
+    int n = 0;
+    for (size_t i = from; i < fakeapi_request_count(x->f); i++) {
+        gp_fake_req r;
+        ck_assert_int_eq(fakeapi_request(x->f, i, &r), 0);
+        size_t ul = strlen(r.url), sl = suffix ? strlen(suffix) : 0;
+        if (strcmp(r.method, "PATCH") == 0 && (!suffix || (ul >= sl && !strcmp(r.url + ul - sl, suffix)))) {
+            n++;
+            if (ctype)
+                gp_strlcpy(ctype, r.content_type ? r.content_type : "", clen);
+        }
+        fakeapi_req_clear(&r);
+    }
+    return n;
+}
+
+static void wait_patches(rq_env *x, size_t from, int want)
+{
+    for (int i = 0; i < 500 && patches_since(x, from, NULL, NULL, 0) < want; i++)
+        usleep(10000);
+}
+
+/* The race of two watches (requeue.h RACE), on every version: a GPU pod
+ * refused just before gpupack saw a GPU share freed is nudged once the release
+ * settled with no event that moves parked pods; a pod refused after the release
+ * is not, nor one nudged less than 30 s ago, nor anything when another event
+ * came. From 1.32 the nudge is a status condition, before it the annotation. */
+START_TEST(race_nudges_pods_refused_before_a_release)
+{
+    rq_env x;
+    rq_setup(&x, 0);   /* 1.33+: nothing else is tracked or sent */
+    char *ua = add_pod(&x, "a", "Unschedulable", GP_REQUEUE_PARKED, true);
+    char *ub = add_pod(&x, "b", "Unschedulable", GP_REQUEUE_PARKED, true);
+    char *uc = add_pod(&x, "c", "Unschedulable", GP_REQUEUE_PARKED, true);
+    atomic_store(&x.serving, true);
+    while (atomic_load(&x.asked) == 0)
+        usleep(5000);
+    size_t from = fakeapi_request_count(x.f);
+    requeue_refused(x.rq, ua, "team", "a");
+    requeue_released(x.rq);
+    requeue_refused(x.rq, ub, "team", "b");   /* after the release: refused from the new state */
+    wait_patches(&x, from, 1);
+    usleep(GP_REQUEUE_RACE_SETTLE_S * 1e6 / 2);   /* nothing more comes */
+    char ctype[128] = "";
+    ck_assert_int_eq(patches_since(&x, from, "/pods/a/status", ctype, sizeof ctype), 1);
+    ck_assert_str_eq(ctype, "application/strategic-merge-patch+json");
+    ck_assert_int_eq(patches_since(&x, from, NULL, NULL, 0), 1);
+    json_t *pod = fakeapi_get_pod(x.f, "team", "a");
+    json_t *conds = json_object_get(json_object_get(pod, "status"), "conditions"), *c;
+    size_t i;
+    bool found = false;
+    json_array_foreach(conds, i, c)
+        found |= !strcmp(json_string_value(json_object_get(c, "type")), GP_REQUEUE_CONDITION) &&
+                 !strcmp(json_string_value(json_object_get(c, "reason")), "GPUShareFreed");
+    json_decref(pod);
+    ck_assert_msg(found, "no %s condition on pod a", GP_REQUEUE_CONDITION);
+    gp_requeue_stats s;
+    requeue_stats(x.rq, &s);
+    ck_assert_int_eq(s.race_passes, 1);
+    ck_assert_int_eq(s.sent, 1);
+    /* refused and released again at once: nudged less than 30 s ago, not again */
+    from = fakeapi_request_count(x.f);
+    requeue_refused(x.rq, ua, "team", "a");
+    requeue_released(x.rq);
+    usleep(GP_REQUEUE_RACE_SETTLE_S * 1e6 * 1.6);
+    ck_assert_int_eq(patches_since(&x, from, "/pods/a/status", NULL, 0), 0);
+    /* (b, refused after the first release, may be nudged for this one: within
+     * the window or not, as the machine's speed has it) */
+    /* another event before the release settled: kube-scheduler moved the pods itself */
+    requeue_refused(x.rq, uc, "team", "c");
+    requeue_released(x.rq);
+    requeue_moving_event(x.rq);
+    usleep(GP_REQUEUE_RACE_SETTLE_S * 1e6 * 1.6);
+    ck_assert_int_eq(patches_since(&x, from, "/pods/a/status", NULL, 0), 0);
+    ck_assert_int_eq(patches_since(&x, from, "/pods/c/status", NULL, 0), 0);
+    requeue_stats(x.rq, &s);
+    ck_assert_int_eq(s.race_quiet_skips, 1);
+    gp_buf m;
+    gp_buf_init(&m, 1 << 20);
+    requeue_metrics(x.rq, &m);
+    ck_assert_msg(strstr(m.data, "gpupack_requeue_triggers_total{trigger=\"released\"} ") &&
+                      strstr(m.data, "gpupack_requeue_race_skips_total 1"), "%s", m.data);
+    gp_buf_free(&m);
+    free(ua);
+    free(ub);
+    free(uc);
+    rq_teardown(&x);
+
+    /* before 1.32 (kube-scheduler wakes on metadata only): the annotation */
+    rq_setup(&x, GP_REQUEUE_NODES);
+    char *ud = add_pod(&x, "d", "Unschedulable", GP_REQUEUE_PENDING, true);
+    atomic_store(&x.serving, true);
+    while (atomic_load(&x.asked) == 0)
+        usleep(5000);
+    usleep(100000);   /* the regained pass has nothing to nudge: d is not parked */
+    from = fakeapi_request_count(x.f);
+    requeue_refused(x.rq, ud, "team", "d");
+    requeue_released(x.rq);
+    wait_patches(&x, from, 1);
+    ck_assert_int_eq(patches_since(&x, from, "/pods/d", ctype, sizeof ctype), 1);
+    ck_assert_str_eq(ctype, "application/merge-patch+json");
+    free(ud);
+    rq_teardown(&x);
+}
+END_TEST
+
 START_TEST(unknown_version_waits)
 {
     rq_env x;
@@ -573,6 +681,7 @@ Suite *suite_requeue(void)
     tcase_add_test(tc, renudges_a_pod_still_parked_after_an_error);
     tcase_add_test(tc, capacity_growth_nudges_gpu_pods_only);
     tcase_add_test(tc, nothing_where_kube_scheduler_retries_itself);
+    tcase_add_test(tc, race_nudges_pods_refused_before_a_release);
     tcase_add_test(tc, unknown_version_waits);
     tcase_add_test(tc, forbidden_and_recreated);
     suite_add_tcase(s, tc);

@@ -7,9 +7,7 @@
 #ifndef GP_EVICTOR_H
 #define GP_EVICTOR_H
 
-#include <jansson.h>
 #include <stdbool.h>
-#include <stdint.h>
 
 #include "kube/kube.h"
 #include "lib/util.h"
@@ -53,7 +51,5 @@ int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid,
 #define GP_HELD_CONDITION "gpupack.io/GPUShareHeld"
 int evictor_nudge_status(gp_kube *k, const char *ns, const char *name, const char *uid,
                          const char *msg, bool first, double timeout_s, gp_err *err);
-/* That patch's body without the uid (owned). Pure. */
-json_t *evictor_held_condition(const char *msg, bool first, int64_t now_ns);
 
 #endif

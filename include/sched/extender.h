@@ -82,6 +82,10 @@ typedef struct gp_extender_config {
     int (*dra_request)(void *ud, const json_t *pod, gp_pod_req *req, gp_err *why);
     void (*dra_bind)(void *ud, const json_t *pod);
     void *dra_ud;
+    /* Optional: kube-scheduler's filter refused this GPU pod on every node it
+     * offered (requeue_refused: the race of two watches). */
+    void (*refused)(void *ud, const char *uid, const char *ns, const char *name);
+    void *refused_ud;
 } gp_extender_config;
 
 /* Borrows c (must outlive the extender). */

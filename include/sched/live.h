@@ -66,6 +66,9 @@ bool live_scheduler_parks(gp_live *l);
 /* Fills the extender's DRA hooks (docs/dra.md): pods' claims become GPU
  * requests, and a claim pod's bind learns its allocation first. */
 void live_dra_hooks(gp_live *l, gp_extender_config *ecfg);
+/* Fills the extender's `refused` hook: the requeue's race of two watches
+ * (requeue.h RACE). */
+void live_requeue_hooks(gp_live *l, gp_extender_config *ecfg);
 /* The API client (borrowed; lives as long as l). */
 gp_kube *live_kube(gp_live *l);
 /* Starts the node and pod reflectors (threads). Borrows e for note_pod. */

@@ -35,6 +35,24 @@
  * the watch could show, while 1.26.0 would keep it parked up to 5 minutes.
  * Where kube-scheduler needs neither, nothing is patched and nothing tracked.
  *
+ *  RACE     every version: kube-scheduler's watch may show a GPU pod deleted
+ *           before gpupack's does. A waiting pod it retries at once in between
+ *           is refused from the older state and parked, and the deletion that
+ *           freed its GPU is spent: nothing wakes it before the 5-minute flush
+ *           unless another event moves parked pods. So filter reports the GPU
+ *           pods it refused on every node (requeue_refused), the pod watch the
+ *           GPU share it sees freed (requeue_released) and every other event
+ *           that moves parked pods by itself -- an assigned pod's or a node's
+ *           (requeue_moving_event). GP_REQUEUE_RACE_SETTLE_S after a release
+ *           with no such event since, the pods refused up to
+ *           GP_REQUEUE_RACE_WINDOW_S before it are nudged, each at most once per
+ *           GP_REQUEUE_RACE_GAP_S. In a busy cluster the next event comes first
+ *           and nothing is sent.
+ * The nudge is the annotation where kube-scheduler parks GPU pods on node
+ * events (< 1.32, mask GP_REQUEUE_NODES); from 1.32 any new resourceVersion of
+ * a parked pod wakes it, and gpupack writes the condition GP_REQUEUE_CONDITION
+ * on its status instead (pods/status, which the base RBAC grants).
+ *
  * The pod watch feeds requeue_observe; a thread of its own does the rest. */
 #ifndef GP_REQUEUE_H
 #define GP_REQUEUE_H
@@ -55,6 +73,13 @@
 #define GP_REQUEUE_RENUDGE_DEFAULT 10.0 /* a pod still parked after an error this long after
                                          * its nudge is nudged again (within the window) ... */
 #define GP_REQUEUE_RENUDGE_MAX 5        /* ... this many times per trigger at most */
+#define GP_REQUEUE_RACE_WINDOW_S 10.0   /* RACE: pods refused this long before a release (the
+                                         * watch may lag that much under load) ... */
+#define GP_REQUEUE_RACE_SETTLE_S 1.0    /* ... are nudged this long after it, with no moving
+                                         * event since ... */
+#define GP_REQUEUE_RACE_GAP_S 30.0      /* ... each at most once in this long */
+#define GP_REQUEUE_RACE_MAX 10000       /* refusals remembered; more are not nudged */
+#define GP_REQUEUE_CONDITION "gpupack.io/GPURequeue"
 
 /* What kube-scheduler needs (the `needed` callback's bits). */
 #define GP_REQUEUE_ERRORS 1u
@@ -99,9 +124,19 @@ void requeue_observe(gp_requeue *rq, const char *uid, const char *ns, const char
 /* gpupack's map gained GPU capacity (a node with GPUs added, or more of them):
  * the parked GPU pods are nudged (when kube-scheduler needs it). Thread-safe. */
 void requeue_capacity_grew(gp_requeue *rq);
+/* RACE (every version; thread-safe, cheap, borrow the strings): filter refused
+ * this GPU pod on every node kube-scheduler offered; ... */
+void requeue_refused(gp_requeue *rq, const char *uid, const char *ns, const char *name);
+/* ... the pod watch saw GPU share freed (a GPU pod deleted or finished); ... */
+void requeue_released(gp_requeue *rq);
+/* ... or another change kube-scheduler moves parked pods on by itself (an
+ * assigned pod's, a node's). */
+void requeue_moving_event(gp_requeue *rq);
 
 typedef struct gp_requeue_stats {
     unsigned long regained;         /* times this replica regained the ability to serve */
+    unsigned long race_passes;      /* releases after which refused pods were nudged */
+    unsigned long race_quiet_skips; /* ... and those another event made needless */
     unsigned long passes[2];        /* triggers acted on: [0] regained, [1] capacity grew */
     unsigned long sent, gone, failed, forbidden;   /* nudges by outcome */
     unsigned long bound[2];         /* nudged pods seen bound afterwards, by trigger */
@@ -115,5 +150,10 @@ void requeue_metrics(gp_requeue *rq, gp_buf *out);
 /* The merge patch of one nudge (owned): the annotation, and the uid as a
  * precondition (a re-created pod answers 422, nothing is written). Pure. */
 char *requeue_patch_body(const char *uid, int64_t now_ns);
+/* The strategic merge patch of pods/status for a nudge from 1.32 (owned):
+ * one condition {type, status True, reason, message, lastProbeTime now, and
+ * lastTransitionTime now when first}, and the uid as a precondition. Pure. */
+char *requeue_condition_body(const char *uid, const char *type, const char *reason, const char *msg,
+                             bool first, int64_t now_ns);
 
 #endif

@@ -457,6 +457,7 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
     ecfg->serving = serving_hook;
     ecfg->serving_ud = a;
     live_dra_hooks(a->live, ecfg);
+    live_requeue_hooks(a->live, ecfg);
     live_set_warn(a->live, (gp_live_warn){warn_hook, a});
     ecfg->bind_threads = (int)o->bind_threads;
     gp_preempt_config pc = {.io = {a, preempt_evict, preempt_nominate, preempt_event, preempt_nudge}};

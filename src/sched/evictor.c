@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/timefmt.h"
 #include "sched/requeue.h"
 
 static char *dump(json_t *j)
@@ -119,22 +118,14 @@ int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid,
     return patch_pod(k, ns, name, NULL, NULL, false, patch, "touch", timeout_s, err);
 }
 
-json_t *evictor_held_condition(const char *msg, bool first, int64_t now_ns)
-{
-    char ts[32];
-    gp_rfc3339_format(now_ns, ts, sizeof ts);
-    json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", GP_HELD_CONDITION, "status", "True",
-                          "reason", "VictimsGone", "message", msg, "lastProbeTime", ts);
-    if (!c)
-        abort();   /* msg: a string gpupack wrote */
-    if (first)
-        json_object_set_new(c, "lastTransitionTime", json_string(ts));
-    return json_pack("{s:{s:[o]}}", "status", "conditions", c);
-}
-
 int evictor_nudge_status(gp_kube *k, const char *ns, const char *name, const char *uid,
                          const char *msg, bool first, double timeout_s, gp_err *err)
 {
-    json_t *patch = evictor_held_condition(msg, first, gp_now_ns());
-    return patch_pod(k, ns, name, uid, "status", true, patch, "nudge", timeout_s, err);
+    char *text = requeue_condition_body(uid, GP_HELD_CONDITION, "VictimsGone", msg, first,
+                                        gp_now_ns());
+    json_t *patch = json_loads(text, 0, NULL);
+    free(text);
+    if (!patch)
+        abort();
+    return patch_pod(k, ns, name, NULL, "status", true, patch, "nudge", timeout_s, err);
 }

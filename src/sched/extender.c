@@ -970,6 +970,13 @@ static int filter_run(gp_extender *e, const char *body, size_t len, bool may_pre
          * 5,000-node cluster would send it hundreds per pod to decode */
         failed = !any;
     }
+    if (r == ASSESSED && may_preempt && vp->req.nctrs > 0 && e->cfg.refused) {
+        bool none = true;
+        for (size_t i = 0; i < nl->n && none; i++)
+            none = !v[i].fits;
+        if (none)
+            e->cfg.refused(e->cfg.refused_ud, vp->req.uid, vp->req.ns, vp->req.name);
+    }
     *out = filter_answer(nl, &vs, failed);
     verdicts_free(&vs);
     pod_done(vp);

@@ -184,6 +184,8 @@ static void nodes_apply(void *ud, gp_watch_type type, bool listed, const json_t 
     cluster_unlock(l->c);
     if (has > had)
         requeue_capacity_grew(l->rq);
+    if (!listed && type == GP_WATCH_ADDED)
+        requeue_moving_event(l->rq);   /* kube-scheduler moves parked pods on a new node */
     if (rc == 1) {
         /* status heartbeats repeat MODIFIED often: say it loudly once */
         if (listed || type == GP_WATCH_ADDED)
@@ -324,6 +326,14 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     if (!listed)
         report_over(l);   /* a LIST's reconciliation comes at its end */
     requeue_observe(l->rq, v->uid, v->ns, v->name, requeue_seen(v, obj), v->wants_gpu);
+    /* the race of two watches (requeue.h RACE): a bound pod gone frees what it
+     * held; kube-scheduler moves parked pods on it (GPU pods or not) */
+    if (!listed && v->node[0] && v->obs.terminal) {
+        if (v->wants_gpu)
+            requeue_released(l->rq);
+        else
+            requeue_moving_event(l->rq);
+    }
     if (l->observer.apply)
         l->observer.apply(l->observer.ud, type == GP_WATCH_DELETED, obj);
     gp_extender *e = atomic_load(&l->ext);
@@ -457,6 +467,18 @@ static void live_dra_bind(void *ud, const json_t *pod)
             names[n++] = pc.c[i].claim;
     const char *ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
     dra_feed_refresh_claims(l->dra, ns ? ns : "default", names, n, GP_BINDER_TIMEOUT_S / 2);
+}
+
+static void live_refused(void *ud, const char *uid, const char *ns, const char *name)
+{
+    gp_live *l = ud;
+    requeue_refused(l->rq, uid, ns, name);
+}
+
+void live_requeue_hooks(gp_live *l, gp_extender_config *ecfg)
+{
+    ecfg->refused = live_refused;
+    ecfg->refused_ud = l;
 }
 
 void live_dra_hooks(gp_live *l, gp_extender_config *ecfg)

@@ -12,6 +12,7 @@
 #include "lib/metrics.h"
 #include "lib/strmap.h"
 #include "lib/tbucket.h"
+#include "lib/timefmt.h"
 #include "model/gpu.h"
 
 #define RQ_POLL_DEFAULT 0.1
@@ -43,6 +44,13 @@ typedef struct cand {
     int tries;                  /* ... and how many */
 } cand;
 
+/* RACE: a GPU pod filter refused on every node. */
+typedef struct refusal {
+    char ns[GP_NAME_MAX], name[GP_NAME_MAX];
+    double at;                  /* monotonic time of the last refusal */
+    double nudged_at;           /* of its last nudge (0: none) */
+} refusal;
+
 typedef struct histo {
     atomic_ulong b[RQ_NB], count;
     _Atomic double sum;
@@ -65,24 +73,51 @@ struct gp_requeue {
     int gpu_trig;
     bool blocked;               /* 403 met: nothing more until the next trigger */
     bool dirty;                 /* parked pods may wait for a nudge: scan again */
+    /* RACE (guarded by mu as well) */
+    strmap *refusals;           /* uid -> refusal */
+    unsigned long events;       /* moving events and releases seen */
+    unsigned long release_ev;   /* `events` at the last release not acted on (0: none) */
+    double released_at;         /* its time (monotonic) */
+    double pruned_at;           /* refusals last pruned (monotonic) */
     atomic_ulong regained, passes[TRIG_N], sent, gone, failed, forbidden, bound[TRIG_N];
+    atomic_ulong race_passes, race_skips;
     atomic_int needed;
     histo h[TRIG_N];
 };
 
-char *requeue_patch_body(const char *uid, int64_t now_ns)
+/* A patch built of strings gpupack holds (a uid the watch decoded), as text. */
+static char *dump_patch(json_t *p)
 {
-    char ts[32];
-    snprintf(ts, sizeof ts, "%lld", (long long)now_ns);
-    json_t *p = json_pack("{s:{s:s,s:{s:s}}}", "metadata", "uid", uid, "annotations",
-                          GP_REQUEUE_ANNOTATION, ts);
     if (!p)
-        abort();   /* uid: a string the watch decoded */
+        abort();
     char *s = json_dumps(p, JSON_COMPACT);
     json_decref(p);
     if (!s)
         abort();
     return s;
+}
+
+char *requeue_patch_body(const char *uid, int64_t now_ns)
+{
+    char ts[32];
+    snprintf(ts, sizeof ts, "%lld", (long long)now_ns);
+    return dump_patch(json_pack("{s:{s:s,s:{s:s}}}", "metadata", "uid", uid, "annotations",
+                                GP_REQUEUE_ANNOTATION, ts));
+}
+
+char *requeue_condition_body(const char *uid, const char *type, const char *reason, const char *msg,
+                             bool first, int64_t now_ns)
+{
+    char ts[32];
+    gp_rfc3339_format(now_ns, ts, sizeof ts);
+    json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", type, "status", "True", "reason", reason,
+                          "message", msg, "lastProbeTime", ts);
+    if (!c)
+        abort();   /* strings gpupack wrote */
+    if (first)
+        json_object_set_new(c, "lastTransitionTime", json_string(ts));
+    return dump_patch(json_pack("{s:{s:s},s:{s:[o]}}", "metadata", "uid", uid, "status",
+                                "conditions", c));
 }
 
 /* ----------------------------------------------------------- observing --- */
@@ -156,6 +191,44 @@ void requeue_capacity_grew(gp_requeue *rq)
         atomic_store(&rq->grew, true);
 }
 
+void requeue_refused(gp_requeue *rq, const char *uid, const char *ns, const char *name)
+{
+    if (!rq || !uid || !*uid || strlen(ns) >= GP_NAME_MAX || strlen(name) >= GP_NAME_MAX)
+        return;
+    double now = gp_mono_s();
+    pthread_mutex_lock(&rq->mu);
+    refusal *r = strmap_get(rq->refusals, uid);
+    if (!r && strmap_count(rq->refusals) < GP_REQUEUE_RACE_MAX) {
+        r = xcalloc(1, sizeof *r);
+        gp_strlcpy(r->ns, ns, sizeof r->ns);
+        gp_strlcpy(r->name, name, sizeof r->name);
+        strmap_put(rq->refusals, uid, r);
+    }
+    if (r)
+        r->at = now;
+    pthread_mutex_unlock(&rq->mu);
+}
+
+void requeue_released(gp_requeue *rq)
+{
+    if (!rq)
+        return;
+    double now = gp_mono_s();
+    pthread_mutex_lock(&rq->mu);
+    rq->release_ev = ++rq->events;
+    rq->released_at = now;
+    pthread_mutex_unlock(&rq->mu);
+}
+
+void requeue_moving_event(gp_requeue *rq)
+{
+    if (!rq)
+        return;
+    pthread_mutex_lock(&rq->mu);
+    rq->events++;
+    pthread_mutex_unlock(&rq->mu);
+}
+
 static void forget_all_locked(gp_requeue *rq)
 {
     size_t it = 0;
@@ -218,16 +291,24 @@ static size_t pick_batch(gp_requeue *rq, pick *out, size_t max)
 
 typedef enum { NUDGE_SENT, NUDGE_GONE, NUDGE_FAILED, NUDGE_FORBIDDEN } nudge_result;
 
-static nudge_result nudge(gp_requeue *rq, const pick *p)
+/* One nudge: the annotation (merge patch), or with `status` the condition
+ * GP_REQUEUE_CONDITION on the pod's status (strategic merge patch). */
+static nudge_result nudge(gp_requeue *rq, const pick *p, bool status)
 {
-    char *path = kube_pod_path(p->ns, p->name, NULL);
-    char *body = requeue_patch_body(p->uid, gp_now_ns());
+    char *path = kube_pod_path(p->ns, p->name, status ? "status" : NULL);
+    char *body = status ? requeue_condition_body(p->uid, GP_REQUEUE_CONDITION, "GPUShareFreed",
+                                                 "gpupack refused this pod just before its watch "
+                                                 "showed a GPU share freed: kube-scheduler "
+                                                 "retries it", true, gp_now_ns())
+                        : requeue_patch_body(p->uid, gp_now_ns());
     gp_kube_resp resp;
     gp_err err;
     nudge_result r = NUDGE_FAILED;
     char msg[300] = "";
-    if (kube_request(rq->k, "PATCH", path, "application/merge-patch+json", body, RQ_TIMEOUT_S,
-                     rq->stop, &resp, &err) < 0) {
+    if (kube_request(rq->k, "PATCH", path,
+                     status ? "application/strategic-merge-patch+json"
+                            : "application/merge-patch+json",
+                     body, RQ_TIMEOUT_S, rq->stop, &resp, &err) < 0) {
         gp_strlcpy(msg, err.msg, sizeof msg);
     } else if (resp.status == 200) {
         r = NUDGE_SENT;
@@ -246,6 +327,11 @@ static nudge_result nudge(gp_requeue *rq, const pick *p)
     else if (r == NUDGE_FAILED)
         LOG_WARN("requeue: nudging pod %s/%s failed: %s%s", p->ns, p->name,
                  resp.status ? "HTTP error: " : "", msg);
+    else if (status)
+        LOG_ERROR("requeue: may not patch the status of pod %s/%s (HTTP %ld: %s); kube-scheduler "
+                  "retries the pods it parked within 5 minutes. Grant gpupack `patch` on "
+                  "pods/status (manifests/base/rbac.yaml) to have them retried at once",
+                  p->ns, p->name, resp.status, msg);
     else
         LOG_ERROR("requeue: may not patch pod %s/%s (HTTP %ld: %s); kube-scheduler retries the "
                   "pods it parked within 5 minutes. Grant gpupack `patch` on pods "
@@ -311,7 +397,7 @@ static bool nudge_all(gp_requeue *rq, gp_tbucket *tb)
                 ok = false;
                 break;
             }
-            nudge_result r = nudge(rq, &batch[i]);
+            nudge_result r = nudge(rq, &batch[i], false);
             atomic_ulong *by[] = {[NUDGE_SENT] = &rq->sent, [NUDGE_GONE] = &rq->gone,
                                   [NUDGE_FAILED] = &rq->failed, [NUDGE_FORBIDDEN] = &rq->forbidden};
             atomic_fetch_add(by[r], 1);
@@ -386,6 +472,82 @@ static void capacity_grew(gp_requeue *rq)
     }
 }
 
+/* RACE: GP_REQUEUE_RACE_SETTLE_S after a release with no moving event since,
+ * nudges the pods refused up to GP_REQUEUE_RACE_WINDOW_S before it; forgets
+ * refusals too old to matter. Returns false when interrupted. */
+static bool race_pass(gp_requeue *rq, gp_tbucket *tb)
+{
+    double now = gp_mono_s();
+    size_t n = 0, nold = 0;
+    pick *batch = NULL;
+    char **old = NULL;
+    pthread_mutex_lock(&rq->mu);
+    bool status = !(rq->mask & GP_REQUEUE_NODES);   /* 1.32+: any new resourceVersion wakes it */
+    size_t cap = strmap_count(rq->refusals);
+    if (rq->release_ev && now - rq->released_at >= GP_REQUEUE_RACE_SETTLE_S) {
+        double t = rq->released_at;
+        bool quiet = rq->events == rq->release_ev;
+        rq->release_ev = 0;
+        if (!quiet)
+            atomic_fetch_add(&rq->race_skips, 1);   /* kube-scheduler moved the pods itself */
+        batch = quiet && cap ? xmalloc(cap * sizeof *batch) : NULL;
+        size_t it = 0;
+        const char *uid;
+        refusal *r;
+        while (batch && (r = strmap_next(rq->refusals, &it, &uid))) {
+            if (r->at < t - GP_REQUEUE_RACE_WINDOW_S || r->at > t || strlen(uid) >= GP_UID_MAX ||
+                (r->nudged_at > 0 && now - r->nudged_at < GP_REQUEUE_RACE_GAP_S))
+                continue;
+            r->nudged_at = now;
+            gp_strlcpy(batch[n].uid, uid, sizeof batch[n].uid);
+            gp_strlcpy(batch[n].ns, r->ns, sizeof batch[n].ns);
+            gp_strlcpy(batch[n].name, r->name, sizeof batch[n].name);
+            n++;
+        }
+        if (n)
+            atomic_fetch_add(&rq->race_passes, 1);
+    }
+    /* older than any window a release not settled yet could open: forgotten */
+    if (cap && now - rq->pruned_at >= 1.0) {
+        rq->pruned_at = now;
+        old = xmalloc(cap * sizeof *old);
+        size_t it = 0;
+        const char *uid;
+        refusal *r;
+        while ((r = strmap_next(rq->refusals, &it, &uid)))
+            if (now - r->at > GP_REQUEUE_RACE_WINDOW_S + GP_REQUEUE_RACE_SETTLE_S + 1 &&
+                (r->nudged_at == 0 || now - r->nudged_at >= GP_REQUEUE_RACE_GAP_S))
+                old[nold++] = xstrdup(uid);
+        for (size_t i = 0; i < nold; i++) {
+            free(strmap_del(rq->refusals, old[i]));
+            free(old[i]);
+        }
+        free(old);
+    }
+    pthread_mutex_unlock(&rq->mu);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        double wait;
+        while (ok && (wait = tbucket_take(tb, gp_mono_s())) > 0)
+            ok = !kube_cancel_sleep(rq->stop, wait);
+        if (!ok || !rq->cfg.serving(rq->cfg.ud))
+            ok = false;
+        else {
+            nudge_result r = nudge(rq, &batch[i], status);
+            atomic_ulong *by[] = {[NUDGE_SENT] = &rq->sent, [NUDGE_GONE] = &rq->gone,
+                                  [NUDGE_FAILED] = &rq->failed, [NUDGE_FORBIDDEN] = &rq->forbidden};
+            atomic_fetch_add(by[r], 1);
+            if (r == NUDGE_SENT)
+                LOG_INFO("requeue: nudged pod %s/%s, refused just before gpupack saw a GPU share "
+                         "freed", batch[i].ns, batch[i].name);
+            if (r == NUDGE_FORBIDDEN)
+                break;
+        }
+    }
+    free(batch);
+    return ok;
+}
+
 static void *requeue_thread(void *arg)
 {
     gp_requeue *rq = arg;
@@ -411,6 +573,8 @@ static void *requeue_thread(void *arg)
         }
         if (atomic_exchange(&rq->grew, false))
             capacity_grew(rq);
+        if (!race_pass(rq, &tb))
+            continue;
         double now = gp_mono_s();
         pthread_mutex_lock(&rq->mu);
         bool dirty = rq->dirty && rq->mask;
@@ -449,6 +613,7 @@ gp_requeue *requeue_new(gp_kube *k, const gp_requeue_config *cfg)
     rq->k = k;
     rq->stop = kube_cancel_new();
     rq->cands = strmap_new();
+    rq->refusals = strmap_new();
     pthread_mutex_init(&rq->mu, NULL);
     atomic_init(&rq->tracking, 1);
     atomic_init(&rq->grew, false);
@@ -476,6 +641,11 @@ void requeue_free(gp_requeue *rq)
         pthread_join(rq->th, NULL);
     forget_all_locked(rq);
     strmap_free(rq->cands);
+    size_t it = 0;
+    refusal *r;
+    while ((r = strmap_next(rq->refusals, &it, NULL)))
+        free(r);
+    strmap_free(rq->refusals);
     pthread_mutex_destroy(&rq->mu);
     kube_cancel_free(rq->stop);
     free(rq);
@@ -488,6 +658,8 @@ void requeue_stats(gp_requeue *rq, gp_requeue_stats *out)
     if (!rq)
         return;
     out->regained = atomic_load(&rq->regained);
+    out->race_passes = atomic_load(&rq->race_passes);
+    out->race_quiet_skips = atomic_load(&rq->race_skips);
     for (int t = 0; t < TRIG_N; t++) {
         out->passes[t] = atomic_load(&rq->passes[t]);
         out->bound[t] = atomic_load(&rq->bound[t]);
@@ -516,15 +688,21 @@ void requeue_metrics(gp_requeue *rq, gp_buf *out)
                    "leadership won).");
     metrics_u(out, "gpupack_requeue_regained_total", NULL, s.regained);
     metrics_header(out, "gpupack_requeue_triggers_total", "counter",
-                   "Triggers on which parked pods were nudged (kube-scheduler before 1.29 / 1.32 "
-                   "only), by trigger.");
+                   "Triggers on which parked pods were nudged, by trigger: regained and capacity "
+                   "(kube-scheduler before 1.29 / 1.32 only), released (every version: pods "
+                   "refused just before gpupack saw a GPU share freed).");
     metrics_u(out, "gpupack_requeue_triggers_total", "trigger=\"regained\"",
               s.passes[TRIG_REGAINED]);
     metrics_u(out, "gpupack_requeue_triggers_total", "trigger=\"capacity\"",
               s.passes[TRIG_CAPACITY]);
+    metrics_u(out, "gpupack_requeue_triggers_total", "trigger=\"released\"", s.race_passes);
+    metrics_header(out, "gpupack_requeue_race_skips_total", "counter",
+                   "GPU shares freed after which no refused pod was nudged: another event moved "
+                   "kube-scheduler's parked pods first (every version).");
+    metrics_u(out, "gpupack_requeue_race_skips_total", NULL, s.race_quiet_skips);
     metrics_header(out, "gpupack_requeue_nudges_total", "counter",
-                   "Pods patched (annotation " GP_REQUEUE_ANNOTATION ") so that kube-scheduler "
-                   "retries them, by outcome.");
+                   "Pods patched (annotation " GP_REQUEUE_ANNOTATION ", or from 1.32 condition "
+                   GP_REQUEUE_CONDITION ") so that kube-scheduler retries them, by outcome.");
     metrics_u(out, "gpupack_requeue_nudges_total", "result=\"sent\"", s.sent);
     metrics_u(out, "gpupack_requeue_nudges_total", "result=\"gone\"", s.gone);
     metrics_u(out, "gpupack_requeue_nudges_total", "result=\"failed\"", s.failed);
