@@ -125,4 +125,19 @@ char *kube_escape(const char *s);
  * itself), ns and name escaped with kube_escape. Returns owned; free(). Pure. */
 char *kube_pod_path(const char *ns, const char *name, const char *sub);
 
+/* One PATCH of Pod ns/name (or its subresource sub) with body of content type
+ * ctype, classified: */
+typedef enum {
+    GP_PATCH_DONE,      /* 200 */
+    GP_PATCH_GONE,      /* 404 deleted, 409 conflict, 422 a uid precondition failed (another
+                         * pod under the name): nothing written */
+    GP_PATCH_REFUSED,   /* 401 / 403: RBAC */
+    GP_PATCH_RETRY      /* no answer, 5xx, anything else: may work later */
+} gp_patch_outcome;
+/* err says why for all but DONE ("HTTP 403: pods is forbidden: ..."); cancel
+ * may be NULL. */
+gp_patch_outcome kube_patch_pod(gp_kube *k, const char *ns, const char *name, const char *sub,
+                                const char *ctype, const char *body, double timeout_s,
+                                gp_kube_cancel *cancel, gp_err *err);
+
 #endif

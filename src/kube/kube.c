@@ -840,3 +840,31 @@ char *kube_pod_path(const char *ns, const char *name, const char *sub)
     free(ename);
     return path;
 }
+
+gp_patch_outcome kube_patch_pod(gp_kube *k, const char *ns, const char *name, const char *sub,
+                                const char *ctype, const char *body, double timeout_s,
+                                gp_kube_cancel *cancel, gp_err *err)
+{
+    char *path = kube_pod_path(ns, name, sub);
+    gp_kube_resp r;
+    gp_err e;
+    gp_patch_outcome out;
+    if (kube_request(k, "PATCH", path, ctype, body, timeout_s, cancel, &r, &e) < 0) {
+        free(path);
+        gp_fail(err, "%s", e.msg);
+        return GP_PATCH_RETRY;
+    }
+    if (r.status == 200) {
+        out = GP_PATCH_DONE;
+    } else {
+        char msg[300];
+        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+        gp_fail(err, "HTTP %ld: %s", r.status, msg);
+        out = r.status == 404 || r.status == 409 || r.status == 422 ? GP_PATCH_GONE
+              : r.status == 401 || r.status == 403                  ? GP_PATCH_REFUSED
+                                                                    : GP_PATCH_RETRY;
+    }
+    kube_resp_free(&r);
+    free(path);
+    return out;
+}

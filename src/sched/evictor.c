@@ -74,28 +74,17 @@ static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *u
         json_object_set_new(md, "uid", json_string(uid));
     }
     char *body = dump(patch);
-    char *path = kube_pod_path(ns, name, sub);
-    gp_kube_resp r;
     gp_err e;
-    int rc;
-    char msg[300];
-    const char *ctype = strategic ? "application/strategic-merge-patch+json"
-                                  : "application/merge-patch+json";
-    if (kube_request(k, "PATCH", path, ctype, body, timeout_s, NULL, &r, &e) < 0) {
-        rc = gp_fail(err, "%s pod %s/%s: %s", what, ns, name, e.msg);
-    } else if (r.status == 200) {
-        rc = 0;
-    } else {
-        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
-        gp_fail(err, "%s pod %s/%s: HTTP %ld: %s", what, ns, name, r.status, msg);
-        rc = r.status == 404 || r.status == 409 || r.status == 422 ? 1
-             : r.status == 401 || r.status == 403                  ? 2
-                                                                   : -1;
-    }
-    kube_resp_free(&r);
-    free(path);
+    gp_patch_outcome o = kube_patch_pod(k, ns, name, sub,
+                                        strategic ? "application/strategic-merge-patch+json"
+                                                  : "application/merge-patch+json",
+                                        body, timeout_s, NULL, &e);
     free(body);
-    return rc;
+    if (o != GP_PATCH_DONE)
+        gp_fail(err, "%s pod %s/%s: %s", what, ns, name, e.msg);
+    static const int rc[] = {[GP_PATCH_DONE] = 0, [GP_PATCH_GONE] = 1, [GP_PATCH_REFUSED] = 2,
+                             [GP_PATCH_RETRY] = -1};
+    return rc[o];
 }
 
 int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,

@@ -295,51 +295,36 @@ typedef enum { NUDGE_SENT, NUDGE_GONE, NUDGE_FAILED, NUDGE_FORBIDDEN } nudge_res
  * GP_REQUEUE_CONDITION on the pod's status (strategic merge patch). */
 static nudge_result nudge(gp_requeue *rq, const pick *p, bool status)
 {
-    char *path = kube_pod_path(p->ns, p->name, status ? "status" : NULL);
     char *body = status ? requeue_condition_body(p->uid, GP_REQUEUE_CONDITION, "GPUShareFreed",
                                                  "gpupack refused this pod just before its watch "
                                                  "showed a GPU share freed: kube-scheduler "
                                                  "retries it", true, gp_now_ns())
                         : requeue_patch_body(p->uid, gp_now_ns());
-    gp_kube_resp resp;
     gp_err err;
-    nudge_result r = NUDGE_FAILED;
-    char msg[300] = "";
-    if (kube_request(rq->k, "PATCH", path,
-                     status ? "application/strategic-merge-patch+json"
-                            : "application/merge-patch+json",
-                     body, RQ_TIMEOUT_S, rq->stop, &resp, &err) < 0) {
-        gp_strlcpy(msg, err.msg, sizeof msg);
-    } else if (resp.status == 200) {
-        r = NUDGE_SENT;
-    } else {
-        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-        /* 404 deleted, 409 conflict, 422 re-created (uid differs): nothing written */
-        if (resp.status == 404 || resp.status == 409 || resp.status == 422)
-            r = NUDGE_GONE;
-        else if (resp.status == 403 || resp.status == 401)
-            r = NUDGE_FORBIDDEN;
-    }
+    static const nudge_result by[] = {[GP_PATCH_DONE] = NUDGE_SENT, [GP_PATCH_GONE] = NUDGE_GONE,
+                                      [GP_PATCH_REFUSED] = NUDGE_FORBIDDEN,
+                                      [GP_PATCH_RETRY] = NUDGE_FAILED};
+    nudge_result r = by[kube_patch_pod(rq->k, p->ns, p->name, status ? "status" : NULL,
+                                       status ? "application/strategic-merge-patch+json"
+                                              : "application/merge-patch+json",
+                                       body, RQ_TIMEOUT_S, rq->stop, &err)];
     if (r == NUDGE_SENT)
         LOG_DEBUG("requeue: nudged pod %s/%s", p->ns, p->name);
     else if (r == NUDGE_GONE)
-        LOG_DEBUG("requeue: pod %s/%s not nudged (HTTP %ld: %s)", p->ns, p->name, resp.status, msg);
+        LOG_DEBUG("requeue: pod %s/%s not nudged (%s)", p->ns, p->name, err.msg);
     else if (r == NUDGE_FAILED)
-        LOG_WARN("requeue: nudging pod %s/%s failed: %s%s", p->ns, p->name,
-                 resp.status ? "HTTP error: " : "", msg);
+        LOG_WARN("requeue: nudging pod %s/%s failed: %s", p->ns, p->name, err.msg);
     else if (status)
-        LOG_ERROR("requeue: may not patch the status of pod %s/%s (HTTP %ld: %s); kube-scheduler "
-                  "retries the pods it parked within 5 minutes. Grant gpupack `patch` on "
-                  "pods/status (manifests/base/rbac.yaml) to have them retried at once",
-                  p->ns, p->name, resp.status, msg);
+        LOG_ERROR("requeue: may not patch the status of pod %s/%s (%s); kube-scheduler retries "
+                  "the pods it parked within 5 minutes. Grant gpupack `patch` on pods/status "
+                  "(manifests/base/rbac.yaml) to have them retried at once",
+                  p->ns, p->name, err.msg);
     else
-        LOG_ERROR("requeue: may not patch pod %s/%s (HTTP %ld: %s); kube-scheduler retries the "
-                  "pods it parked within 5 minutes. Grant gpupack `patch` on pods "
+        LOG_ERROR("requeue: may not patch pod %s/%s (%s); kube-scheduler retries the pods it "
+                  "parked within 5 minutes. Grant gpupack `patch` on pods "
                   "(manifests/components/requeue-rbac) to have them retried at once",
-                  p->ns, p->name, resp.status, msg);
-    kube_resp_free(&resp);
+                  p->ns, p->name, err.msg);
     free(body);
-    free(path);
     return r;
 }
 
