@@ -202,7 +202,6 @@ void pre_finish(gp_preempt *p, plan *pl, atomic_ulong *outcome, const char *why)
 /* preempt_plan.c: node copies and plans */
 void pre_collect(void *ud, const gp_pod_on_node *p);   /* cluster_rd_node_pods -> npods */
 void pre_node_plan_clear(node_plan *np);
-bool pre_protected_by_policy(gp_policy_set *set, const char *policy);
 bool pre_is_forced(const plan_query *q, const char *uid);
 void pre_fill_victim(pvictim *pv, const npod *x, const pmeta *m, bool ours, bool covered);
 int pre_plan_node(gp_preempt *p, const plan_query *q, const char *node, node_plan *np);

@@ -36,8 +36,8 @@ void pre_node_plan_clear(node_plan *np)
     memset(np, 0, sizeof *np);
 }
 
-
-bool pre_protected_by_policy(gp_policy_set *set, const char *policy)
+/* The victim's policy says priorityPreemptible: false (a pod of it is never evicted). */
+static bool protected_by_policy(gp_policy_set *set, const char *policy)
 {
     gp_policy_view v;
     gp_err err;
@@ -174,7 +174,7 @@ static void classify(gp_preempt *p, const plan_query *q, node_work *w, node_plan
                 w->ns_pods[pos]++;
         }
         if (!q->may_evict || !m || !m->bound || x->state != GP_POD_BOUND ||
-            m->priority >= q->req->priority || pre_protected_by_policy(q->set, x->policy) ||
+            m->priority >= q->req->priority || protected_by_policy(q->set, x->policy) ||
             is_blocked(q->old, x->uid))
             continue;   /* stays */
         w->cands[w->nc] = (gp_victim){m->priority, m->start_ns, false, same_ns, x->nholds,
