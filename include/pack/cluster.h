@@ -239,7 +239,8 @@ typedef struct gp_claim {
  * (unknown node, a GPU index the node lacks, too many claims). */
 int cluster_claim(gp_cluster *c, const gp_claim *cl, gp_err *err) GP_WUR;
 void cluster_unclaim(gp_cluster *c, const char *uid);
-/* Copies the claim of uid into out: 0, or -1 when it has none. */
+/* Copies the claim of uid into out (NULL: only whether there is one): 0, or
+ * -1 when it has none. */
 int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out);
 
 /* The node as placement should see it for pod req (its uid, priority and

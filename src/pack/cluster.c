@@ -687,7 +687,7 @@ int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out)
 {
     cluster_rdlock(c);
     size_t i = claim_find(c, uid);
-    if (i < c->nclaims)
+    if (i < c->nclaims && out)
         *out = *c->claims[i];
     cluster_unlock(c);
     return i < c->nclaims ? 0 : -1;

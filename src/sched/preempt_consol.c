@@ -300,33 +300,28 @@ out:
 void pre_held_round(gp_preempt *p)
 {
     double now = pre_now_s();
-    for (;;) {   /* deleting during a walk: restart after each */
-        size_t it = 0;
-        held *h;
-        bool gone = false;
-        gp_claim *cl = xmalloc(sizeof *cl);
-        while ((h = strmap_next(p->held, &it, NULL))) {
-            if (cluster_claim_get(p->c, h->key, cl) != 0) {
-                atomic_fetch_add(&p->c_held_used, 1);
-                LOG_INFO("consolidation: the replacement of %s/%s (moved for %s) is placed; the "
-                         "place held on %s is released", h->ns, h->moved, h->waiting, h->where);
-            } else if (now > h->expires) {
-                atomic_fetch_add(&p->c_held_expired, 1);
-                LOG_WARN("consolidation: no replacement of %s/%s (moved for %s) came within %.0f s; "
-                         "the place held on %s is released", h->ns, h->moved, h->waiting,
-                         h->expires - h->created, h->where);
-                cluster_unclaim(p->c, h->key);
-            } else {
-                continue;
-            }
-            free(strmap_del(p->held, h->key));
-            gone = true;
-            break;
+    size_t n = 0, it = 0;
+    char (*done)[GP_UID_MAX] = xmalloc((strmap_count(p->held) + 1) * sizeof *done);
+    held *h;
+    while ((h = strmap_next(p->held, &it, NULL))) {
+        if (cluster_claim_get(p->c, h->key, NULL) != 0) {
+            atomic_fetch_add(&p->c_held_used, 1);
+            LOG_INFO("consolidation: the replacement of %s/%s (moved for %s) is placed; the "
+                     "place held on %s is released", h->ns, h->moved, h->waiting, h->where);
+        } else if (now > h->expires) {
+            atomic_fetch_add(&p->c_held_expired, 1);
+            LOG_WARN("consolidation: no replacement of %s/%s (moved for %s) came within %.0f s; "
+                     "the place held on %s is released", h->ns, h->moved, h->waiting,
+                     h->expires - h->created, h->where);
+            cluster_unclaim(p->c, h->key);
+        } else {
+            continue;
         }
-        free(cl);
-        if (!gone)
-            break;
+        gp_strlcpy(done[n++], h->key, GP_UID_MAX);
     }
+    for (size_t i = 0; i < n; i++)   /* not during the walk */
+        free(strmap_del(p->held, done[i]));
+    free(done);
     if (now - p->ledger_pruned > 60) {
         ledger_prune(p->ledger, now, LEDGER_KEEP_S);
         p->ledger_pruned = now;
