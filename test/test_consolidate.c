@@ -297,9 +297,12 @@ START_TEST(ledger)
     ck_assert(ledger_cooling(l, "rs-3", 60, 410));
     ck_assert_uint_eq(ledger_last_hour(l, 400), 3);   /* not a move of a namespace */
     ck_assert_int_eq(ledger_left(l, "ml", 2, 100 + 3600), 1);   /* the first move left the hour */
+    ledger_record(l, "recent", "rs-4", 99000);
     ledger_prune(l, 100000, 3600);
-    ck_assert_uint_eq(ledger_last_hour(l, 100000), 0);
+    ck_assert_uint_eq(ledger_last_hour(l, 100000), 1);   /* the recent move stays, alone */
     ck_assert(!ledger_cooling(l, "rs-1", 1e9, 100000));   /* forgotten */
+    ck_assert(ledger_cooling(l, "rs-4", 3600, 100000));   /* kept */
+    ck_assert_int_eq(ledger_left(l, "recent", 2, 100000), 1);
     ledger_free(l);
 }
 END_TEST

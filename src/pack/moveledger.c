@@ -113,40 +113,51 @@ size_t ledger_last_hour(gp_ledger *l, double now)
     return n;
 }
 
+/* Keys of m whose value `old` says is done with (owned; *n of them). */
+static char **stale_keys(strmap *m, bool (*old)(void *v, double now, double keep_s), double now,
+                         double keep_s, size_t *n)
+{
+    char **keys = xmalloc((strmap_count(m) + 1) * sizeof *keys);
+    size_t it = 0, k = 0;
+    const char *key;
+    void *v;
+    while ((v = strmap_next(m, &it, &key)))
+        if (old(v, now, keep_s))
+            keys[k++] = xstrdup(key);
+    *n = k;
+    return keys;
+}
+
+static bool owner_old(void *v, double now, double keep_s)
+{
+    return now - *(double *)v >= keep_s;
+}
+
+static bool ns_old(void *v, double now, double keep_s)
+{
+    ns_moves *m = v;
+    (void)keep_s;
+    trim(m, now);
+    return m->n == 0;
+}
+
 void ledger_prune(gp_ledger *l, double now, double keep_s)
 {
     if (keep_s < HOUR_S)
         keep_s = HOUR_S;
-    for (;;) {   /* deleting during a walk: restart after each */
-        size_t it = 0;
-        const char *key;
-        double *t;
-        bool gone = false;
-        while ((t = strmap_next(l->owners, &it, &key)))
-            if (now - *t >= keep_s) {
-                free(strmap_del(l->owners, key));
-                gone = true;
-                break;
-            }
-        if (!gone)
-            break;
+    size_t n;
+    char **keys = stale_keys(l->owners, owner_old, now, keep_s, &n);   /* deleted after the walk */
+    for (size_t i = 0; i < n; i++) {
+        free(strmap_del(l->owners, keys[i]));
+        free(keys[i]);
     }
-    for (;;) {
-        size_t it = 0;
-        const char *key;
-        ns_moves *m;
-        bool gone = false;
-        while ((m = strmap_next(l->ns, &it, &key))) {
-            trim(m, now);
-            if (m->n == 0) {
-                strmap_del(l->ns, key);
-                free(m->t);
-                free(m);
-                gone = true;
-                break;
-            }
-        }
-        if (!gone)
-            break;
+    free(keys);
+    keys = stale_keys(l->ns, ns_old, now, keep_s, &n);
+    for (size_t i = 0; i < n; i++) {
+        ns_moves *m = strmap_del(l->ns, keys[i]);
+        free(m->t);
+        free(m);
+        free(keys[i]);
     }
+    free(keys);
 }
