@@ -60,12 +60,28 @@ done:
 }
 
 /* One patch of a pod (sub NULL, or "status"; a merge patch, or a strategic
- * one when strategic) with its uid as a precondition. Returns 0 done, 1 gone
- * or another pod (404, 409, 422), 2 refused (401, 403), -1 to retry; err says
- * why. */
+ * one when strategic), body as text. Returns 0 done, 1 gone or another pod
+ * (404, 409, 422), 2 refused (401, 403), -1 to retry; err says why. */
+static int patch_text(gp_kube *k, const char *ns, const char *name, const char *sub,
+                      bool strategic, const char *body, const char *what, double timeout_s,
+                      gp_err *err)
+{
+    gp_err e;
+    gp_patch_outcome o = kube_patch_pod(k, ns, name, sub,
+                                        strategic ? "application/strategic-merge-patch+json"
+                                                  : "application/merge-patch+json",
+                                        body, timeout_s, NULL, &e);
+    if (o != GP_PATCH_DONE)
+        gp_fail(err, "%s pod %s/%s: %s", what, ns, name, e.msg);
+    static const int rc[] = {[GP_PATCH_DONE] = 0, [GP_PATCH_GONE] = 1, [GP_PATCH_REFUSED] = 2,
+                             [GP_PATCH_RETRY] = -1};
+    return rc[o];
+}
+
+/* patch_text of a merge patch built here, with the uid as a precondition. */
 static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *uid,
-                     const char *sub, bool strategic, json_t *patch, const char *what,
-                     double timeout_s, gp_err *err)
+                     const char *sub, json_t *patch, const char *what, double timeout_s,
+                     gp_err *err)
 {
     if (uid && *uid) {
         json_t *md = json_object_get(patch, "metadata");
@@ -74,17 +90,9 @@ static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *u
         json_object_set_new(md, "uid", json_string(uid));
     }
     char *body = dump(patch);
-    gp_err e;
-    gp_patch_outcome o = kube_patch_pod(k, ns, name, sub,
-                                        strategic ? "application/strategic-merge-patch+json"
-                                                  : "application/merge-patch+json",
-                                        body, timeout_s, NULL, &e);
+    int rc = patch_text(k, ns, name, sub, false, body, what, timeout_s, err);
     free(body);
-    if (o != GP_PATCH_DONE)
-        gp_fail(err, "%s pod %s/%s: %s", what, ns, name, e.msg);
-    static const int rc[] = {[GP_PATCH_DONE] = 0, [GP_PATCH_GONE] = 1, [GP_PATCH_REFUSED] = 2,
-                             [GP_PATCH_RETRY] = -1};
-    return rc[o];
+    return rc;
 }
 
 int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
@@ -93,18 +101,16 @@ int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *u
     json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
     if (!patch)
         abort();
-    return patch_pod(k, ns, name, uid, "status", false, patch, "nominate", timeout_s, err);
+    return patch_pod(k, ns, name, uid, "status", patch, "nominate", timeout_s, err);
 }
 
 int evictor_nudge(gp_kube *k, const char *ns, const char *name, const char *uid, double timeout_s,
                   gp_err *err)
 {
     char *text = requeue_patch_body(uid, gp_now_ns());   /* the requeue nudge's own patch */
-    json_t *patch = json_loads(text, 0, NULL);
+    int rc = patch_text(k, ns, name, NULL, false, text, "touch", timeout_s, err);
     free(text);
-    if (!patch)
-        abort();
-    return patch_pod(k, ns, name, NULL, NULL, false, patch, "touch", timeout_s, err);
+    return rc;
 }
 
 int evictor_nudge_status(gp_kube *k, const char *ns, const char *name, const char *uid,
@@ -112,9 +118,7 @@ int evictor_nudge_status(gp_kube *k, const char *ns, const char *name, const cha
 {
     char *text = requeue_condition_body(uid, GP_HELD_CONDITION, "VictimsGone", msg, first,
                                         gp_now_ns());
-    json_t *patch = json_loads(text, 0, NULL);
+    int rc = patch_text(k, ns, name, "status", true, text, "nudge", timeout_s, err);
     free(text);
-    if (!patch)
-        abort();
-    return patch_pod(k, ns, name, NULL, "status", true, patch, "nudge", timeout_s, err);
+    return rc;
 }

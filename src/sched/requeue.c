@@ -328,6 +328,24 @@ static nudge_result nudge(gp_requeue *rq, const pick *p, bool status)
     return r;
 }
 
+/* One nudge when the bucket allows it, counted by outcome (*r). Returns false,
+ * sending nothing, when interrupted (shutting down) or no longer serving. */
+static bool paced_nudge(gp_requeue *rq, gp_tbucket *tb, const pick *p, bool status,
+                        nudge_result *r)
+{
+    double wait;
+    while ((wait = tbucket_take(tb, gp_mono_s())) > 0)
+        if (kube_cancel_sleep(rq->stop, wait))
+            return false;
+    if (!rq->cfg.serving(rq->cfg.ud))
+        return false;
+    *r = nudge(rq, p, status);
+    atomic_ulong *by[] = {[NUDGE_SENT] = &rq->sent, [NUDGE_GONE] = &rq->gone,
+                          [NUDGE_FAILED] = &rq->failed, [NUDGE_FORBIDDEN] = &rq->forbidden};
+    atomic_fetch_add(by[*r], 1);
+    return true;
+}
+
 /* Records a nudge's result on its pod. Locked. */
 static void settle_locked(gp_requeue *rq, const char *uid, nudge_result r)
 {
@@ -375,17 +393,9 @@ static bool nudge_all(gp_requeue *rq, gp_tbucket *tb)
     size_t n;
     while (ok && (n = pick_batch(rq, batch, RQ_BATCH)) > 0) {
         for (size_t i = 0; i < n && ok; i++) {
-            double wait;
-            while (ok && (wait = tbucket_take(tb, gp_mono_s())) > 0)
-                ok = !kube_cancel_sleep(rq->stop, wait);
-            if (!ok || !rq->cfg.serving(rq->cfg.ud)) {
-                ok = false;
+            nudge_result r;
+            if (!(ok = paced_nudge(rq, tb, &batch[i], false, &r)))
                 break;
-            }
-            nudge_result r = nudge(rq, &batch[i], false);
-            atomic_ulong *by[] = {[NUDGE_SENT] = &rq->sent, [NUDGE_GONE] = &rq->gone,
-                                  [NUDGE_FAILED] = &rq->failed, [NUDGE_FORBIDDEN] = &rq->forbidden};
-            atomic_fetch_add(by[r], 1);
             pthread_mutex_lock(&rq->mu);
             settle_locked(rq, batch[i].uid, r);
             bool blocked = rq->blocked;
@@ -512,22 +522,14 @@ static bool race_pass(gp_requeue *rq, gp_tbucket *tb)
     pthread_mutex_unlock(&rq->mu);
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
-        double wait;
-        while (ok && (wait = tbucket_take(tb, gp_mono_s())) > 0)
-            ok = !kube_cancel_sleep(rq->stop, wait);
-        if (!ok || !rq->cfg.serving(rq->cfg.ud))
-            ok = false;
-        else {
-            nudge_result r = nudge(rq, &batch[i], status);
-            atomic_ulong *by[] = {[NUDGE_SENT] = &rq->sent, [NUDGE_GONE] = &rq->gone,
-                                  [NUDGE_FAILED] = &rq->failed, [NUDGE_FORBIDDEN] = &rq->forbidden};
-            atomic_fetch_add(by[r], 1);
-            if (r == NUDGE_SENT)
-                LOG_INFO("requeue: nudged pod %s/%s, refused just before gpupack saw a GPU share "
-                         "freed", batch[i].ns, batch[i].name);
-            if (r == NUDGE_FORBIDDEN)
-                break;
-        }
+        nudge_result r;
+        if (!(ok = paced_nudge(rq, tb, &batch[i], status, &r)))
+            break;
+        if (r == NUDGE_SENT)
+            LOG_INFO("requeue: nudged pod %s/%s, refused just before gpupack saw a GPU share "
+                     "freed", batch[i].ns, batch[i].name);
+        if (r == NUDGE_FORBIDDEN)
+            break;
     }
     free(batch);
     return ok;
