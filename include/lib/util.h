@@ -15,6 +15,11 @@
  * print a message and abort, so logic code carries no NULL checks. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t count, size_t size);
+/* xcalloc for a fixed-size table that fills as it is used (a ring, an LRU):
+ * every page is made resident now, so the process's resident size is its
+ * steady one from the start and a later rise in RSS means a leak, not a
+ * table paging in (a soak's growth check reads it so). */
+void *xcalloc_resident(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);          /* NULL in, NULL out */
 char *xstrndup(const char *s, size_t n);

@@ -27,7 +27,7 @@ gp_keycache *keycache_new(size_t slots)
     while (n < slots && n < ((size_t)1 << 40))
         n <<= 1;
     gp_keycache *c = xcalloc(1, sizeof *c);
-    c->s = xcalloc(n, sizeof *c->s);
+    c->s = xcalloc_resident(n, sizeof *c->s);   /* keys land on any page: util.h */
     c->mask = n / 2 - 1;
     for (int i = 0; i < KEYCACHE_LOCKS; i++)
         pthread_mutex_init(&c->mu[i], NULL);

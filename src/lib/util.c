@@ -29,6 +29,18 @@ void *xcalloc(size_t count, size_t size)
     return p;
 }
 
+void *xcalloc_resident(size_t count, size_t size)
+{
+    char *p = xcalloc(count, size);
+    /* calloc's large blocks are fresh mappings whose pages stay unmapped until
+     * written: write one byte per page (volatile, so the stores stay) */
+    volatile char *v = p;
+    size_t len = count * size;
+    for (size_t i = 0; i < len; i += 4096)
+        v[i] = 0;
+    return p;
+}
+
 void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);

@@ -103,8 +103,9 @@ static seen *lookup(table *t, uint64_t key, bool *found)
 static void table_init(table *t, bool names)
 {
     t->n = EVENTS_KEYS_MAX;
-    t->s = xcalloc(t->n, sizeof *t->s);
-    t->names = names ? xcalloc(t->n, sizeof *t->names) : NULL;
+    /* filled one slot per new key: resident from the start (util.h) */
+    t->s = xcalloc_resident(t->n, sizeof *t->s);
+    t->names = names ? xcalloc_resident(t->n, sizeof *t->names) : NULL;
 }
 
 events_agg *events_agg_new(const char *component, const char *instance)
@@ -269,7 +270,7 @@ gp_events *events_new(const gp_kube_auth *auth, gp_cluster *c, gp_err *err)
     if (gethostname(host, sizeof host - 1) != 0)
         gp_strlcpy(host, "gpupack", sizeof host);
     ev->agg = events_agg_new("gpupack", host);
-    ev->q = xcalloc(EVENTS_QUEUE_MAX, sizeof *ev->q);
+    ev->q = xcalloc_resident(EVENTS_QUEUE_MAX, sizeof *ev->q);   /* a ring: util.h */
     pthread_mutex_init(&ev->mu, NULL);
     pthread_cond_init(&ev->cv, NULL);
     if (pthread_create(&ev->th, NULL, events_thread, ev) != 0) {
