@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sched/events.h"
+#include "act/events.h"
 #include "fakeapi.h"
 #include "testutil.h"
 

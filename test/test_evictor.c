@@ -6,8 +6,8 @@
 
 #include "fakeapi.h"
 #include "kube/kube.h"
-#include "sched/evictor.h"
-#include "sched/requeue.h"
+#include "act/evictor.h"
+#include "act/requeue.h"
 
 typedef struct env {
     gp_fakeapi *f;

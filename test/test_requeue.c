@@ -12,8 +12,8 @@
 #include "lib/log.h"
 #include "lib/tbucket.h"
 #include "model/k8s_obs.h"
-#include "sched/binder.h"
-#include "sched/requeue.h"
+#include "act/binder.h"
+#include "act/requeue.h"
 
 /* -------------------------------------------------------- token bucket --- */
 

@@ -270,7 +270,7 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
  *
  * GPUs that a Dynamic Resource Allocation driver publishes, and what the
  * allocated ResourceClaims hold of them, as one node's view (built from the
- * ResourceSlices and ResourceClaims by sched/dra_feed.c). The store merges
+ * ResourceSlices and ResourceClaims by act/dra_feed.c). The store merges
  * them into the node's GPUs: a DRA GPU whose UUID the node's inventory also
  * names is that GPU (one map, one set of counters); one the inventory lacks,
  * or that has no UUID, is added as a GPU of its own (index after the

@@ -44,9 +44,17 @@
 
 #include "kube/kube.h"
 #include "pack/cluster.h"
-#include "sched/evictor.h"
 #include "sched/extender.h"
 #include "lib/util.h"
+
+/* What an eviction came to (act/evictor.h makes it; the worker reads it). */
+typedef enum {
+    GP_EVICT_DONE = 0,      /* accepted: the pod is being deleted (its grace period runs) */
+    GP_EVICT_GONE = 1,      /* no such pod (404), or another pod under that name (uid precondition) */
+    GP_EVICT_BLOCKED = 2,   /* 429: a PodDisruptionBudget allows no disruption now */
+    GP_EVICT_RETRY = 3,     /* transport error, timeout, 5xx: may work later */
+    GP_EVICT_REFUSED = 4    /* 401/403 (RBAC: pods/eviction create), 400, 422: will not work */
+} gp_evict_outcome;
 
 /* The API calls preemption makes; tests fake them. Called from the worker
  * thread, without preemption's lock; event may also be called with it held

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "sched/evictor.h"
+#include "act/evictor.h"
 
 #define NS "e2e-preempt"
 #define G 16384

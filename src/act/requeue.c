@@ -1,5 +1,5 @@
 /* requeue.c -- makes an older kube-scheduler retry the pods it parked where a newer one would. */
-#include "sched/requeue.h"
+#include "act/requeue.h"
 
 #include <jansson.h>
 #include <pthread.h>

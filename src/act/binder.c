@@ -1,5 +1,5 @@
 /* binder.c -- bind in live mode: one POST of a Binding that carries the pod's annotations. */
-#include "sched/binder.h"
+#include "act/binder.h"
 
 #include <jansson.h>
 #include <stdlib.h>

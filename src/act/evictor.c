@@ -1,12 +1,12 @@
 /* evictor.c -- preemption's API calls: Eviction and the nominated node. */
-#include "sched/evictor.h"
+#include "act/evictor.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "sched/requeue.h"
+#include "act/requeue.h"
 
 static char *dump(json_t *j)
 {

@@ -1,5 +1,5 @@
 /* events.c -- Kubernetes Events on bound pods: text, correlation, sending. */
-#include "sched/events.h"
+#include "act/events.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

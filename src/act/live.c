@@ -1,6 +1,6 @@
 /* live.c -- live mode: reflectors feed the store from the API server; bind goes through it;
  * housekeeping settles lost bind outcomes and expires binds that never reported. */
-#include "sched/live.h"
+#include "act/live.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/binder.h"
-#include "sched/events.h"
-#include "sched/requeue.h"
+#include "act/binder.h"
+#include "act/events.h"
+#include "act/requeue.h"
 #include "kube/apiversion.h"
 #include "model/k8s_obs.h"
 #include "kube/kube.h"
@@ -21,7 +21,7 @@
 #include "kube/reflector.h"
 #include "model/dra.h"
 #include "pack/drastore.h"
-#include "sched/dra_feed.h"
+#include "act/dra_feed.h"
 
 #define LIVE_DEFAULT_TTL_S 120.0
 #define LIVE_DEFAULT_STALL_S 90.0

@@ -1,5 +1,5 @@
 /* dra_feed.c -- ResourceSlices, ResourceClaims and DeviceClasses from the API server into the map. */
-#include "sched/dra_feed.h"
+#include "act/dra_feed.h"
 
 #include <pthread.h>
 #include <stdio.h>

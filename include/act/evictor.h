@@ -10,15 +10,8 @@
 #include <stdbool.h>
 
 #include "kube/kube.h"
+#include "sched/preempt.h"   /* gp_evict_outcome: what the evict hook reports */
 #include "lib/util.h"
-
-typedef enum {
-    GP_EVICT_DONE = 0,      /* accepted: the pod is being deleted (its grace period runs) */
-    GP_EVICT_GONE = 1,      /* no such pod (404), or another pod under that name (uid precondition) */
-    GP_EVICT_BLOCKED = 2,   /* 429: a PodDisruptionBudget allows no disruption now */
-    GP_EVICT_RETRY = 3,     /* transport error, timeout, 5xx: may work later */
-    GP_EVICT_REFUSED = 4    /* 401/403 (RBAC: pods/eviction create), 400, 422: will not work */
-} gp_evict_outcome;
 
 /* POST /api/v1/namespaces/NS/pods/NAME/eviction (policy/v1 Eviction, with a
  * uid precondition when uid is non-empty). err says why for every outcome
