@@ -100,7 +100,7 @@ static world *world_new(double wait_s)
     gp_extender_config ec = {.preempt = preempt_hooks(w->p)};
     w->e = extender_new(w->c, &ec);
     gp_err err;
-    ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
+    ck_assert(preempt_start(w->p, w->e, false, &err) == 0);
     return w;
 }
 
@@ -381,7 +381,7 @@ static void use_policy(world *w, const char *policy)
     unlink(path);
     gp_extender_config ec = {.preempt = preempt_hooks(w->p), .policies = set_source};
     w->e = extender_new(w->c, &ec);
-    ck_assert(preempt_start(w->p, w->e, NULL, false, &err) == 0);
+    ck_assert(preempt_start(w->p, w->e, false, &err) == 0);
 }
 
 static void drop_policy(world *w)

@@ -42,7 +42,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "kube/kube.h"
 #include "pack/cluster.h"
 #include "sched/extender.h"
 #include "lib/util.h"
@@ -89,24 +88,27 @@ typedef struct gp_preempt gp_preempt;
 
 /* Borrows c. No thread yet. */
 gp_preempt *preempt_new(gp_cluster *c, const gp_preempt_config *cfg);
-/* Stops the worker and the PDB watch (no API call after this); the pod feed
- * and the hooks keep working. Accepts NULL; idempotent. */
+/* Stops the worker (no API call after this); the feeds and the hooks keep
+ * working. Accepts NULL; idempotent. */
 void preempt_stop(gp_preempt *p);
 /* Stops (as preempt_stop) and frees; accepts NULL. */
 void preempt_free(gp_preempt *p);
 /* The hooks for gp_extender_config.preempt (ud = p). */
 gp_preempt_hooks preempt_hooks(gp_preempt *p);
-/* Borrows e (policies, pod requests) and k (PDB watch; NULL: no budgets
- * known). Starts the worker thread unless `worker` is false (tests call
- * preempt_tick). */
-int preempt_start(gp_preempt *p, gp_extender *e, gp_kube *k, bool worker, gp_err *err) GP_WUR;
+/* Borrows e (policies, pod requests). Starts the worker thread unless
+ * `worker` is false (tests call preempt_tick). The budgets come from
+ * act/pdb_feed (none known without it). */
+int preempt_start(gp_preempt *p, gp_extender *e, bool worker, gp_err *err) GP_WUR;
 
 /* The pod watch (live.h's observer): every pod object, and the end of a
  * full LIST. */
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod);
 void preempt_pods_synced(gp_preempt *p);
-/* The PodDisruptionBudget feed (its own reflector; tests call it). */
+/* The PodDisruptionBudget feed (act/pdb_feed; tests call it): each object,
+ * and a full LIST beginning (end false) and ending, when the budgets it did
+ * not show are dropped. */
 void preempt_pdb_event(gp_preempt *p, bool deleted, const json_t *pdb);
+void preempt_pdbs_resync(gp_preempt *p, bool end);
 
 /* One round of the worker: nominations, evictions, expiry. */
 void preempt_tick(gp_preempt *p);

@@ -17,7 +17,6 @@
 #include <stdatomic.h>
 
 
-#include "kube/reflector.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "lib/strmap.h"
@@ -127,7 +126,6 @@ struct gp_preempt {
     unsigned pdb_gen;
     strmap *pdb_seen;             /* keys seen since the last resync began */
     bool synced;                  /* a first pod LIST was applied */
-    gp_reflector *pdb_refl;
     pthread_t th;
     bool started, stop;
     pthread_cond_t cv;

@@ -20,6 +20,7 @@
 #include "ha/leader_label.h"
 #include "ha/lease_kube.h"
 #include "act/live.h"
+#include "act/pdb_feed.h"
 #include "sched/preempt.h"
 #include "lib/flags.h"
 #include "lib/log.h"
@@ -191,6 +192,7 @@ typedef struct app {
     gp_leader_label *label;     /* NULL: standbys say not ready instead */
     gp_metrics metrics;         /* the writers /metrics renders (wire_metrics) */
     gp_preempt *preempt;        /* live mode: priorities and preemption */
+    gp_pdb_feed *pdbs;          /* live mode: the budgets preemption honours */
 } app;
 
 static void label_hook(void *ud, bool leading)
@@ -522,7 +524,8 @@ static void stop_all(app *a, gp_server *s, gp_server *ws, gp_extender *e, gp_clu
     leader_free(a->leader);
     lease_kube_free(a->lease);
     leader_label_free(a->label);
-    preempt_stop(a->preempt);   /* its API calls use live's client */
+    pdb_feed_stop(a->pdbs);     /* the feed and the worker's API calls use live's client */
+    preempt_stop(a->preempt);
     live_free(a->live);
     preempt_free(a->preempt);
     events_free(a->events);
@@ -578,7 +581,8 @@ static int cmd_serve(int argc, char **argv)
         ecfg.policies_ud = a.policies;
     }
     e = extender_new(c, &ecfg);
-    if ((a.preempt && preempt_start(a.preempt, e, live_kube(a.live), true, &err)) ||
+    if ((a.preempt && preempt_start(a.preempt, e, true, &err)) ||
+        (a.preempt && !(a.pdbs = pdb_feed_start(live_kube(a.live), a.preempt, &err))) ||
         (a.live && live_start(a.live, e, &err)) ||
         start_listeners(&o, &a, e, c, &wnames, &s, &ws, &err)) {
         LOG_ERROR("%s", err.msg);

@@ -62,8 +62,6 @@ void preempt_stop(gp_preempt *p)
 {
     if (!p)
         return;
-    reflector_free(p->pdb_refl);
-    p->pdb_refl = NULL;
     if (p->started) {
         pthread_mutex_lock(&p->mu);
         p->stop = true;
@@ -292,9 +290,7 @@ void preempt_pdb_event(gp_preempt *p, bool deleted, const json_t *obj)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* The PodDisruptionBudget LIST begins (end false) or ends: budgets it did not
- * show are dropped. */
-static void preempt_pdbs_resync(gp_preempt *p, bool end)
+void preempt_pdbs_resync(gp_preempt *p, bool end)
 {
     pthread_mutex_lock(&p->mu);
     if (!end) {
@@ -317,23 +313,6 @@ static void preempt_pdbs_resync(gp_preempt *p, bool end)
     }
     pthread_mutex_unlock(&p->mu);
 }
-
-static void pdb_begin(void *ud)
-{
-    preempt_pdbs_resync(ud, false);
-}
-
-static void pdb_end(void *ud)
-{
-    preempt_pdbs_resync(ud, true);
-}
-
-static void pdb_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
-{
-    preempt_pdb_event(ud, type == GP_WATCH_DELETED, obj);
-}
-
-static const gp_reflector_ops pdb_ops = {pdb_begin, pdb_end, pdb_apply, NULL};
 
 /* ------------------------------------------------------------ the worker -- */
 
@@ -715,17 +694,9 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int preempt_start(gp_preempt *p, gp_extender *e, gp_kube *k, bool run_worker, gp_err *err)
+int preempt_start(gp_preempt *p, gp_extender *e, bool run_worker, gp_err *err)
 {
     atomic_store(&p->e, e);
-    if (k) {
-        gp_reflector_config rc = {.resource = "poddisruptionbudgets",
-                                  .path = "/apis/policy/v1/poddisruptionbudgets",
-                                  .watch_timeout_s = 60, .stall_s = 90};
-        p->pdb_refl = reflector_new(k, &rc, &pdb_ops, p);
-        if (reflector_start(p->pdb_refl, err) < 0)
-            return -1;
-    }
     if (run_worker) {
         int rc = pthread_create(&p->th, NULL, worker, p);
         if (rc != 0)
