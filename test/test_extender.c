@@ -7,6 +7,7 @@
 
 #include "pack/clusterfile.h"
 #include "sched/extender.h"
+#include "act/bindpipe.h"
 #include "testutil.h"
 #include "lib/yamljson.h"
 
@@ -343,7 +344,9 @@ typedef struct fake_binder {
     char last_ann[4096];
 } fake_binder;
 
-static gp_bind_outcome binder(void *ud, const gp_bind_call *call, gp_err *err)
+/* The bind pipe's Binding step (act/bindpipe.h): the pipe around it does the
+ * store's claim and outcome as in live mode. */
+static gp_bind_outcome binder(void *ud, const gp_bind_call *call, double timeout_s, gp_err *err)
 {
     fake_binder *b = ud;
     b->calls++;
@@ -355,6 +358,12 @@ static gp_bind_outcome binder(void *ud, const gp_bind_call *call, gp_err *err)
         return GP_BIND_REFUSED;
     }
     return GP_BIND_BOUND;
+}
+
+static gp_bindpipe *fake_pipe(gp_cluster *c, fake_binder *fb)
+{
+    gp_bindpipe_config bc = {.c = c, .post = binder, .post_ud = fb};
+    return bindpipe_new(&bc);
 }
 
 static const char *gpu_pod_filter =
@@ -370,7 +379,8 @@ START_TEST(binder_failure_rolls_back)
     tu_inventory(&inv, 1, 16384, "A100");
     cluster_upsert_node(c, "n0", &inv);
     fake_binder fb = {.fail = true};
-    gp_extender_config cfg = {.binder = binder, .binder_ud = &fb};
+    gp_bindpipe *pipe = fake_pipe(c, &fb);
+    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe};
     gp_extender *e = extender_new(c, &cfg);
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, gpu_pod_filter, &out), 200);
@@ -398,6 +408,7 @@ START_TEST(binder_failure_rolls_back)
     ck_assert_int_eq(a.ctrs[0].gpus[0].core, 250);
     ck_assert_int_eq(total_used(c), 4096);
     extender_free(e);
+    bindpipe_free(pipe);
     cluster_free(c);
 }
 END_TEST
@@ -414,7 +425,8 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
     inv.cpu_alloc_milli = 8000;
     cluster_upsert_node(c, "n0", &inv);
     fake_binder fb = {0};
-    gp_extender_config cfg = {.binder = binder, .binder_ud = &fb};
+    gp_bindpipe *pipe = fake_pipe(c, &fb);
+    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe};
     gp_extender *e = extender_new(c, &cfg);
     static const char *filter =
         "{\"Pod\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"u9\"},\"spec\":"
@@ -466,6 +478,7 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
     json_decref(out);
     ck_assert_int_eq(fb.calls, 3);
     extender_free(e);
+    bindpipe_free(pipe);
     cluster_free(c);
 }
 END_TEST
@@ -568,7 +581,8 @@ START_TEST(webhook_env_required_and_filled)
     fake_binder fb = {0};
     gp_resource_names names;
     podreq_default_names(&names);
-    gp_extender_config cfg = {.binder = binder, .binder_ud = &fb, .webhook_names = &names};
+    gp_bindpipe *pipe = fake_pipe(c, &fb);
+    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe, .webhook_names = &names};
     gp_extender *e = extender_new(c, &cfg);
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, gpu_pod_filter, &out), 200);
@@ -596,6 +610,7 @@ START_TEST(webhook_env_required_and_filled)
     ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-mem-limit\":\"4096m\""), "%s", fb.last_ann);
     ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-sm-limit\":\"25\""), "%s", fb.last_ann);
     extender_free(e);
+    bindpipe_free(pipe);
     cluster_free(c);
 }
 END_TEST

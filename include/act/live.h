@@ -1,5 +1,6 @@
-/* live.h -- live mode: the API server feeds the store (LIST+WATCH) and bind
- * writes annotations and the Binding through it. */
+/* live.h -- live mode: the API server feeds the store (LIST+WATCH); the
+ * verbs' hooks into it; housekeeping settles lost bind outcomes and expires
+ * binds that never reported. The Binding itself is act/bindpipe's. */
 #ifndef GP_LIVE_H
 #define GP_LIVE_H
 
@@ -8,6 +9,7 @@
 
 #include "pack/cluster.h"
 #include "sched/extender.h"
+#include "kube/apiversion.h"
 #include "kube/kube.h"
 #include "kube/reflector.h"
 #include "lib/util.h"
@@ -25,18 +27,23 @@ typedef struct gp_live gp_live;
 
 /* Reads credentials and prepares the client; no network yet. Borrows c. */
 gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err);
-/* The binder the extender calls in live mode (ud = the gp_live). */
-gp_binder_fn live_binder(void);
-/* Decides whether a bind may start now (leader election's fencing rule) and
- * sets *budget_s to the time the whole bind may take. Called from request
- * threads: must be thread-safe. */
+/* Whether this replica may bind now (act/bindpipe's gate: it serves, and
+ * with leader election it leads). The requeue nudges parked pods only then.
+ * Called from the requeue's thread: must be thread-safe. */
 typedef struct gp_live_gate {
-    bool (*fn)(void *ud, double *budget_s);
+    bool (*fn)(void *ud);
     void *ud;
 } gp_live_gate;
-/* Every bind asks gate first; a refused bind fails without API calls (the
- * store rolls back). Set before the server starts; borrows gate.ud. */
+/* Without one, this replica binds whenever it serves. Set before live_start;
+ * borrows gate.ud. */
 void live_set_bind_gate(gp_live *l, gp_live_gate gate);
+/* What the API server's version does (apiversion.h; false while unknown).
+ * Thread-safe. */
+bool live_api_has(gp_live *l, gp_api_fact f);
+/* Before the Binding of a pod whose GPUs come from ResourceClaims: reads its
+ * claims again, to learn the allocation kube-scheduler wrote in its PreBind
+ * (docs/dra.md). Called from a bind thread. */
+void live_refresh_pod_claims(gp_live *l, const json_t *pod);
 /* Raises a Warning Event `reason` with `msg` on pod ns/name (uid may be "";
  * ns/name are "" when no pod is concerned). Called from the reflector
  * threads: must not block. */
@@ -63,8 +70,8 @@ void live_set_pod_observer(gp_live *l, gp_live_pod_observer o);
  * queueing hints: before 1.32; apiversion.h GP_FACT_NODE_PRECHECK)? True also
  * while the API server's version is not known yet. Thread-safe. */
 bool live_scheduler_parks(gp_live *l);
-/* Fills the extender's DRA hooks (docs/dra.md): pods' claims become GPU
- * requests, and a claim pod's bind learns its allocation first. */
+/* Fills the extender's DRA hook (docs/dra.md): pods' claims become GPU
+ * requests. */
 void live_dra_hooks(gp_live *l, gp_extender_config *ecfg);
 /* Fills the extender's `refused` hook: the requeue's race of two watches
  * (requeue.h RACE). */
@@ -94,11 +101,8 @@ void live_free(gp_live *l);
 
 /* metrics_fn (live: a gp_live *, or NULL in embedded mode, which reports
  * ready 1, stale 0 and nothing else): gpupack_cluster_ready/_stale, the
- * reflectors' watch/list counters, the Binding outcomes and the bind API
- * histogram. Thread-safe. */
+ * reflectors' watch/list counters, settled and expired binds. Thread-safe.
+ * The Bindings' own families are act/bindpipe's. */
 void live_metrics(void *live, gp_buf *out);
-/* metrics_fn (live: a gp_live *): gpupack_binds_refused_total, the binds the
- * leader gate refused; listed only when leader election is on. */
-void live_gate_metrics(void *live, gp_buf *out);
 
 #endif

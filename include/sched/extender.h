@@ -27,9 +27,12 @@ typedef struct gp_bind_call {
     const json_t *annotations;    /* metadata.annotations of the Binding; NULL = none */
     const gp_assignment *assign;  /* what they say; NULL for a plain Binding */
     const char *policy;
+    const json_t *claims_pod;     /* its GPUs come from ResourceClaims: the pod (the binder
+                                   * learns their allocation first); NULL otherwise */
 } gp_bind_call;
 
-/* Posts one Binding and classifies the outcome (binder.h); err says why for
+/* Carries one decided bind out (act/bindpipe.h): the gate, the store's claim
+ * on the GPUs, the Binding, its outcome into the store; err says why for
  * REFUSED and UNKNOWN. Called from a bind thread, without store locks. */
 typedef gp_bind_outcome (*gp_binder_fn)(void *ud, const gp_bind_call *call, gp_err *err);
 
@@ -73,14 +76,11 @@ typedef struct gp_extender_config {
     bool (*serving)(void *ud, char *why, size_t whylen);
     void *serving_ud;
     gp_preempt_hooks preempt;     /* live mode: priorities and preemption */
-    /* DRA (live mode, docs/dra.md); both optional. dra_request: for a pod
-     * that asks no GPUs of gpupack's own, the GPU devices its ResourceClaims
-     * ask and no allocation has given yet, into req (drastore_pod_request:
-     * 0, or 1 with why when it cannot be predicted). dra_bind: before the
-     * Binding of such a pod goes out, learns the allocation kube-scheduler
-     * wrote in its PreBind (called from a bind thread). */
+    /* DRA (live mode, docs/dra.md; optional): for a pod that asks no GPUs
+     * of gpupack's own, the GPU devices its ResourceClaims ask and no
+     * allocation has given yet, into req (drastore_pod_request: 0, or 1 with
+     * why when it cannot be predicted). */
     int (*dra_request)(void *ud, const json_t *pod, gp_pod_req *req, gp_err *why);
-    void (*dra_bind)(void *ud, const json_t *pod);
     void *dra_ud;
     /* Optional: kube-scheduler's filter refused this GPU pod on every node it
      * offered (requeue_refused: the race of two watches). */

@@ -1,5 +1,5 @@
-/* live.c -- live mode: reflectors feed the store from the API server; bind goes through it;
- * housekeeping settles lost bind outcomes and expires binds that never reported. */
+/* live.c -- live mode: reflectors feed the store from the API server; housekeeping settles
+ * lost bind outcomes and expires binds that never reported. */
 #include "act/live.h"
 
 #include <pthread.h>
@@ -39,10 +39,8 @@ struct gp_live {
     gp_kube_cancel *stop;           /* the housekeeping thread's */
     pthread_t hk;
     bool hk_started;
-    atomic_ulong binds, bound, refused, unknown, settled_bound, settled_released, expired, bypassed;
-    gp_histo bind_api;              /* the Binding call(s) of one bind, as gpupack waits for them */
-    gp_live_gate gate;              /* NULL fn: every bind may go ahead */
-    atomic_ulong binds_refused;
+    atomic_ulong settled_bound, settled_released, expired, bypassed;
+    gp_live_gate gate;              /* NULL fn: this replica may bind whenever it serves */
     pthread_mutex_t ver_mu;         /* guards ver, ver_tried */
     gp_apiversion ver;              /* what /version said (ver.known false: not yet) */
     double ver_tried;               /* monotonic time of the last GET /version */
@@ -347,50 +345,11 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
 static const gp_reflector_ops node_ops = {nodes_begin, nodes_end, nodes_apply, k8s_obs_trim_node};
 static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_obs_trim_pod};
 
-/* ------------------------------------------------------------ binder --- */
+/* ------------------------------------------------------------ binds --- */
 
-static gp_bind_outcome live_bind(void *ud, const gp_bind_call *call, gp_err *err)
+bool live_api_has(gp_live *l, gp_api_fact f)
 {
-    gp_live *l = ud;
-    double timeout = GP_BINDER_TIMEOUT_S, budget = 0;
-    char why[400];
-    if (!live_serving(l, why, sizeof why)) {
-        /* placed on a map that is not the API server's (a restart's first LISTs, a
-         * relist): its GPUs may be another pod's; kube-scheduler asks again once
-         * the map is complete (the extender refuses such binds before this too) */
-        atomic_fetch_add(&l->binds_refused, 1);
-        gp_fail(err, "gpupack is not ready: %s; kube-scheduler retries the pod", why);
-        return GP_BIND_REFUSED;   /* nothing was sent */
-    }
-    if (l->gate.fn) {
-        /* leader election: only the leader binds, and within its fencing budget
-         * (a bind makes up to three API calls) */
-        if (!l->gate.fn(l->gate.ud, &budget)) {
-            atomic_fetch_add(&l->binds_refused, 1);
-            gp_fail(err, "this gpupack replica does not lead (standby or fenced), or its pod "
-                         "watch is not current; kube-scheduler retries the pod");
-            return GP_BIND_REFUSED;   /* nothing was sent */
-        }
-        if (budget / 3 < timeout)
-            timeout = budget / 3;
-    }
-    atomic_fetch_add(&l->binds, 1);
-    double t0 = gp_mono_s();
-    gp_bind_outcome o = binder_bind(l->kube, call, version_has(l, GP_FACT_BINDING_UID, NULL),
-                                    timeout, err);
-    metrics_observe(&l->bind_api, gp_mono_s() - t0);
-    atomic_ulong *by[] = {[GP_BIND_BOUND] = &l->bound, [GP_BIND_REFUSED] = &l->refused,
-                          [GP_BIND_UNKNOWN] = &l->unknown};
-    atomic_fetch_add(by[o], 1);
-    if (o == GP_BIND_UNKNOWN)
-        LOG_WARN("bind %s/%s -> %s: outcome unknown, GPUs stay assumed until a GET or the watch "
-                 "settles it: %s", call->ns, call->name, call->node, err->msg);
-    return o;
-}
-
-gp_binder_fn live_binder(void)
-{
-    return live_bind;
+    return version_has(l, f, NULL);
 }
 
 bool live_scheduler_parks(gp_live *l)
@@ -453,9 +412,8 @@ static void dra_drivers_follow(gp_live *l)
     }
 }
 
-static void live_dra_bind(void *ud, const json_t *pod)
+void live_refresh_pod_claims(gp_live *l, const json_t *pod)
 {
-    gp_live *l = ud;
     gp_dra_pod_claims pc;
     gp_err err;
     if (dra_pod_claims(pod, &pc, &err) < 0)
@@ -484,7 +442,6 @@ void live_requeue_hooks(gp_live *l, gp_extender_config *ecfg)
 void live_dra_hooks(gp_live *l, gp_extender_config *ecfg)
 {
     ecfg->dra_request = live_dra_request;
-    ecfg->dra_bind = live_dra_bind;
     ecfg->dra_ud = l;
 }
 
@@ -497,7 +454,8 @@ static void settle_unknown(gp_live *l)
     /* give a Binding the API server is still working on time to land first */
     size_t n = cluster_unsettled(l->c, GP_BINDER_TIMEOUT_S, u, LIVE_SETTLE_BATCH);
     for (size_t i = 0; i < n && !kube_cancel_fired(l->stop); i++) {
-        gp_bind_call call = {u[i].ns, u[i].name, u[i].uid, u[i].a.node, NULL, NULL, &u[i].a, NULL};
+        gp_bind_call call = {u[i].ns, u[i].name, u[i].uid, u[i].a.node, NULL, NULL, &u[i].a, NULL,
+                             NULL};
         gp_err err;
         gp_bind_outcome o = binder_check(l->kube, &call, GP_BINDER_TIMEOUT_S, &err);
         if (o == GP_BIND_BOUND) {
@@ -553,8 +511,7 @@ static void *housekeeping(void *arg)
 static bool requeue_serving(void *ud)
 {
     gp_live *l = ud;
-    double budget;
-    return live_serving(l, NULL, 0) && (!l->gate.fn || l->gate.fn(l->gate.ud, &budget));
+    return l->gate.fn ? l->gate.fn(l->gate.ud) : live_serving(l, NULL, 0);
 }
 
 static int live_requeue_needed(void *ud)
@@ -692,12 +649,9 @@ bool live_stale(gp_live *l, char *why, size_t whylen)
 /* Counters for /metrics (thread-safe snapshot). */
 typedef struct gp_live_stats {
     gp_reflector_stats nodes, pods;
-    unsigned long binds;                /* Bindings posted */
-    unsigned long bound, refused, unknown;   /* their outcomes */
     unsigned long settled_bound, settled_released;   /* UNKNOWN outcomes a GET settled */
     unsigned long assumed_expired;      /* in-flight binds released by the TTL */
     unsigned long bypassed;             /* pods found bound without gpupack's bind, accounted */
-    unsigned long binds_refused;        /* binds the gate refused (not the leader) */
 } gp_live_stats;
 
 static void live_stats(gp_live *l, gp_live_stats *out)
@@ -707,15 +661,10 @@ static void live_stats(gp_live *l, gp_live_stats *out)
         return;
     reflector_stats(l->nodes, &out->nodes);
     reflector_stats(l->pods, &out->pods);
-    out->binds = atomic_load(&l->binds);
-    out->bound = atomic_load(&l->bound);
-    out->refused = atomic_load(&l->refused);
-    out->unknown = atomic_load(&l->unknown);
     out->settled_bound = atomic_load(&l->settled_bound);
     out->settled_released = atomic_load(&l->settled_released);
     out->assumed_expired = atomic_load(&l->expired);
     out->bypassed = atomic_load(&l->bypassed);
-    out->binds_refused = atomic_load(&l->binds_refused);
 }
 
 /* One family over both reflectors: `name{resource="nodes",<key>="<v>"}` for
@@ -775,11 +724,6 @@ void live_metrics(void *live, gp_buf *out)
                                           RS(expired, "expired")};
     refl_family(out, &ls, "gpupack_watches_total", "Watch requests, by resource and outcome.",
                 "result", watches, GP_ARRAY_LEN(watches));
-    metrics_header(out, "gpupack_api_binds_total", "counter",
-                   "Bindings posted to the API server, by outcome.");
-    metrics_u(out, "gpupack_api_binds_total", "result=\"bound\"", ls.bound);
-    metrics_u(out, "gpupack_api_binds_total", "result=\"refused\"", ls.refused);
-    metrics_u(out, "gpupack_api_binds_total", "result=\"unknown\"", ls.unknown);
     metrics_header(out, "gpupack_binds_settled_total", "counter",
                    "Unknown bind outcomes settled by a GET, by what the GET showed.");
     metrics_u(out, "gpupack_binds_settled_total", "result=\"bound\"", ls.settled_bound);
@@ -791,9 +735,6 @@ void live_metrics(void *live, gp_buf *out)
                    "Pods found bound without gpupack's bind that ask its resources, accounted on "
                    "their node.");
     metrics_u(out, "gpupack_pods_bypassed_total", NULL, ls.bypassed);
-    metrics_header(out, "gpupack_api_bind_duration_seconds", "histogram",
-                   "Time one bind spends in its API calls (the Binding, and a GET/retry after a 409).");
-    metrics_render_histo(out, "gpupack_api_bind_duration_seconds", "", &l->bind_api);
     pthread_mutex_lock(&l->ver_mu);
     gp_apiversion v = l->ver;
     pthread_mutex_unlock(&l->ver_mu);
@@ -810,15 +751,6 @@ void live_metrics(void *live, gp_buf *out)
     metrics_u(out, "gpupack_kubernetes_info", labels, 1);
     requeue_metrics(l->rq, out);
     dra_feed_metrics(l->dra, out);
-}
-
-void live_gate_metrics(void *live, gp_buf *out)
-{
-    gp_live_stats ls;
-    live_stats(live, &ls);
-    metrics_header(out, "gpupack_binds_refused_total", "counter",
-                   "Binds refused because this replica does not lead.");
-    metrics_u(out, "gpupack_binds_refused_total", NULL, ls.binds_refused);
 }
 
 void live_free(gp_live *l)

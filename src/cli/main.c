@@ -9,6 +9,7 @@
 
 #include "pack/cluster.h"
 #include "pack/clusterfile.h"
+#include "act/bindpipe.h"
 #include "act/events.h"
 #include "act/evictor.h"
 #include "cli/explain_cli.h"
@@ -184,8 +185,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
 typedef struct app {
     gp_live *live;
     gp_events *events;          /* live mode: Events on bound pods */
-    gp_binder_fn binder;        /* live mode: the binder the events hook wraps */
-    void *binder_ud;
+    gp_bindpipe *binds;         /* live mode: a decided bind carried out */
     policy_store *policies;     /* NULL: the built-in default policy */
     gp_leader *leader;          /* NULL: no leader election, this replica binds */
     gp_lease_kube *lease;
@@ -200,19 +200,10 @@ static void label_hook(void *ud, bool leading)
     leader_label_sync(ud, leading);
 }
 
-/* How long a leader's pod watch must have streamed before it binds: the
- * takeover quiet period's reasoning (the old leader's last Bindings reach the
- * watch within it) holds only for a watch that is connected. */
-#define BIND_WATCH_FRESH_S 1.0
-
-/* Only a leader with a complete, current map binds (live.c asks before every
- * bind). Seen in e2e_chaos: a replica that took the lease back right after an
- * API server outage bound from a map its watch, still in its retry backoff,
- * had not updated with the other replica's binds (3 GPUs over-committed). */
-static bool bind_gate(void *ud, double *budget_s)
+/* The requeue nudges only while this replica may bind (the pipe's gate). */
+static bool may_bind_hook(void *ud)
 {
-    app *a = ud;
-    return live_fresh(a->live, BIND_WATCH_FRESH_S, NULL, 0) && leader_may_bind(a->leader, budget_s);
+    return bindpipe_may_bind(ud, NULL, NULL, 0);
 }
 
 /* The extender decides only from a map that is the API server's truth. */
@@ -284,21 +275,12 @@ static void wire_metrics(app *a)
     metrics_add(&a->metrics, preempt_metrics, a->preempt);
     if (a->live)   /* every API client of the process */
         metrics_add(&a->metrics, kube_metrics, NULL);
-    if (a->leader) {
+    if (a->binds)
+        metrics_add(&a->metrics, bindpipe_metrics, a->binds);
+    if (a->leader)
         metrics_add(&a->metrics, leader_metrics, a->leader);
-        metrics_add(&a->metrics, live_gate_metrics, a->live);
-    }
     if (a->policies)
         metrics_add(&a->metrics, policy_store_metrics, a->policies);
-}
-
-/* The bind path's one events hook: the binder's outcome becomes an Event. */
-static gp_bind_outcome bind_with_events(void *ud, const gp_bind_call *call, gp_err *err)
-{
-    app *a = ud;
-    gp_bind_outcome o = a->binder(a->binder_ud, call, err);
-    events_bind_result(a->events, call, o == GP_BIND_BOUND, o == GP_BIND_BOUND ? NULL : err->msg);
-    return o;
 }
 
 /* Preemption's API calls (evictor.h) and Events, and its view of the pod watch. */
@@ -390,7 +372,7 @@ static void print_try_it(const char *listen, int port)
             host, port, host, port, host, port, host, port, host, port, host, port);
 }
 
-/* Leader election over the Lease; binds wait for it (bind_gate). */
+/* Leader election over the Lease; binds wait for it (the bind pipe's gate). */
 static int start_leader(const serve_opts *o, app *a, gp_err *err)
 {
     char id[GP_LEADER_ID_MAX];
@@ -418,8 +400,6 @@ static int start_leader(const serve_opts *o, app *a, gp_err *err)
     a->leader = leader_new(&lc, &st, NULL, err);
     if (!a->leader)
         return -1;
-    gp_live_gate gate = {bind_gate, a};
-    live_set_bind_gate(a->live, gate);
     LOG_INFO("leader election on lease %s/%s as %s", o->lease_ns, o->lease_name, id);
     return leader_start(a->leader, err);
 }
@@ -445,8 +425,6 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
     a->live = live_new(&lc, c, err);
     if (!a->live)
         return -1;
-    a->binder = live_binder();
-    a->binder_ud = a->live;
     a->events = start_events(o->kubeconfig, c, err);
     if (!a->events) {
         char msg[sizeof err->msg];
@@ -454,8 +432,6 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
         return gp_fail(err, "events: %s", msg);
     }
     events_set_level(a->events, o->bind_events);
-    ecfg->binder = bind_with_events;
-    ecfg->binder_ud = a;
     ecfg->serving = serving_hook;
     ecfg->serving_ud = a;
     live_dra_hooks(a->live, ecfg);
@@ -468,6 +444,11 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
     live_set_pod_observer(a->live, (gp_live_pod_observer){observe_pod, observe_synced, a->preempt});
     if (o->leader_elect && start_leader(o, a, err))
         return -1;
+    gp_bindpipe_config bc = {.c = c, .live = a->live, .leader = a->leader, .events = a->events};
+    a->binds = bindpipe_new(&bc);
+    ecfg->binder = bindpipe_binder();
+    ecfg->binder_ud = a->binds;
+    live_set_bind_gate(a->live, (gp_live_gate){may_bind_hook, a->binds});
     return 0;
 }
 
@@ -529,7 +510,8 @@ static void stop_all(app *a, gp_server *s, gp_server *ws, gp_extender *e, gp_clu
     live_free(a->live);
     preempt_free(a->preempt);
     events_free(a->events);
-    extender_free(e);
+    extender_free(e);   /* its bind threads end first: they run the pipe */
+    bindpipe_free(a->binds);
     policy_store_free(a->policies);
     cluster_free(c);
 }

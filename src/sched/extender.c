@@ -1164,35 +1164,16 @@ static char *bind_failed(gp_extender *e, const char *ns, const char *name, const
     return error_body(msg);
 }
 
-/* On a bind thread: the Binding, its outcome into the store, the answer. */
+/* On a bind thread: the bind carried out (act/bindpipe: gate, claim, Binding,
+ * outcome into the store, Event), then the answer. */
 static void bind_run(void *arg)
 {
     bind_job *j = arg;
     gp_extender *e = j->e;
     gp_bind_call call = {j->ns, j->name, j->uid, j->node, j->rv[0] ? j->rv : NULL, j->ann,
-                         j->host_only || j->dra_pod ? NULL : &j->a, j->policy};
+                         j->host_only || j->dra_pod ? NULL : &j->a, j->policy, j->dra_pod};
     gp_err err;
-    gp_bind_outcome o = GP_BIND_REFUSED;
-    char why[700];
-    if (!serving(e, VERB_BIND, why, sizeof why)) {
-        /* a relist began while this bind waited for a thread: its GPUs may be
-         * held by pods the LIST will show; decide again once it is applied */
-        cluster_bind_abandon(e->c, j->uid);
-        gp_fail(&err, "%s", why);
-    } else if (cluster_bind_claim(e->c, j->uid, j->host_only || j->dra_pod ? NULL : &j->a)) {
-        /* released meanwhile (reconciliation, or the pod's deletion): nothing
-         * of it is left in the store to roll back, and nothing is posted */
-        gp_fail(&err, "not posted: gpupack released the GPUs this bind had chosen meanwhile (the "
-                      "pod is gone, or pods the API server shows bound hold them); kube-scheduler "
-                      "retries the pod");
-    } else {
-        /* its claims were allocated in kube-scheduler's PreBind, before this
-         * bind: count them now rather than when the watch shows them */
-        if (j->dra_pod && e->cfg.dra_bind)
-            e->cfg.dra_bind(e->cfg.dra_ud, j->dra_pod);
-        o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
-        cluster_bind_outcome(e->c, j->uid, o);
-    }
+    gp_bind_outcome o = e->cfg.binder(e->cfg.binder_ud, &call, &err);
     char *out;
     if (o == GP_BIND_BOUND) {
         log_bound(j->ns, j->name, j->node, &j->a, j->policy);
