@@ -140,6 +140,49 @@ START_TEST(requests_are_counted_by_verb_and_resource)
 }
 END_TEST
 
+/* kube_call: the status, and a message that names the call for anything but
+ * 2xx (the API's own message inside), none for 2xx; 0 when no answer came. */
+START_TEST(calls_are_judged_by_status)
+{
+    fixture x;
+    setup(&x);
+    json_t *pod = json_pack("{s:{s:s,s:s,s:s}}", "metadata", "name", "p", "namespace", "ns",
+                            "uid", "u1");
+    fakeapi_put_pod(x.f, pod);   /* takes it */
+    gp_kube_resp r;
+    gp_err err;
+    strcpy(err.msg, "untouched");
+    ck_assert_int_eq(kube_call(x.k, "GET", "/api/v1/namespaces/ns/pods/p", NULL, NULL, 10, NULL,
+                               "GET pod ns/p", &r, &err), 200);
+    ck_assert_str_eq(err.msg, "untouched");
+    ck_assert_msg(strstr(r.body.data, "\"u1\""), "%s", r.body.data);
+    kube_resp_free(&r);
+    ck_assert_int_eq(kube_call(x.k, "GET", "/api/v1/namespaces/ns/pods/q", NULL, NULL, 10, NULL,
+                               "GET pod ns/q", &r, &err), 404);
+    ck_assert_msg(strncmp(err.msg, "GET pod ns/q: HTTP 404: ", 24) == 0 && strlen(err.msg) > 24,
+                  "%s", err.msg);
+    kube_resp_free(&r);
+    fakeapi_fail(x.f, "GET", "/api/v1/namespaces/ns/pods/p", 503, 1);
+    ck_assert_int_eq(kube_call(x.k, "GET", "/api/v1/namespaces/ns/pods/p", NULL, NULL, 10, NULL,
+                               NULL, &r, &err), 503);
+    ck_assert_msg(strncmp(err.msg, "HTTP 503", 8) == 0, "%s", err.msg);
+    kube_resp_free(&r);
+    int port = fakeapi_port(x.f);
+    teardown(&x);
+    /* nobody listens any more */
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    gp_kube_auth a = {.server = url};
+    gp_kube *k = kube_new(&a, &err);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(kube_call(k, "GET", "/api/v1/nodes", NULL, NULL, 2, NULL, "list nodes", &r,
+                               &err), 0);
+    ck_assert_msg(strncmp(err.msg, "list nodes: ", 12) == 0 && strlen(err.msg) > 12, "%s", err.msg);
+    kube_resp_free(&r);
+    kube_free(k);
+}
+END_TEST
+
 typedef struct caller {
     gp_kube *k;
     int i;
@@ -196,6 +239,7 @@ Suite *suite_kube(void)
     tcase_add_loop_test(t, paths_name_resource_and_subresource, 0, (int)GP_ARRAY_LEN(path_cases));
     tcase_add_test(t, pod_paths_are_escaped_and_named);
     tcase_add_test(t, requests_are_counted_by_verb_and_resource);
+    tcase_add_test(t, calls_are_judged_by_status);
     tcase_add_test(t, overlapping_requests_reuse_connections);
     suite_add_tcase(s, t);
     return s;

@@ -79,6 +79,18 @@ int kube_request(gp_kube *k, const char *method, const char *path, const char *c
                  const char *body, double timeout_s, gp_kube_cancel *cancel, gp_kube_resp *resp,
                  gp_err *err) GP_WUR;
 
+/* One request judged by its status, the step every caller that writes or
+ * reads one object shares. Returns the HTTP status, or 0 when no answer came
+ * (transport error, timeout, cancellation, a body over the limit). For 0 and
+ * for any status outside 2xx, err gets "WHAT: <the transport error>" or
+ * "WHAT: HTTP <status>: <the API's message>" (what names the call, e.g.
+ * "evict pod ns/name"; NULL: no "WHAT: "); for 2xx it is left alone. resp is always initialised
+ * (its body is the answer's when the status is not 0); free it with
+ * kube_resp_free. Thread-safe. */
+long kube_call(gp_kube *k, const char *method, const char *path, const char *content_type,
+               const char *body, double timeout_s, gp_kube_cancel *cancel, const char *what,
+               gp_kube_resp *resp, gp_err *err);
+
 /* Receives stream bytes as they arrive; return 0 to go on, -1 to abort. */
 typedef int (*gp_kube_data_fn)(void *ud, const char *p, size_t n);
 /* Called once when the response headers are complete, with the status. */
@@ -128,7 +140,7 @@ char *kube_pod_path(const char *ns, const char *name, const char *sub);
 /* One PATCH of Pod ns/name (or its subresource sub) with body of content type
  * ctype, classified: */
 typedef enum {
-    GP_PATCH_DONE,      /* 200 */
+    GP_PATCH_DONE,      /* 2xx */
     GP_PATCH_GONE,      /* 404 deleted, 409 conflict, 422 a uid precondition failed (another
                          * pod under the name): nothing written */
     GP_PATCH_REFUSED,   /* 401 / 403: RBAC */

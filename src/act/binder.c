@@ -66,25 +66,21 @@ static gp_bind_outcome check_pod(gp_kube *k, const gp_bind_call *call, double ti
     gp_bind_outcome out = GP_BIND_UNKNOWN;
     fresh_rv[0] = '\0';
     char *path = kube_pod_path(call->ns, call->name, NULL);
+    char what[600];
+    snprintf(what, sizeof what, "GET pod %s/%s", call->ns, call->name);
     gp_kube_resp resp;
-    gp_err e;
-    char msg[300];
-    if (kube_request(k, "GET", path, NULL, NULL, timeout_s, NULL, &resp, &e) < 0) {
-        gp_fail(err, "GET pod %s/%s: %s", call->ns, call->name, e.msg);
-    } else if (resp.status == 404) {
+    long st = kube_call(k, "GET", path, NULL, NULL, timeout_s, NULL, what, &resp, err);
+    if (st == 404) {
         gp_fail(err, "pod %s/%s is gone", call->ns, call->name);
         out = GP_BIND_REFUSED;
-    } else if (resp.status != 200) {
-        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-        gp_fail(err, "GET pod %s/%s: HTTP %ld: %s", call->ns, call->name, resp.status, msg);
-    } else {
+    } else if (st / 100 == 2) {
         json_t *pod = json_loadb(resp.body.data, resp.body.len, 0, NULL);
         if (json_is_object(pod))
             out = judge_pod(pod, call, fresh_rv, rvlen, err);
         else
             gp_fail(err, "GET pod %s/%s: the answer is not a JSON object", call->ns, call->name);
         json_decref(pod);
-    }
+    }   /* else UNKNOWN: no answer, or one that says nothing of the pod (err says it) */
     kube_resp_free(&resp);
     free(path);
     return out;
@@ -129,26 +125,21 @@ static gp_bind_outcome post_binding(gp_kube *k, const gp_bind_call *call, const 
     gp_bind_outcome out;
     char *path = kube_pod_path(call->ns, call->name, "binding");
     char *body = binding_body(call, rv);
+    char what[900];
+    snprintf(what, sizeof what, "POST binding of pod %s/%s to node %s", call->ns, call->name,
+             call->node);
     gp_kube_resp resp;
-    char msg[300];
     gp_err e;
     fresh_rv[0] = '\0';
-    if (kube_request(k, "POST", path, "application/json", body, timeout_s, NULL, &resp, &e) < 0) {
-        gp_fail(err, "POST binding of pod %s/%s to node %s: %s", call->ns, call->name, call->node,
-                e.msg);
-        out = GP_BIND_UNKNOWN;
-        goto done;
-    }
-    if (resp.status == 201 || resp.status == 200) {
+    long st = kube_call(k, "POST", path, "application/json", body, timeout_s, NULL, what, &resp, &e);
+    if (st == 201 || st == 200) {
         out = GP_BIND_BOUND;
         goto done;
     }
-    kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-    gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP %ld: %s", call->ns, call->name,
-            call->node, resp.status, msg);
-    if (resp.status >= 500) {
+    gp_fail(err, "%s", e.msg);
+    if (st == 0 || st >= 500) {
         out = GP_BIND_UNKNOWN;
-    } else if (resp.status == 409) {
+    } else if (st == 409) {
         /* refused this time; an earlier attempt of ours may have landed */
         gp_err why;
         out = check_pod(k, call, timeout_s, fresh_rv, rvlen, &why);
@@ -156,11 +147,9 @@ static gp_bind_outcome post_binding(gp_kube *k, const gp_bind_call *call, const 
             LOG_INFO("bind %s/%s: already bound to %s with these GPUs (a retried bind)", call->ns,
                      call->name, call->node);
         else if (out == GP_BIND_UNKNOWN)
-            gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP 409: %s; then %s", call->ns,
-                    call->name, call->node, msg, why.msg);
+            gp_fail(err, "%.900s; then %.500s", e.msg, why.msg);
         else
-            gp_fail(err, "POST binding of pod %s/%s to node %s: HTTP 409: %s (%s)", call->ns,
-                    call->name, call->node, msg, why.msg);
+            gp_fail(err, "%.900s (%.500s)", e.msg, why.msg);
         /* the same state again: no point in a second try */
         if (rv && strcmp(fresh_rv, rv) == 0)
             fresh_rv[0] = '\0';

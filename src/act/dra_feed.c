@@ -181,23 +181,20 @@ void dra_feed_poll(gp_dra_feed *f)
     gp_kube_resp resp;
     gp_err err;
     gp_dra_state st = GP_DRA_UNKNOWN;
-    if (kube_request(f->kube, "GET", DRA_GROUP, NULL, NULL, DRA_DISCOVERY_TIMEOUT_S, NULL, &resp,
-                     &err) < 0) {
-        LOG_WARN("DRA discovery (GET " DRA_GROUP "): %s; asked again", err.msg);
-    } else if (resp.status == 404) {
+    long code = kube_call(f->kube, "GET", DRA_GROUP, NULL, NULL, DRA_DISCOVERY_TIMEOUT_S, NULL,
+                          "DRA discovery (GET " DRA_GROUP ")", &resp, &err);
+    if (code == 404) {
         st = GP_DRA_ABSENT;
         LOG_INFO("DRA: the API server does not serve resource.k8s.io/v1 (Kubernetes before 1.34, "
                  "or the API is off): gpupack reads no ResourceSlices or ResourceClaims");
-    } else if (resp.status == 200 && lists_all(resp.body.data, resp.body.len)) {
+    } else if (code / 100 == 2 && lists_all(resp.body.data, resp.body.len)) {
         st = GP_DRA_PRESENT;
-    } else if (resp.status == 200) {
+    } else if (code / 100 == 2) {
         st = GP_DRA_ABSENT;
         LOG_WARN("DRA: resource.k8s.io/v1 lacks resourceslices, resourceclaims or "
                  "deviceclasses: gpupack reads none of them");
     } else {
-        char msg[200];
-        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-        LOG_WARN("DRA discovery: HTTP %ld: %s; asked again", resp.status, msg);
+        LOG_WARN("%s; asked again", err.msg);   /* no answer, or an error status */
     }
     kube_resp_free(&resp);
     if (st == GP_DRA_UNKNOWN)
@@ -265,8 +262,7 @@ int dra_feed_refresh_claims(gp_dra_feed *f, const char *ns, const char *const *n
         free(ename);
         gp_kube_resp resp;
         gp_err err;
-        if (kube_request(f->kube, "GET", path, NULL, NULL, timeout_s, NULL, &resp, &err) == 0 &&
-            resp.status == 200) {
+        if (kube_call(f->kube, "GET", path, NULL, NULL, timeout_s, NULL, NULL, &resp, &err) == 200) {
             json_error_t je;
             json_t *obj = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
             gp_dra_claim c;

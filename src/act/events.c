@@ -301,18 +301,12 @@ static void send_one(gp_events *ev, const occ *o)
         char *path = s.action == EVENTS_CREATE
                          ? xasprintf("/api/v1/namespaces/%s/events", ns)
                          : xasprintf("/api/v1/namespaces/%s/events/%s", ns, name);
-        gp_kube_resp r = {0};
+        gp_kube_resp r;
         gp_err err;
-        int rc = kube_request(ev->k, s.action == EVENTS_CREATE ? "POST" : "PATCH", path,
-                              s.action == EVENTS_CREATE ? "application/json"
-                                                        : "application/merge-patch+json",
-                              body, 10, ev->cancel, &r, &err);
-        long status = rc ? 0 : r.status;
-        char msg[256] = "";
-        if (rc)
-            gp_strlcpy(msg, err.msg, sizeof msg);
-        else
-            kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
+        long status = kube_call(ev->k, s.action == EVENTS_CREATE ? "POST" : "PATCH", path,
+                                s.action == EVENTS_CREATE ? "application/json"
+                                                          : "application/merge-patch+json",
+                                body, 10, ev->cancel, NULL, &r, &err);
         kube_resp_free(&r);
         free(path);
         free(body);
@@ -329,7 +323,7 @@ static void send_one(gp_events *ev, const occ *o)
                 continue;
         }
         atomic_fetch_add(&ev->failed, 1);
-        LOG_WARN("event on pod %s/%s not recorded: HTTP %ld: %s", o->ns, o->pod, status, msg);
+        LOG_WARN("event on pod %s/%s not recorded: %s", o->ns, o->pod, err.msg);
         break;
     }
     free(ns);

@@ -29,30 +29,16 @@ gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, con
                             json_pack("{s:{s:s}}", "preconditions", "uid", uid));
     char *body = dump(ev);
     char *path = kube_pod_path(ns, name, "eviction");
+    char what[600];
+    snprintf(what, sizeof what, "evict pod %s/%s", ns, name);
     gp_kube_resp r;
-    gp_err e;
-    gp_evict_outcome out;
-    char msg[300];
-    if (kube_request(k, "POST", path, "application/json", body, timeout_s, NULL, &r, &e) < 0) {
-        gp_fail(err, "evict pod %s/%s: %s", ns, name, e.msg);
-        out = GP_EVICT_RETRY;
-        goto done;
-    }
-    if (r.status == 200 || r.status == 201) {
-        out = GP_EVICT_DONE;
-        goto done;
-    }
-    kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
-    gp_fail(err, "evict pod %s/%s: HTTP %ld: %s", ns, name, r.status, msg);
-    if (r.status == 404 || r.status == 409)
-        out = GP_EVICT_GONE;        /* gone, or the uid precondition failed: another pod */
-    else if (r.status == 429)
-        out = GP_EVICT_BLOCKED;     /* a PodDisruptionBudget */
-    else if (r.status >= 500 || r.status == 408)
-        out = GP_EVICT_RETRY;
-    else
-        out = GP_EVICT_REFUSED;
-done:
+    long st = kube_call(k, "POST", path, "application/json", body, timeout_s, NULL, what, &r, err);
+    gp_evict_outcome out = st == 200 || st == 201 ? GP_EVICT_DONE
+                           /* gone, or the uid precondition failed: another pod */
+                           : st == 404 || st == 409               ? GP_EVICT_GONE
+                           : st == 429                            ? GP_EVICT_BLOCKED   /* a PDB */
+                           : st == 0 || st >= 500 || st == 408    ? GP_EVICT_RETRY
+                                                                  : GP_EVICT_REFUSED;
     kube_resp_free(&r);
     free(path);
     free(body);

@@ -78,16 +78,12 @@ static json_t *pod_from_api(const char *kubeconfig, const char *ns, const char *
     if (!k)
         goto out;
     char *path = kube_pod_path(ns, name, NULL);
-    int rc = kube_request(k, "GET", path, NULL, NULL, 30, NULL, &r, err);
+    char what[600];
+    snprintf(what, sizeof what, "GET pod %s/%s", ns, name);
+    long st = kube_call(k, "GET", path, NULL, NULL, 30, NULL, what, &r, err);
     free(path);
-    if (rc)
+    if (st / 100 != 2)
         goto out;
-    if (r.status != 200) {
-        char msg[300];
-        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
-        gp_fail(err, "GET pod %s/%s: HTTP %ld: %s", ns, name, r.status, msg);
-        goto out;
-    }
     pod = json_loadb(r.body.data, r.body.len, 0, NULL);
     if (!pod)
         gp_fail(err, "GET pod %s/%s: the answer is not JSON", ns, name);

@@ -42,19 +42,15 @@ static int patch_label(gp_leader_label *l, const char *name, bool on)
     char *path = kube_pod_path(l->ns, name, NULL);
     const char *body = on ? "{\"metadata\":{\"labels\":{\"" GP_LEADER_LABEL "\":\"true\"}}}"
                           : "{\"metadata\":{\"labels\":{\"" GP_LEADER_LABEL "\":null}}}";
+    char what[600];
+    snprintf(what, sizeof what, "leader label: PATCH pod %s/%s", l->ns, name);
     gp_kube_resp resp;
     gp_err err;
-    int rc = -1;
-    if (kube_request(l->k, "PATCH", path, "application/merge-patch+json", body, l->timeout_s, NULL,
-                     &resp, &err)) {
-        LOG_WARN("leader label: PATCH pod %s/%s: %s", l->ns, name, err.msg);
-    } else if (resp.status == 200 || (!on && resp.status == 404)) {
-        rc = 0;
-    } else {
-        char msg[300];
-        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-        LOG_WARN("leader label: PATCH pod %s/%s: HTTP %ld: %s", l->ns, name, resp.status, msg);
-    }
+    long st = kube_call(l->k, "PATCH", path, "application/merge-patch+json", body, l->timeout_s,
+                        NULL, what, &resp, &err);
+    int rc = st / 100 == 2 || (!on && st == 404) ? 0 : -1;
+    if (rc)
+        LOG_WARN("%s", err.msg);
     kube_resp_free(&resp);
     free(path);
     return rc;
@@ -70,12 +66,13 @@ static int unlabel_others(gp_leader_label *l)
     gp_err err;
     int rc = -1;
     json_t *list = NULL;
-    if (kube_request(l->k, "GET", path, NULL, NULL, l->timeout_s, NULL, &resp, &err)) {
-        LOG_WARN("leader label: listing labelled pods: %s", err.msg);
+    if (kube_call(l->k, "GET", path, NULL, NULL, l->timeout_s, NULL,
+                  "leader label: listing labelled pods", &resp, &err) / 100 != 2) {
+        LOG_WARN("%s", err.msg);
         goto out;
     }
-    if (resp.status != 200 || !(list = json_loadb(resp.body.data, resp.body.len, 0, NULL))) {
-        LOG_WARN("leader label: listing labelled pods: HTTP %ld", resp.status);
+    if (!(list = json_loadb(resp.body.data, resp.body.len, 0, NULL))) {
+        LOG_WARN("leader label: listing labelled pods: the answer is not JSON");
         goto out;
     }
     rc = 0;

@@ -150,18 +150,18 @@ static gp_lease_rc call(gp_lease_kube *s, const char *method, const char *path, 
         body = json_dumps(lease, JSON_COMPACT);
         json_decref(lease);
     }
-    if (kube_request(s->k, method, path, body ? "application/json" : NULL, body, s->timeout_s, cancel,
-                     &resp, err)) {
+    char what[600];
+    snprintf(what, sizeof what, "%s lease %s/%s", method, s->ns, s->name);
+    long st = kube_call(s->k, method, path, body ? "application/json" : NULL, body, s->timeout_s,
+                        cancel, what, &resp, err);
+    if (st == 0) {
         goto out;
-    }
-    if (resp.status == 404 && strcmp(method, "GET") == 0) {
+    } else if (st == 404 && strcmp(method, "GET") == 0) {
         rc = GP_LEASE_NOT_FOUND;
-    } else if (resp.status == 409) {
+    } else if (st == 409) {
         rc = GP_LEASE_CONFLICT;
-    } else if (resp.status < 200 || resp.status > 299) {
-        char msg[300];
-        kube_status_message(resp.body.data, resp.body.len, msg, sizeof msg);
-        gp_fail(err, "%s lease %s/%s: HTTP %ld: %s", method, s->ns, s->name, resp.status, msg);
+    } else if (st / 100 != 2) {
+        /* err says what */
     } else {
         json_error_t je;
         obj = json_loadb(resp.body.data, resp.body.len, 0, &je);

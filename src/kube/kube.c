@@ -841,30 +841,36 @@ char *kube_pod_path(const char *ns, const char *name, const char *sub)
     return path;
 }
 
+long kube_call(gp_kube *k, const char *method, const char *path, const char *content_type,
+               const char *body, double timeout_s, gp_kube_cancel *cancel, const char *what,
+               gp_kube_resp *resp, gp_err *err)
+{
+    gp_err e;
+    const char *sep = what ? ": " : "";
+    what = what ? what : "";
+    if (kube_request(k, method, path, content_type, body, timeout_s, cancel, resp, &e) < 0) {
+        gp_fail(err, "%s%s%s", what, sep, e.msg);
+        return 0;
+    }
+    if (resp->status < 200 || resp->status > 299) {
+        char msg[300];
+        kube_status_message(resp->body.data, resp->body.len, msg, sizeof msg);
+        gp_fail(err, "%s%sHTTP %ld: %s", what, sep, resp->status, msg);
+    }
+    return resp->status;
+}
+
 gp_patch_outcome kube_patch_pod(gp_kube *k, const char *ns, const char *name, const char *sub,
                                 const char *ctype, const char *body, double timeout_s,
                                 gp_kube_cancel *cancel, gp_err *err)
 {
     char *path = kube_pod_path(ns, name, sub);
     gp_kube_resp r;
-    gp_err e;
-    gp_patch_outcome out;
-    if (kube_request(k, "PATCH", path, ctype, body, timeout_s, cancel, &r, &e) < 0) {
-        free(path);
-        gp_fail(err, "%s", e.msg);
-        return GP_PATCH_RETRY;
-    }
-    if (r.status == 200) {
-        out = GP_PATCH_DONE;
-    } else {
-        char msg[300];
-        kube_status_message(r.body.data, r.body.len, msg, sizeof msg);
-        gp_fail(err, "HTTP %ld: %s", r.status, msg);
-        out = r.status == 404 || r.status == 409 || r.status == 422 ? GP_PATCH_GONE
-              : r.status == 401 || r.status == 403                  ? GP_PATCH_REFUSED
-                                                                    : GP_PATCH_RETRY;
-    }
+    long st = kube_call(k, "PATCH", path, ctype, body, timeout_s, cancel, NULL, &r, err);
     kube_resp_free(&r);
     free(path);
-    return out;
+    return st / 100 == 2                           ? GP_PATCH_DONE
+           : st == 404 || st == 409 || st == 422 ? GP_PATCH_GONE
+           : st == 401 || st == 403               ? GP_PATCH_REFUSED
+                                                  : GP_PATCH_RETRY;
 }
