@@ -93,15 +93,17 @@ static json_t *claim_json(const char *uid, const char *name, int gib, const char
     return claim_at(uid, name, gib, node, node, device, true, pod_uid);
 }
 
-static void put_claim(gp_drastore *ds, json_t *j)
+/* Returns drastore_put_claim's answer: an allocation gone with the change. */
+static bool put_claim(gp_drastore *ds, json_t *j)
 {
     gp_dra_claim c;
     memset(&c, 0, sizeof c);
     gp_err err;
     ck_assert_msg(dra_claim_decode(j, &c, &err) == 0, "%s", err.msg);
-    drastore_put_claim(ds, &c);
+    bool freed = drastore_put_claim(ds, &c);
     dra_claim_free(&c);
     json_decref(j);
+    return freed;
 }
 
 static void put_class(gp_drastore *ds)
@@ -187,10 +189,19 @@ START_TEST(claims_hold_what_they_consumed)
         }
     ck_assert(seen);
     cluster_dra_view_free(&v);
-    /* the claim goes: so does what it held */
-    drastore_del_claim(ds, "c1");
+    /* the claim goes: so does what it held, and the store says devices are free */
+    ck_assert(drastore_del_claim(ds, "c1"));
     drastore_node_view(ds, "n1", &v);
     ck_assert_int_eq(v.gpus[0].dra.mem_used, 4096);
+    cluster_dra_view_free(&v);
+    /* the same allocation again frees nothing; its deallocation does; an
+     * unallocated claim's deletion does not */
+    ck_assert(!put_claim(ds, claim_json("c2", "two", 4, "n1", "gpu-0", "pod-2")));
+    ck_assert(put_claim(ds, claim_json("c2", "two", 4, NULL, NULL, NULL)));
+    ck_assert(!drastore_del_claim(ds, "c3"));
+    ck_assert(!drastore_del_claim(ds, "nobody"));
+    drastore_node_view(ds, "n1", &v);
+    ck_assert_int_eq(v.gpus[0].dra.mem_used, 0);
     cluster_dra_view_free(&v);
     drastore_free(ds);
 }

@@ -28,6 +28,10 @@ typedef struct gp_dra_feed gp_dra_feed;
 gp_dra_feed *dra_feed_new(gp_kube *k, gp_cluster *c, gp_drastore *ds, double stall_s);
 /* Stops the reflectors; accepts NULL. */
 void dra_feed_free(gp_dra_feed *f);
+/* Called (from a reflector's thread, after the map has it) whenever a watch
+ * event shows a claim's allocation gone: deallocated or deleted, its devices
+ * free again. Set before the feed starts; fn NULL: nobody is told. */
+void dra_feed_on_freed(gp_dra_feed *f, void (*fn)(void *ud), void *ud);
 
 /* Asks discovery unless answered (at most once a second) and starts the
  * reflectors when the API is there. Call from a housekeeping loop. */

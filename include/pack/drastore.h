@@ -37,11 +37,13 @@ bool drastore_set_drivers(gp_drastore *ds, const gp_dra_drivers *t);
 void drastore_drivers(gp_drastore *ds, gp_dra_drivers *out);
 
 /* Adds or replaces an object; takes over the arrays of *s / *c (the struct
- * is zeroed). Deletes by name (slices, classes) or uid (claims). */
+ * is zeroed). Deletes by name (slices, classes) or uid (claims). For claims,
+ * true when an allocation the store held is gone with the change (the claim
+ * deallocated or deleted): devices are free again. */
 void drastore_put_slice(gp_drastore *ds, gp_dra_slice *s);
 void drastore_del_slice(gp_drastore *ds, const char *name);
-void drastore_put_claim(gp_drastore *ds, gp_dra_claim *c);
-void drastore_del_claim(gp_drastore *ds, const char *uid);
+bool drastore_put_claim(gp_drastore *ds, gp_dra_claim *c);
+bool drastore_del_claim(gp_drastore *ds, const char *uid);
 void drastore_put_class(gp_drastore *ds, const gp_dra_class *cl);
 void drastore_del_class(gp_drastore *ds, const char *name);
 

@@ -26,6 +26,8 @@ struct gp_dra_feed {
     gp_reflector *r[3];            /* slices, claims, classes */
     struct kind_ud *uds;           /* the reflectors' callback data (3) */
     unsigned long bad[3];          /* objects that did not decode */
+    void (*on_freed)(void *ud);    /* a claim's allocation gone (dra_feed_on_freed) */
+    void *on_freed_ud;
 };
 
 static const char *const kind_name[3] = {"resourceslices", "resourceclaims", "deviceclasses"};
@@ -59,6 +61,7 @@ static void apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
     drastore_drivers(f->ds, &t);
     bool del = type == GP_WATCH_DELETED;
     int rc = 0;
+    bool freed = false;
     if (u->k == GP_DRA_SLICES) {
         gp_dra_slice s;
         memset(&s, 0, sizeof s);
@@ -73,9 +76,9 @@ static void apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
         memset(&c, 0, sizeof c);
         rc = dra_claim_decode(obj, &c, &err);
         if (rc == 0 && del)
-            drastore_del_claim(f->ds, c.uid);
+            freed = drastore_del_claim(f->ds, c.uid);
         else if (rc == 0)
-            drastore_put_claim(f->ds, &c);
+            freed = drastore_put_claim(f->ds, &c);
         dra_claim_free(&c);
     } else {
         gp_dra_class cl;
@@ -93,8 +96,17 @@ static void apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
         LOG_WARN("%s: skipping an object: %s", kind_name[u->k], err.msg);
         return;
     }
-    if (!listed)   /* a LIST's objects are flushed at its end */
+    if (!listed) {   /* a LIST's objects are flushed at its end */
         drastore_flush(f->ds, f->c);
+        if (freed && f->on_freed)
+            f->on_freed(f->on_freed_ud);
+    }
+}
+
+void dra_feed_on_freed(gp_dra_feed *f, void (*fn)(void *ud), void *ud)
+{
+    f->on_freed = fn;
+    f->on_freed_ud = ud;
 }
 
 static const gp_reflector_ops ops = {begin, end, apply, NULL};
@@ -268,7 +280,7 @@ int dra_feed_refresh_claims(gp_dra_feed *f, const char *ns, const char *const *n
             gp_dra_claim c;
             memset(&c, 0, sizeof c);
             if (obj && dra_claim_decode(obj, &c, &err) == 0) {
-                drastore_put_claim(f->ds, &c);
+                (void)drastore_put_claim(f->ds, &c);   /* read at bind: an allocation */
                 applied++;
             }
             dra_claim_free(&c);

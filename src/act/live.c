@@ -306,6 +306,14 @@ static gp_requeue_seen requeue_seen(const gp_pod_view *v, const json_t *obj)
     return v->node[0] && !v->obs.terminal ? GP_REQUEUE_BOUND : GP_REQUEUE_GONE;
 }
 
+/* A claim's allocation gone frees GPU share as a GPU pod's end does: the
+ * race of two watches (requeue.h RACE) again, this time with the claim watch. */
+static void claim_freed(void *ud)
+{
+    gp_live *l = ud;
+    requeue_released(l->rq);
+}
+
 static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *obj)
 {
     gp_live *l = ud;
@@ -571,6 +579,7 @@ gp_live *live_new(const gp_live_config *cfg, gp_cluster *c, gp_err *err)
     dra_default_drivers(&drivers);
     l->ds = drastore_new(&drivers);
     l->dra = dra_feed_new(k, c, l->ds, l->cfg.watch_stall_s);
+    dra_feed_on_freed(l->dra, claim_freed, l);
     l->nodes = reflector_new(k, &ncfg, &node_ops, l);
     l->pods = reflector_new(k, &pcfg, &pod_ops, l);
     /* pods name nodes: list nodes first so that every hold lands on a known node */

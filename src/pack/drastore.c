@@ -166,11 +166,13 @@ static void mark_claim(gp_drastore *ds, const gp_dra_claim *c)
         ds->all_dirty = true;
 }
 
-static void claim_drop(gp_drastore *ds, const char *uid)
+/* Drops claim uid; returns whether it held an allocation. */
+static bool claim_drop(gp_drastore *ds, const char *uid)
 {
     claim_ent *old = strmap_del(ds->claims, uid);
     if (!old)
-        return;
+        return false;
+    bool held = old->c.allocated;
     char key[2 * GP_NAME_MAX + 2];
     claim_key(key, sizeof key, old->c.ns, old->c.name);
     if (strmap_get(ds->by_name, key) == old)
@@ -178,29 +180,32 @@ static void claim_drop(gp_drastore *ds, const char *uid)
     mark_claim(ds, &old->c);
     dra_claim_free(&old->c);
     free(old);
+    return held;
 }
 
-void drastore_put_claim(gp_drastore *ds, gp_dra_claim *c)
+bool drastore_put_claim(gp_drastore *ds, gp_dra_claim *c)
 {
     claim_ent *e = xcalloc(1, sizeof *e);
     e->c = *c;
     memset(c, 0, sizeof *c);
     pthread_mutex_lock(&ds->mu);
     e->gen = ds->gen[GP_DRA_CLAIMS];
-    claim_drop(ds, e->c.uid);
+    bool freed = claim_drop(ds, e->c.uid) && !e->c.allocated;
     char key[2 * GP_NAME_MAX + 2];
     claim_key(key, sizeof key, e->c.ns, e->c.name);
     strmap_put(ds->claims, e->c.uid, e);
     strmap_put(ds->by_name, key, e);
     mark_claim(ds, &e->c);
     pthread_mutex_unlock(&ds->mu);
+    return freed;
 }
 
-void drastore_del_claim(gp_drastore *ds, const char *uid)
+bool drastore_del_claim(gp_drastore *ds, const char *uid)
 {
     pthread_mutex_lock(&ds->mu);
-    claim_drop(ds, uid);
+    bool freed = claim_drop(ds, uid);
     pthread_mutex_unlock(&ds->mu);
+    return freed;
 }
 
 void drastore_put_class(gp_drastore *ds, const gp_dra_class *cl)
