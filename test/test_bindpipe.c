@@ -206,7 +206,7 @@ START_TEST(standby_sends_nothing)
     ck_assert(!bindpipe_may_bind(p, NULL, NULL, 0));
     gp_err err;
     ck_assert_int_eq(bindpipe_run(p, &w.call, &err), GP_BIND_REFUSED);
-    ck_assert_msg(strstr(err.msg, "does not lead"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "not ready to bind: this replica does not lead"), "%s", err.msg);
     ck_assert_int_eq(w.fp.calls, 0);
     ck_assert_int_eq(used(w.c), 0);   /* the assumption is dropped */
     char *m = metrics_of(p);

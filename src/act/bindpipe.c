@@ -69,13 +69,17 @@ static gp_bind_outcome post_binding(gp_bindpipe *p, const gp_bind_call *call, do
 
 gp_bind_outcome bindpipe_run(gp_bindpipe *p, const gp_bind_call *call, gp_err *err)
 {
-    /* 1. the gate */
+    /* 1. the gate: the verb decided from a complete map, but a relist may have
+     * begun, or leadership moved, while this bind waited for a thread; its GPUs
+     * may then be held by pods the LIST will show, or by the other replica's
+     * binds: decide again later */
     double budget = 0;
     char why[400] = "";
     if (!bindpipe_may_bind(p, &budget, why, sizeof why)) {
         atomic_fetch_add(&p->gate_refused, 1);
         cluster_bind_abandon(p->cfg.c, call->uid);
-        gp_fail(err, "gpupack does not bind now: %s; kube-scheduler retries the pod", why);
+        gp_fail(err, "gpupack is not ready to bind: %s; nothing was sent, kube-scheduler retries "
+                     "the pod", why);
         return GP_BIND_REFUSED;   /* nothing was sent */
     }
     /* 2. the claim */
