@@ -5,11 +5,15 @@
  *
  *   bin/e2eload sched-config --shipped manifests/base/scheduler-config.yaml --port P --qps Q [--no-extender]
  *                            [--tls-dir DIR]   (an HTTPS stanza: DIR's client.crt/.key and ca.crt)
+ *                            [--managed]       (managedResources: only pods asking gpupack's
+ *                                               resources reach the extender)
  *   bin/e2eload nodes --kubeconfig F --count N [--gpus 4 --gpu-gib 16] [--threads 16]
  *                     [--trace-nodes CSV --seed S]   (8-GPU nodes, models mixed as in the trace)
  *   bin/e2eload pods  --kubeconfig F --ns NS --count P --scheduler NAME --profile aliyun|cpu|openb
  *                     [--gib 4] [--threads 16] [--timeout 900]
  *                     [--trace-pods CSV --trace-nodes CSV --seed S]   (openb: pods sampled from the trace)
+ *                     [--gpu-only]         (openb: only the trace's pods that ask GPUs)
+ *                     [--strip-gpu]        (openb: the same pods asking their CPU and memory only)
  *                     [--backlog CMD]      (create every pod first, then run CMD: it starts the scheduler)
  *                     [--pids NAME=PID|NAME=@PIDFILE,...]   (CPU seconds and peak RSS of each)
  *                     [--timeline CSV]     (pods bound per second)
@@ -43,6 +47,7 @@ typedef struct opts {
     uint64_t seed;
     double timeout, stall;
     bool no_extender;
+    bool managed, gpu_only, strip_gpu;
 } opts;
 
 /* ------------------------------------------------------------- trace --- */
@@ -144,7 +149,11 @@ static int node_model(const opts *o, int i)
 
 static const trace_pod *pod_row(const opts *o, int i)
 {
-    return &mix.pods[draw(o->seed, 2, (uint64_t)i) % mix.np];
+    const trace_pod *t = &mix.pods[draw(o->seed, 2, (uint64_t)i) % mix.np];
+    /* --gpu-only: drawn again (seeded streams) until the row asks GPUs */
+    for (uint64_t k = 0; o->gpu_only && t->num_gpu == 0 && k < 1000; k++)
+        t = &mix.pods[draw(o->seed, 1000 + k, (uint64_t)i) % mix.np];
+    return t;
 }
 
 static const char *arg(int argc, char **argv, const char *name, const char *def)
@@ -300,7 +309,7 @@ static json_t *make_trace_pod(const opts *o, int i)
         json_object_set_new(req, "memory", json_string(v));
     }
     json_t *res = json_pack("{s:o}", "requests", req);
-    if (t->num_gpu > 0) {
+    if (t->num_gpu > 0 && !o->strip_gpu) {
         json_t *lim = json_object();
         if (t->num_gpu == 1 && t->gpu_milli < GP_CORE_FULL) {
             snprintf(v, sizeof v, "%" PRId64, (t->gpu_milli * mix.ref_mib + 999) / 1000);
@@ -314,7 +323,7 @@ static json_t *make_trace_pod(const opts *o, int i)
         json_object_set_new(res, "limits", lim);
     }
     json_t *md = json_pack("{s:s}", "name", name);
-    if (t->gpu_spec[0])
+    if (t->gpu_spec[0] && !o->strip_gpu)
         json_object_set_new(md, "annotations", json_pack("{s:s}", "gpupack.io/gpu-model", t->gpu_spec));
     return json_pack("{s:s,s:s,s:o,s:{s:s,s:i,s:[{s:s,s:s,s:o}]}}", "apiVersion", "v1", "kind", "Pod",
                      "metadata", md, "spec", "schedulerName", o->scheduler, "terminationGracePeriodSeconds", 0,
@@ -874,7 +883,7 @@ static int cmd_pods(const opts *o)
     if (o->timeline)
         write_timeline(o->timeline, w.t_bound, o->count, o->backlog ? first_bind : first);
     audit_result au = {0};
-    bool gpu_profile = strcmp(o->profile, "cpu") != 0;
+    bool gpu_profile = strcmp(o->profile, "cpu") != 0 && !o->strip_gpu;
     if (gpu_profile && audit_gpus(k, o->ns, o->dump, &au) < 0)
         au.gpus_used = -1;
     int perfect = strcmp(o->profile, "aliyun") == 0 ? (o->count * o->gib + o->gpu_gib - 1) / o->gpu_gib
@@ -952,6 +961,18 @@ static int cmd_sched_config(const opts *o)
         schedrw_tls(cfg, o->tls_dir);
     if (o->no_extender)
         json_object_del(cfg, "extenders");
+    if (o->managed) {   /* only pods asking these reach gpupack; the scheduler ignores them */
+        json_t *mr = json_array();
+        static const char *const names[] = {"gpupack.io/gpu-mem", "gpupack.io/gpu-core",
+                                            "gpupack.io/gpu-count"};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            json_array_append_new(mr, json_pack("{s:s,s:b}", "name", names[i], "ignoredByScheduler", 1));
+        size_t i;
+        json_t *ext;
+        json_array_foreach(json_object_get(cfg, "extenders"), i, ext)
+            json_object_set(ext, "managedResources", mr);
+        json_decref(mr);
+    }
     json_t *cc = json_object_get(cfg, "clientConnection");
     json_object_set_new(cc, "qps", json_integer(o->qps));
     json_object_set_new(cc, "burst", json_integer(o->qps * 2));
@@ -983,6 +1004,9 @@ int main(int argc, char **argv)
         .timeout = atof(arg(argc, argv, "--timeout", "900")),
         .stall = atof(arg(argc, argv, "--stall", "60")),
         .no_extender = flag(argc, argv, "--no-extender"),
+        .managed = flag(argc, argv, "--managed"),
+        .gpu_only = flag(argc, argv, "--gpu-only"),
+        .strip_gpu = flag(argc, argv, "--strip-gpu"),
         .tls_dir = arg(argc, argv, "--tls-dir", NULL),
         .trace_nodes = arg(argc, argv, "--trace-nodes", NULL),
         .trace_pods = arg(argc, argv, "--trace-pods", NULL),
