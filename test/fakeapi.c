@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@ typedef struct rule {
     int delay_ms;
     int remaining;
     bool after;           /* the request takes effect, then `status` is answered */
+    int gather, arrived;  /* gather > 0: each is held until `gather` have arrived
+                           * (delay_ms the longest wait) */
 } rule;
 
 typedef struct snapshot {
@@ -282,6 +285,14 @@ void fakeapi_stall_watches(gp_fakeapi *f)
 void fakeapi_delay(gp_fakeapi *f, const char *method, const char *match, int delay_ms, int count)
 {
     add_rule(f, method, match, 0, delay_ms, count, false);
+}
+
+void fakeapi_gather(gp_fakeapi *f, const char *method, const char *match, int count, int max_ms)
+{
+    add_rule(f, method, match, 0, max_ms, count, false);
+    pthread_mutex_lock(&f->mu);
+    f->rules[f->nrules - 1].gather = count;
+    pthread_mutex_unlock(&f->mu);
 }
 
 void fakeapi_cut_watches(gp_fakeapi *f, bool mid_event)
@@ -1051,6 +1062,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
 
     /* injected faults and delays */
     int fail = 0, delay = 0, fail_after = 0;
+    size_t gathered = SIZE_MAX;   /* the gather rule this request counts in */
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->nrules; i++) {
         rule *r = &f->rules[i];
@@ -1061,6 +1073,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
             else
                 fail = r->status;
             delay = r->delay_ms;
+            if (r->gather > 0) {
+                r->arrived++;
+                gathered = i;
+                pthread_cond_broadcast(&f->cv);
+            }
             break;
         }
     }
@@ -1072,7 +1089,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *p
     if (delay > 0)
         f->delaying++;
     pthread_mutex_unlock(&f->mu);
-    if (delay > 0) {
+    if (delay > 0 && gathered != SIZE_MAX) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += delay / 1000;
+        ts.tv_nsec += (long)(delay % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&f->mu);
+        while (f->rules[gathered].arrived < f->rules[gathered].gather &&
+               pthread_cond_timedwait(&f->cv, &f->mu, &ts) == 0)
+            ;
+        f->delaying--;
+        pthread_mutex_unlock(&f->mu);
+    } else if (delay > 0) {
         usleep((useconds_t)delay * 1000);
         pthread_mutex_lock(&f->mu);
         f->delaying--;

@@ -62,6 +62,10 @@ void fakeapi_fail_after(gp_fakeapi *f, const char *method, const char *match, in
 void fakeapi_stall_watches(gp_fakeapi *f);
 /* The next `count` matching requests are answered normally after delay_ms. */
 void fakeapi_delay(gp_fakeapi *f, const char *method, const char *match, int delay_ms, int count);
+/* The next `count` matching requests are each held until all `count` have
+ * arrived (at most max_ms), then answered normally: requests that overlap
+ * whatever the machine's speed. */
+void fakeapi_gather(gp_fakeapi *f, const char *method, const char *match, int count, int max_ms);
 /* Requests arrived and held by a delay rule right now. */
 int fakeapi_delaying(gp_fakeapi *f);
 /* Every open watch ends without the terminating chunk (a dropped
