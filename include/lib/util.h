@@ -21,6 +21,10 @@ void *xcalloc(size_t count, size_t size);
  * table paging in (a soak's growth check reads it so). */
 void *xcalloc_resident(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
+/* Hands the heap's free pages back to the system (glibc's malloc_trim; a
+ * no-op elsewhere): after a large transient allocation (a LIST of every pod)
+ * freed memory otherwise stays resident as the heap's high-water mark. */
+void gp_heap_trim(void);
 char *xstrdup(const char *s);          /* NULL in, NULL out */
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) GP_PRINTF(1, 2);

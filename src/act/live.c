@@ -29,6 +29,7 @@
 #define LIVE_DEFAULT_ALIYUN_UNIT 1024
 #define LIVE_VERSION_RETRY_S 1.0    /* GET /version at most this often until it answers */
 #define LIVE_VERSION_TIMEOUT_S 3.0
+#define LIVE_TRIM_S 60.0            /* free heap pages handed back at least this often */
 
 struct gp_live {
     gp_live_config cfg;
@@ -51,6 +52,7 @@ struct gp_live {
     gp_live_warn warn;              /* NULL fn: over-capacity GPUs are only logged */
     gp_drastore *ds;                /* DRA objects (docs/dra.md) */
     gp_dra_feed *dra;               /* their LIST + WATCH, where the API serves them */
+    atomic_bool trim_due;           /* a pod LIST ended: its memory is free, hand it back */
 };
 
 /* Turns the store's over-capacity notices into Warning Events on the pod
@@ -209,6 +211,7 @@ static void pods_end(void *ud)
     cluster_pods_resync_end(l->c);
     report_over(l);
     listed(l, &l->pods_listed, &l->nodes_listed);
+    atomic_store(&l->trim_due, true);
 }
 
 /* GPUs for a pod already bound to `node` without gpupack's bind, under the
@@ -491,7 +494,15 @@ static void *housekeeping(void *arg)
         period = 1;
     if (period < 0.05)
         period = 0.05;
+    double trimmed = gp_mono_s();
     while (!kube_cancel_sleep(l->stop, period)) {
+        /* the heap's free pages back to the system after a LIST (its objects
+         * and buffers are freed once applied) and once a minute: the resident
+         * size then follows what is in use, not the highest it ever was */
+        if (atomic_exchange(&l->trim_due, false) || gp_mono_s() - trimmed >= LIVE_TRIM_S) {
+            gp_heap_trim();
+            trimmed = gp_mono_s();
+        }
         version_refresh(l);
         dra_feed_poll(l->dra);
         dra_drivers_follow(l);

@@ -417,7 +417,7 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
         LOG_INFO("embedded cluster %s: %d node%s, %d GPU%s, %d pod%s holding GPUs",
                  o->cluster_file, st.nodes, gp_s(st.nodes), st.gpus, gp_s(st.gpus), st.pods,
                  gp_s(st.pods));
-        malloc_trim(0);   /* give the parsed file's memory back before serving */
+        gp_heap_trim();   /* give the parsed file's memory back before serving */
         return 0;
     }
     gp_live_config lc = {.kubeconfig = o->kubeconfig, .assume_ttl_s = o->assume_ttl,

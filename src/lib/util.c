@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <time.h>
 
@@ -39,6 +42,13 @@ void *xcalloc_resident(size_t count, size_t size)
     for (size_t i = 0; i < len; i += 4096)
         v[i] = 0;
     return p;
+}
+
+void gp_heap_trim(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 void *xrealloc(void *p, size_t n)
