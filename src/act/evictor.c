@@ -33,7 +33,7 @@ gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, con
     snprintf(what, sizeof what, "evict pod %s/%s", ns, name);
     gp_kube_resp r;
     long st = kube_call(k, "POST", path, "application/json", body, timeout_s, NULL, what, &r, err);
-    gp_evict_outcome out = st == 200 || st == 201 ? GP_EVICT_DONE
+    gp_evict_outcome out = st / 100 == 2                   ? GP_EVICT_DONE
                            /* gone, or the uid precondition failed: another pod */
                            : st == 404 || st == 409               ? GP_EVICT_GONE
                            : st == 429                            ? GP_EVICT_BLOCKED   /* a PDB */
