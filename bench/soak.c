@@ -479,7 +479,7 @@ static struct {
     trace_pod *rows;
     size_t nrows;
     int64_t ref_mib;
-    atomic_bool go, stop;
+    atomic_bool go, stop, prefilled;   /* prefilled: every prefill pod created */
     double t_go;
     atomic_long created, deleted, create_fail, delete_fail, cpu_pods, share_pods, whole_pods;
     atomic_long prio[3];
@@ -609,6 +609,7 @@ static void *churn_thread(void *arg)
         pthread_create(&pt[t], NULL, prefill_thread, k);
     for (int t = 0; t < 4; t++)
         pthread_join(pt[t], NULL);
+    atomic_store(&C.prefilled, true);
     double t0 = gp_mono_s();
     double next_arrival = t0;
     int i = opt.prefill, retry_i = -1;
@@ -720,7 +721,16 @@ static struct {
     int n;
     double quiet_since;         /* mono: the last fault's end (clocks of "fits but waits" start here) */
     int active;
+    /* The prefill is a burst (rate x lifetime pods in seconds, more GPUs asked
+     * than there are): kube-scheduler works through it at its own rate, on the
+     * same 2 cores, and pods that fit wait in its queue behind the others. Like
+     * a fault, it starts the clocks of "fits but waits" when it ends: at the
+     * first check after the last prefill pod was created with no pod that fits
+     * left waiting, or FILL_MAX_S after the start, whichever comes first. */
+    bool filling;
+    double fill_start, fill_end;     /* mono */
 } F;
+#define FILL_MAX_S 300.0
 
 static double wall_to_mono(double w)
 {
@@ -776,7 +786,7 @@ static void check_pending(void)
         if (p->bound) {
             if (p->fit_since > 0) {
                 double from = p->fit_since > F.quiet_since ? p->fit_since : F.quiet_since;
-                if (!F.active && p->bound_mono > from)
+                if (!F.active && !F.filling && p->bound_mono > from)
                     record_wait(p->bound_mono - from);
                 p->fit_since = 0;
             }
@@ -791,7 +801,7 @@ static void check_pending(void)
         if (p->fit_since == 0)
             p->fit_since = now;
         double from = p->fit_since > F.quiet_since ? p->fit_since : F.quiet_since;
-        if (!F.active && now - from > opt.bind_bound && !p->stuck_reported) {
+        if (!F.active && !F.filling && now - from > opt.bind_bound && !p->stuck_reported) {
             p->stuck_reported = true;
             violation("stuck", &M.stuck, "%s/%s fits (shape %s) but is not bound after %.0f s", p->ns, p->name,
                       p->kind == SHAPE_SHARE ? "share" : p->kind == SHAPE_WHOLE ? "whole" : "cpu", now - from);
@@ -799,6 +809,14 @@ static void check_pending(void)
     }
     pending_now = pend;
     fit_pending_now = fp;
+    if (F.filling && ((atomic_load(&C.prefilled) && fp == 0) || now - F.fill_start >= FILL_MAX_S)) {
+        F.filling = false;
+        F.fill_end = now;
+        if (now > F.quiet_since)
+            F.quiet_since = now;
+        fprintf(stderr, "soak: the first fill drained after %.1f s%s\n", now - F.fill_start,
+                fp ? " (the cap: pods that fit still wait)" : "");
+    }
 }
 
 /* /inspect against the annotations. Items are "node/gpu/ns/name mem core";
@@ -1112,7 +1130,7 @@ typedef struct psample {
     long pid;
     bool is_new;
     int seg;                    /* a process's run in one role: growth() gives each its own warm-up */
-    double rss, fds, threads;
+    double rss, fds, threads, heap;   /* heap: MiB in use by the allocator (NAN if not served) */
 } psample;
 
 static struct {
@@ -1145,6 +1163,7 @@ static void sample(double t_rel, double window_s)
         double parked = m ? metric(m, "gpupack_requeue_parked_pods") : NAN;
         double preempt = m ? metric(m, "gpupack_preemptions_total") : NAN;
         double lists = m ? metric_sum(m, "gpupack_lists_total") : NAN;
+        double heap = m ? metric(m, "gpupack_heap_bytes{state=\"in_use\"}") / 1048576.0 : NAN;
         for (int v = 0; v < 3 && m; v++) {
             double h[NLE];
             hist(m, verbs[v], h);
@@ -1156,8 +1175,8 @@ static void sample(double t_rel, double window_s)
         }
         rp->pid_prev = rp->pid;
         free(m);
-        fprintf(S.proc, "%.1f,%s,%s,%ld,%d,%.2f,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g\n", t_rel, rp->name, rp->ver, rp->pid,
-                alive, ps.rss_mib, ps.fds, ps.threads, leader, pb, pa, rem, res, parked, preempt, lists);
+        fprintf(S.proc, "%.1f,%s,%s,%ld,%d,%.2f,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%.2f\n", t_rel, rp->name, rp->ver, rp->pid,
+                alive, ps.rss_mib, ps.fds, ps.threads, leader, pb, pa, rem, res, parked, preempt, lists, heap);
         /* a new segment at the process's start and at each change of role (a
          * scrape that failed keeps the role it had) */
         bool is_leader = isnan(leader) ? rp->seg_leader : leader == 1;
@@ -1172,7 +1191,7 @@ static void sample(double t_rel, double window_s)
                 S.s = xrealloc(S.s, S.cap * sizeof *S.s);
             }
             S.s[S.n++] = (psample){t_rel,       r,         rp->pid,       strcmp(rp->ver, "new") == 0,
-                                   rp->seg,     ps.rss_mib, ps.fds,       ps.threads};
+                                   rp->seg,     ps.rss_mib, ps.fds,       ps.threads, heap};
         }
     }
     pthread_mutex_lock(&M.mu);
@@ -1218,7 +1237,7 @@ static void sample(double t_rel, double window_s)
 
 static double sval(const psample *y, int what)
 {
-    return what == 0 ? y->rss : what == 1 ? y->fds : y->threads;
+    return what == 0 ? y->rss : what == 1 ? y->fds : what == 2 ? y->threads : y->heap;
 }
 
 static double growth(int what, double warm, double *ci, size_t *npts, double *mean_out)
@@ -1245,7 +1264,7 @@ static double growth(int what, double warm, double *ci, size_t *npts, double *me
         int k = 0, blk = 0;
         for (size_t b = a; b < S.n; b++) {
             const psample *y = &S.s[b];
-            if (y->seg != x->seg || y->t < from)
+            if (y->seg != x->seg || y->t < from || isnan(sval(y, what)))
                 continue;
             int yb = (int)((y->t - from) / BLOCK_S);
             if (yb != blk && k) {
@@ -1349,7 +1368,8 @@ static void control(FILE *f)
             continue;
         if (strcmp(word, "go") == 0) {
             C.t_go = t;
-            F.quiet_since = gp_mono_s();
+            F.quiet_since = F.fill_start = gp_mono_s();
+            F.filling = opt.prefill > 0;
             atomic_store(&C.go, true);
         } else if (strcmp(word, "stop") == 0) {
             atomic_store(&C.stop, true);
@@ -1497,7 +1517,7 @@ static int cmd_run(int argc, char **argv)
         return 2;
     }
     fprintf(S.proc, "t,replica,build,pid,alive,rss_mib,fds,threads,leader,pods_bound,pods_assumed,pods_remembered,"
-                    "reservations,parked,preemptions,lists\n");
+                    "reservations,parked,preemptions,lists,heap_mib\n");
     fprintf(S.cluster, "t,pods,bound,pending,binds_per_s,filter_p50_ms,filter_p99_ms,bind_p50_ms,bind_p99_ms,"
                        "prioritize_p50_ms,prioritize_p99_ms,fit_pending,created,faults_active,gpus_used_pct,core_used_pct\n");
 
@@ -1571,14 +1591,14 @@ static int cmd_run(int argc, char **argv)
         violation("diverged", &M.diverged, "a fault converged after %.0f s (bound %.0f s)", max_conv,
                   opt.converge_bound);
     double warm = t_end * 0.2 > 120 ? t_end * 0.2 : 120;
-    double ci[3], mean[3], gr[3];
-    size_t np[3];
-    for (int w = 0; w < 3; w++)
+    double ci[4], mean[4], gr[4];   /* RSS, fds, threads, heap in use */
+    size_t np[4];
+    for (int w = 0; w < 4; w++)
         gr[w] = growth(w, warm, &ci[w], &np[w], &mean[w]);
     /* noise: a growth counts when even the low end of its 95 % interval reaches the limit;
      * flat when the high end stays below it; otherwise the run is too short to tell */
-    const char *verdict[3];
-    for (int w = 0; w < 3; w++) {
+    const char *verdict[4];
+    for (int w = 0; w < 4; w++) {
         verdict[w] = isnan(gr[w]) || isnan(ci[w]) ? "unmeasured"
                      : gr[w] - ci[w] >= opt.growth_max ? "GROWS"
                      : gr[w] + ci[w] < opt.growth_max  ? "flat"
@@ -1616,12 +1636,15 @@ static int cmd_run(int argc, char **argv)
     json_object_set_new(rep, "fit_to_bound_s", json_pack("{s:I,s:f,s:f,s:f,s:f}", "n", (json_int_t)M.nwaits, "p50",
                                                          isnan(w50) ? -1 : w50, "p99", isnan(w99) ? -1 : w99,
                                                          "max", isnan(wmax) ? -1 : wmax, "bound", opt.bind_bound));
+    double fill_s = F.fill_end > 0 ? F.fill_end - F.fill_start : -1;
+    json_object_set_new(rep, "first_fill", json_pack("{s:I,s:f,s:f}", "pods", (json_int_t)opt.prefill, "drained_after_s",
+                                                     fill_s, "cap_s", FILL_MAX_S));
     json_object_set_new(rep, "convergence_s", json_pack("{s:i,s:f,s:f,s:f}", "faults", F.n, "max_after_fault",
                                                         max_conv, "max_divergence_outside_faults", maxdiv, "bound",
                                                         opt.converge_bound));
-    const char *wn[3] = {"rss", "fds", "threads"};
+    const char *wn[4] = {"rss", "fds", "threads", "heap_in_use"};
     json_t *g = json_object();
-    for (int w = 0; w < 3; w++)
+    for (int w = 0; w < 4; w++)
         json_object_set_new(g, wn[w], json_pack("{s:s,s:f,s:f,s:f,s:I}", "verdict", verdict[w], "pct_per_hour",
                                                 isnan(gr[w]) ? 0 : gr[w],
                                                 "ci95", isnan(ci[w]) ? -1 : ci[w], "mean", isnan(mean[w]) ? 0 : mean[w],
@@ -1637,8 +1660,8 @@ static int cmd_run(int argc, char **argv)
     json_dump_file(rep, path, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
     json_decref(rep);
 
-    char gtext[3][96];
-    for (int w = 0; w < 3; w++) {
+    char gtext[4][96];
+    for (int w = 0; w < 4; w++) {
         if (isnan(gr[w]) || isnan(ci[w]))
             snprintf(gtext[w], sizeof gtext[w], "unmeasured: no process of the current build ran %.0f s past the "
                      "warm-ups", PROC_SPAN_S);
@@ -1647,11 +1670,17 @@ static int cmd_run(int argc, char **argv)
     }
     printf("faults: %d, each converged (every replica's /inspect = the annotations) within %.0f s of its end "
            "(bound %.0f s); longest divergence outside faults %.0f s\n", F.n, max_conv, opt.converge_bound, maxdiv);
-    printf("fit -> bound (outside faults): p50 %.1f s, p99 %.1f s, max %.1f s over %zu pods (bound %.0f s)\n", w50, w99,
+    if (fill_s >= 0)
+        printf("first fill: %d pods at once; drained (no pod that fits left waiting) after %.0f s (cap %.0f s); "
+               "the fit -> bound clocks start there\n", opt.prefill, fill_s, FILL_MAX_S);
+    else
+        printf("first fill: %d pods at once; not drained before the end\n", opt.prefill);
+    printf("fit -> bound (outside faults and the first fill): p50 %.1f s, p99 %.1f s, max %.1f s over %zu pods (bound %.0f s)\n", w50, w99,
            wmax, M.nwaits, opt.bind_bound);
     printf("growth (95 %% CI) after the run's first %.0f s and each process's first %.0f s in a role (leader or not), over %zu process-minutes, "
-           "limit %.1f %%/h: RSS %s (mean %.1f MiB); fds %s (mean %.1f); threads %s\n", warm, PROC_WARM_S, np[0],
-           opt.growth_max, gtext[0], mean[0], gtext[1], mean[1], gtext[2]);
+           "limit %.1f %%/h: RSS %s (mean %.1f MiB); fds %s (mean %.1f); threads %s; heap in use %s (mean %.1f MiB, "
+           "not judged: it tells a kept allocation from fragmentation)\n", warm, PROC_WARM_S, np[0],
+           opt.growth_max, gtext[0], mean[0], gtext[1], mean[1], gtext[2], gtext[3], mean[3]);
     printf("soak %s: %.1f min, %ld pods created, %ld binds, %d faults, over-commit %ld, bound twice %ld, bad "
            "assignments %ld, stuck %ld, diverged %ld, TTL %ld, growth %ld (RSS %s, fds %s)\n",
            (opt.safety_only ? unsafe : total) ? "FAIL"

@@ -1,4 +1,4 @@
-/* test_util.c -- the growable buffer's limit and sticky error, bounded copy. */
+/* test_util.c -- the growable buffer's limit and sticky error, bounded copy, the heap figures. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -102,6 +102,35 @@ START_TEST(read_file_is_bounded)
 }
 END_TEST
 
+/* gp_heap_stats follows what is allocated and freed. Under AddressSanitizer
+ * or valgrind malloc is not glibc's and glibc's figures stay 0: nothing to
+ * check there (the plain run checks it). */
+START_TEST(heap_stats_follow_allocations)
+{
+    size_t used0, free0, used1, free1, used2, free2;
+#if defined(__SANITIZE_ADDRESS__)
+    return;
+#endif
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && strstr(pre, "vgpreload"))
+        return;   /* valgrind's malloc */
+    if (!gp_heap_stats(&used0, &free0))
+        return;   /* not glibc 2.33+: the metric is not served either */
+    enum { N = 64, SZ = 4096 };   /* small blocks: from the arena, not mmapped */
+    char *p[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = xmalloc(SZ);
+        memset(p[i], i, SZ);
+    }
+    ck_assert(gp_heap_stats(&used1, &free1));
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    ck_assert(gp_heap_stats(&used2, &free2));
+    ck_assert_uint_ge(used1, used0 + (size_t)N * SZ);
+    ck_assert_uint_le(used2 + (size_t)N * SZ, used1);
+}
+END_TEST
+
 Suite *suite_util(void);
 Suite *suite_util(void)
 {
@@ -112,6 +141,7 @@ Suite *suite_util(void)
     tcase_add_test(t, buf_printf_long);
     tcase_add_test(t, strlcpy_truncates);
     tcase_add_test(t, read_file_is_bounded);
+    tcase_add_test(t, heap_stats_follow_allocations);
     suite_add_tcase(s, t);
     return s;
 }

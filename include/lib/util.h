@@ -25,6 +25,11 @@ void *xrealloc(void *p, size_t n);
  * no-op elsewhere): after a large transient allocation (a LIST of every pod)
  * freed memory otherwise stays resident as the heap's high-water mark. */
 void gp_heap_trim(void);
+/* The heap as the allocator sees it (glibc 2.33+ mallinfo2, every arena):
+ * bytes handed out and not freed (mmapped blocks included), and bytes free but
+ * still held. False (both 0) where it cannot tell. Walks the arenas: call it
+ * for a metrics page, not per request. */
+bool gp_heap_stats(size_t *in_use, size_t *free_bytes);
 char *xstrdup(const char *s);          /* NULL in, NULL out */
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) GP_PRINTF(1, 2);

@@ -727,6 +727,15 @@ void live_metrics(void *live, gp_buf *out)
     metrics_i(out, "gpupack_cluster_stale", NULL, l ? live_stale(l, why, sizeof why) : 0);
     if (!l)
         return;
+    size_t heap_used, heap_free;
+    if (gp_heap_stats(&heap_used, &heap_free)) {
+        /* beside RSS: a heap in use that stays flat while RSS climbs is
+         * fragmentation, not something kept (docs/reliability.md) */
+        metrics_header(out, "gpupack_heap_bytes", "gauge",
+                       "The process heap by state: in use (allocated, not freed), free (held, not in use).");
+        metrics_u(out, "gpupack_heap_bytes", "state=\"in_use\"", heap_used);
+        metrics_u(out, "gpupack_heap_bytes", "state=\"free\"", heap_free);
+    }
     gp_live_stats ls;
     live_stats(l, &ls);
     static const refl_sample events[] = {RS(events, "event"), RS(bookmarks, "bookmark"),

@@ -51,6 +51,19 @@ void gp_heap_trim(void)
 #endif
 }
 
+bool gp_heap_stats(size_t *in_use, size_t *free_bytes)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 mi = mallinfo2();   /* every arena, not only the main one */
+    *in_use = mi.uordblks + mi.hblkhd;
+    *free_bytes = mi.fordblks;
+    return true;
+#else
+    *in_use = *free_bytes = 0;
+    return false;
+#endif
+}
+
 void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
