@@ -739,22 +739,83 @@ static double wall_to_mono(double w)
 
 /* --------------------------------------------------------- checking --- */
 
-/* Does a pending pod fit on the GPUs as the annotations leave them? (Host
- * CPU and memory never decide: pods ask a sixteenth of the trace's.) */
+/* What preemption holds on a GPU for its preemptor (/inspect's per-GPU
+ * `reservations`), keyed "node/index": room the GPU has by the annotations
+ * that no other pod may take. The union over the replicas of the last check
+ * round (the leader holds them; a standby shows none). */
+#define RESV_PER_GPU 8
+typedef struct resv {
+    int n;
+    struct {
+        char who[2 * GP_NAME_MAX + 2];   /* ns/name of the preemptor */
+        int64_t mem;
+        int core;                        /* per-mille */
+    } e[RESV_PER_GPU];
+} resv;
+static strmap *resv_now, *resv_next;     /* main thread only */
+
+static void resv_add(const char *node, int index, const char *ns, const char *name, int64_t mem, double core_pct)
+{
+    if (!resv_next || !node || !ns || !name)
+        return;
+    char key[GP_NAME_MAX + 16];
+    snprintf(key, sizeof key, "%s/%d", node, index);
+    resv *r = strmap_get(resv_next, key);
+    if (!r) {
+        r = xcalloc(1, sizeof *r);
+        strmap_put(resv_next, key, r);
+    }
+    char who[sizeof r->e[0].who];
+    snprintf(who, sizeof who, "%s/%s", ns, name);
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->e[i].who, who) == 0)
+            return;   /* the other replica's copy of the same hold */
+    if (r->n == RESV_PER_GPU)
+        return;
+    gp_strlcpy(r->e[r->n].who, who, sizeof r->e[0].who);
+    r->e[r->n].mem = mem;
+    r->e[r->n].core = (int)(core_pct * 10 + 0.5);
+    r->n++;
+}
+
+/* What the reservations on node/g hold for pods other than p. */
+static void resv_others(const char *node, int g, const pod_m *p, int64_t *mem, int *core)
+{
+    *mem = 0, *core = 0;
+    if (!resv_now)
+        return;
+    char key[GP_NAME_MAX + 16], who[2 * GP_NAME_MAX + 2];
+    snprintf(key, sizeof key, "%s/%d", node, g);
+    const resv *r = strmap_get(resv_now, key);
+    if (!r)
+        return;
+    snprintf(who, sizeof who, "%s/%s", p->ns, p->name);
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->e[i].who, who) != 0)
+            *mem += r->e[i].mem, *core += r->e[i].core;
+}
+
+/* Does a pending pod fit on the GPUs as the annotations leave them, less what
+ * preemption holds there for other pods? (Host CPU and memory never decide:
+ * pods ask a sixteenth of the trace's.) */
 static bool fits(const pod_m *p)
 {
     if (p->kind == SHAPE_CPU)
         return true;
     size_t it = 0;
     node_m *n;
-    while ((n = strmap_next(M.nodes, &it, NULL))) {
+    const char *node;
+    while ((n = strmap_next(M.nodes, &it, &node))) {
         int idle = 0;
         for (int g = 0; g < n->ngpus; g++) {
             const gpu_use *u = &n->g[g];
-            if (p->kind == SHAPE_SHARE && u->mem_total - u->mem_used >= p->mem &&
-                GP_CORE_FULL - u->core_used >= p->core)
+            int64_t rmem;
+            int rcore;
+            resv_others(node, u->index, p, &rmem, &rcore);
+            if (p->kind == SHAPE_SHARE && u->mem_total - u->mem_used - rmem >= p->mem &&
+                GP_CORE_FULL - u->core_used - rcore >= p->core)
                 return true;
-            if (u->mem_used == 0 && u->core_used == 0)
+            if (u->mem_used == 0 && u->core_used == 0 && rmem == 0 && rcore == 0)
                 idle++;
         }
         if (p->kind == SHAPE_WHOLE && idle >= p->count)
@@ -887,6 +948,10 @@ static void check_replica(int r)
                 }
                 json_t *cl;
                 json_array_foreach(json_object_get(g, "reservations"), k, cl) {
+                    resv_add(node, index, json_string_value(json_object_get(cl, "namespace")),
+                             json_string_value(json_object_get(cl, "name")),
+                             json_integer_value(json_object_get(cl, "memMiB")),
+                             json_number_value(json_object_get(cl, "corePercent")));
                     json_int_t age = json_integer_value(json_object_get(cl, "ageSeconds"));
                     if (age > CLAIM_BOUND_S)
                         violation("ttl", &M.ttl, "%s: a reservation on GPU %d of %s for %s is %lld s old", rp->name,
@@ -1540,10 +1605,15 @@ static int cmd_run(int argc, char **argv)
             check_pending();
             pthread_mutex_unlock(&M.mu);
             bool all = true;
+            resv_next = strmap_new();
             for (int r = 0; r < opt.nrep; r++) {
                 check_replica(r);
                 all = all && RC[r].converged;
             }
+            if (resv_now)
+                free_boxed(resv_now);
+            resv_now = resv_next;
+            resv_next = NULL;
             /* the faults that ended and were not yet seen converged */
             double w = wall_s();
             for (int i = 0; i < F.n; i++)
@@ -1697,6 +1767,8 @@ static int cmd_run(int argc, char **argv)
         strmap_free(RC[r].prev);
         free_boxed(RC[r].assumed);
     }
+    if (resv_now)
+        free_boxed(resv_now);
     size_t it = 0;
     void *v;
     while ((v = strmap_next(M.pods, &it, NULL)))
