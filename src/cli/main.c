@@ -43,6 +43,9 @@
 #define GPUPACK_VERSION GPUPACK_BASE_VERSION
 #endif
 
+#define GP_HEAP_MMAP_THRESHOLD (128 * 1024)   /* bytes: a block this large gets its own mapping */
+#define GP_HEAP_TRIM_THRESHOLD (128 * 1024)   /* bytes free at a heap's top before it shrinks */
+
 typedef struct serve_opts {
     const char *cluster_file, *kubeconfig, *listen, *url_prefix, *policies_dir;
     const char *tls_cert, *tls_key, *client_ca;
@@ -528,6 +531,17 @@ static int cmd_serve(int argc, char **argv)
      * environment variable still wins. */
     if (!getenv("MALLOC_ARENA_MAX"))
         mallopt(M_ARENA_MAX, 2);
+    /* Blocks from 128 KiB up (an /inspect answer, a LIST page, a large filter
+     * answer) are mapped for themselves and unmapped when freed. glibc starts
+     * so, but raises the threshold to the largest such block freed (up to
+     * 32 MiB) and the trim threshold with it: from then on those blocks come
+     * from the arenas, whose free space the allocator hands out again and
+     * again, faulting it back in. A fixed value keeps the resident size near
+     * what is in use (docs/reliability.md, the 60-minute soaks). */
+    if (!getenv("MALLOC_MMAP_THRESHOLD_"))
+        mallopt(M_MMAP_THRESHOLD, GP_HEAP_MMAP_THRESHOLD);
+    if (!getenv("MALLOC_TRIM_THRESHOLD_"))
+        mallopt(M_TRIM_THRESHOLD, GP_HEAP_TRIM_THRESHOLD);
     /* signals go to sigwait below, never to the worker threads */
     sigset_t sigs;
     sigemptyset(&sigs);
