@@ -782,8 +782,8 @@ static void resv_add(const char *node, int index, const char *ns, const char *na
 static void resv_others(const char *node, int g, const pod_m *p, int64_t *mem, int *core)
 {
     *mem = 0, *core = 0;
-    if (!resv_now)
-        return;
+    if (!resv_now || strmap_count(resv_now) == 0)
+        return;   /* the usual case: no key to build for each GPU of each pending pod */
     char key[GP_NAME_MAX + 16], who[2 * GP_NAME_MAX + 2];
     snprintf(key, sizeof key, "%s/%d", node, g);
     const resv *r = strmap_get(resv_now, key);
