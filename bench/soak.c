@@ -1229,6 +1229,7 @@ static void sample(double t_rel, double window_s)
         double preempt = m ? metric(m, "gpupack_preemptions_total") : NAN;
         double lists = m ? metric_sum(m, "gpupack_lists_total") : NAN;
         double heap = m ? metric(m, "gpupack_heap_bytes{state=\"in_use\"}") / 1048576.0 : NAN;
+        double known = m ? metric(m, "gpupack_preemption_pods_known") : NAN;
         for (int v = 0; v < 3 && m; v++) {
             double h[NLE];
             hist(m, verbs[v], h);
@@ -1240,8 +1241,9 @@ static void sample(double t_rel, double window_s)
         }
         rp->pid_prev = rp->pid;
         free(m);
-        fprintf(S.proc, "%.1f,%s,%s,%ld,%d,%.2f,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%.2f\n", t_rel, rp->name, rp->ver, rp->pid,
-                alive, ps.rss_mib, ps.fds, ps.threads, leader, pb, pa, rem, res, parked, preempt, lists, heap);
+        fprintf(S.proc, "%.1f,%s,%s,%ld,%d,%.2f,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%.2f,%g\n", t_rel, rp->name, rp->ver,
+                rp->pid, alive, ps.rss_mib, ps.fds, ps.threads, leader, pb, pa, rem, res, parked, preempt, lists,
+                heap, known);
         /* a new segment at the process's start and at each change of role (a
          * scrape that failed keeps the role it had) */
         bool is_leader = isnan(leader) ? rp->seg_leader : leader == 1;
@@ -1582,7 +1584,7 @@ static int cmd_run(int argc, char **argv)
         return 2;
     }
     fprintf(S.proc, "t,replica,build,pid,alive,rss_mib,fds,threads,leader,pods_bound,pods_assumed,pods_remembered,"
-                    "reservations,parked,preemptions,lists,heap_mib\n");
+                    "reservations,parked,preemptions,lists,heap_mib,pods_known\n");
     fprintf(S.cluster, "t,pods,bound,pending,binds_per_s,filter_p50_ms,filter_p99_ms,bind_p50_ms,bind_p99_ms,"
                        "prioritize_p50_ms,prioritize_p99_ms,fit_pending,created,faults_active,gpus_used_pct,core_used_pct\n");
 

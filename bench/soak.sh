@@ -7,7 +7,8 @@
 #   bench/soak.sh --minutes 10 --k8s-version 1.36  the CI variant (make soak)
 #   bench/soak.sh --minutes 30 --results v1.26-30min   copy the results to bench/results/soak-v1.26-30min.*
 #
-# SOAK_WRAP: a command bin/soak runs under (valgrind).
+# SOAK_WRAP: a command bin/soak runs under (valgrind). SOAK_GPUPACK_WRAP: a command every gpupack replica
+# runs under; it must exec gpupack so that the PID stays the replica's (a heap profiler's preload).
 # Flags: --minutes N (60) --k8s-version 1.26|1.36 (env K8S_VERSION, else 1.26) --from REV (the previous
 # release the rolling upgrade starts from, default 276d699) --seed S (42) --nodes N (300, 8 GPUs each,
 # models mixed as in the openb trace) --rate PODS_PER_S (8) --lifetime S (mean pod lifetime, 450:
@@ -16,6 +17,7 @@
 # --out DIR (raw files; default a new /tmp directory) --results NAME (copy the report and the plot to
 # bench/results/soak-NAME.{txt,png}) --safety-only (CI: the exit status counts only over-commit, pods
 # bound twice and bad assignments; the time bounds and growth are reported, not failed on).
+# --no-faults (diagnosis: churn only, no fault and no rolling upgrade; each replica keeps its process).
 #
 # What runs: etcd + kube-apiserver (--no-watch-cache, so that a compaction turns a resumed watch into
 # 410 Gone) + kube-scheduler with the shipped scheduler configuration, pointed at bin/soak's front
@@ -24,7 +26,7 @@
 # command); bin/soak run creates and deletes the pods and checks the invariants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=450 GAP="" OUTDIR="" RESULTS="" SAFETY=""
+MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=450 GAP="" OUTDIR="" RESULTS="" SAFETY="" NOFAULTS=""
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) MINUTES=$2; shift 2 ;;
@@ -38,8 +40,9 @@ while [ $# -gt 0 ]; do
     --out) OUTDIR=$2; shift 2 ;;
     --results) RESULTS=$2; shift 2 ;;
     --safety-only) SAFETY=--safety-only; shift ;;
+    --no-faults) NOFAULTS=1; shift ;;
     *) echo "usage: bench/soak.sh [--minutes N] [--k8s-version 1.26|1.36] [--from REV] [--seed S] [--nodes N]" \
-            "[--rate R] [--lifetime S] [--fault-gap MIN-MAX] [--out DIR] [--results NAME] [--safety-only]" >&2; exit 2 ;;
+            "[--rate R] [--lifetime S] [--fault-gap MIN-MAX] [--out DIR] [--results NAME] [--safety-only] [--no-faults]" >&2; exit 2 ;;
   esac
 done
 K8S=${GPUPACK_K8S:-../shared/k8s}
@@ -128,7 +131,8 @@ start_replica() {
   BUILD[$r]=$b
   echo "$b" >"$OUT/ver-$r"
   echo "=== $(date -u +%FT%TZ) start $b" >>"$OUT/gpupack-$r.log"
-  "$WORK/gpupack-$b" serve --kubeconfig "$WORK/gp.kubeconfig" --listen "127.0.0.1:${PORT[$r]}" --policies policies \
+  # shellcheck disable=SC2086
+  ${SOAK_GPUPACK_WRAP:-} "$WORK/gpupack-$b" serve --kubeconfig "$WORK/gp.kubeconfig" --listen "127.0.0.1:${PORT[$r]}" --policies policies \
     "${GPTLS[@]}" --leader-elect --leader-elect-identity "$r-$RANDOM" --leader-elect-pod "gpupack-system/$r" \
     >>"$OUT/gpupack-$r.log" 2>&1 &
   echo $! >"$OUT/pid-$r"
@@ -205,7 +209,7 @@ next=$((GAP_MIN + RANDOM % (GAP_MAX - GAP_MIN + 1)))
 while :; do
   now=$((SECONDS - T_GO))
   [ "$now" -ge "$END" ] && break
-  if [ -z "$upgraded" ] && [ "$now" -ge "$UP_AT" ]; then
+  if [ -z "$upgraded" ] && [ "$now" -ge "$UP_AT" ] && [ -z "$NOFAULTS" ]; then
     # the previous release on both replicas (one at a time), then the current build (one at a time)
     log "rolling update to the previous release $OLD_REV, then back to the current build"
     rollout soak-a old; sleep "$DWELL"
@@ -216,7 +220,7 @@ while :; do
     next=$((SECONDS - T_GO + GAP_MIN))
     continue
   fi
-  if [ "$now" -ge "$next" ] && [ "$now" -lt $((END - 90)) ] && { [ -n "$upgraded" ] || [ "$now" -lt $((UP_AT - 60)) ]; }; then
+  if [ -z "$NOFAULTS" ] && [ "$now" -ge "$next" ] && [ "$now" -lt $((END - 90)) ] && { [ -n "$upgraded" ] || [ "$now" -lt $((UP_AT - 60)) ]; }; then
     fault "${KINDS[NK % ${#KINDS[@]}]}"
     NK=$((NK + 1))
     next=$((SECONDS - T_GO + GAP_MIN + RANDOM % (GAP_MAX - GAP_MIN + 1)))

@@ -336,6 +336,59 @@ START_TEST(pending_pods_past_the_limit)
 }
 END_TEST
 
+/* A full pod LIST notes every pending pod again; what was remembered before
+ * it began and not since was deleted or bound while no watch ran, and is
+ * forgotten at its end: bind no longer knows it. A pod the watch shows
+ * deleted is forgotten at once. */
+static void note_uid(gp_extender *e, const char *uid)
+{
+    json_t *pod = json_pack("{s:{s:s,s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}}", "metadata", "name", uid,
+                            "namespace", "d", "uid", uid, "spec", "containers", "name", "c",
+                            "resources", "limits", "gpupack.io/gpu-mem", "1024");
+    extender_note_pod(e, pod);
+    json_decref(pod);
+}
+
+static bool bind_known(gp_extender *e, const char *uid)
+{
+    char bind[160];
+    json_t *out;
+    snprintf(bind, sizeof bind, "{\"PodName\":\"%s\",\"PodNamespace\":\"d\",\"PodUID\":\"%s\",\"Node\":\"n0\"}",
+             uid, uid);
+    ck_assert_int_eq(call(extender_bind, e, bind, &out), 200);
+    const char *err = json_string_value(json_object_get(out, "Error"));
+    bool ok = *err == '\0';
+    if (!ok)
+        ck_assert_msg(strstr(err, "has not seen pod"), "%s: %s", uid, err);
+    json_decref(out);
+    return ok;
+}
+
+START_TEST(relist_forgets_pending_pods_gone)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 8, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    gp_extender_config cfg = {0};
+    gp_extender *e = extender_new(c, &cfg);
+    note_uid(e, "gone");
+    note_uid(e, "kept");
+    note_uid(e, "deleted");
+    extender_forget_pod(e, "deleted");   /* the watch's DELETED */
+    extender_pods_listing(e, false);
+    note_uid(e, "kept");
+    note_uid(e, "new");
+    extender_pods_listing(e, true);
+    ck_assert(!bind_known(e, "gone"));
+    ck_assert(!bind_known(e, "deleted"));
+    ck_assert(bind_known(e, "kept"));
+    ck_assert(bind_known(e, "new"));
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 /* -------------------------------------------------------------- binder -- */
 
 typedef struct fake_binder {
@@ -923,6 +976,7 @@ Suite *suite_extender(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, filter_prioritize_bind_real_sample);
     tcase_add_test(t, pending_pods_past_the_limit);
+    tcase_add_test(t, relist_forgets_pending_pods_gone);
     tcase_add_test(t, multi_container_init_pod_sample);
     tcase_add_test(t, full_nodes_mode_echoes_filtered_nodes);
     tcase_add_test(t, aliyun_profile_sample);

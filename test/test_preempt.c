@@ -525,6 +525,55 @@ START_TEST(reservation_ends)
 }
 END_TEST
 
+/* A relist (after 410 Gone, an API-server restart) that no longer shows a
+ * pod: it was deleted while no watch ran, and no DELETED will come. What
+ * preemption keeps of it goes, and the plan of a preemptor the LIST does not
+ * show ends; the pods it shows stay, and so does their plan. */
+static void relist(world *w, const char *const *names)
+{
+    preempt_pods_listing(w->p, false);
+    for (size_t i = 0; names[i]; i++) {
+        bool urgent = strcmp(names[i], "urgent") == 0;
+        json_t *j = pod_json(names[i], urgent ? 1000 : 0, urgent ? NULL : "n1", urgent ? G : G / 2, 1,
+                             NULL, NULL);
+        preempt_pod_event(w->p, false, j);
+        json_decref(j);
+    }
+    preempt_pods_listing(w->p, true);
+}
+
+START_TEST(relist_forgets_the_unlisted)
+{
+    world *w = issue_scene(60);
+    json_t *pre = pod_json("urgent", 1000, NULL, G, 1, NULL, NULL);
+    preempt_pod_event(w->p, false, pre);
+    json_decref(filter(w, pre, N1));
+    ck_assert(has_claim(w, "urgent"));
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    ck_assert_uint_eq(st.pods_known, 4);
+
+    relist(w, (const char *const[]){"whole", "half-a", "half-b", "urgent", NULL});
+    preempt_stats(w->p, &st);
+    ck_assert_uint_eq(st.pods_known, 4);
+    ck_assert(has_claim(w, "urgent"));
+
+    relist(w, (const char *const[]){"urgent", NULL});   /* the others were deleted meanwhile */
+    preempt_stats(w->p, &st);
+    ck_assert_uint_eq(st.pods_known, 1);
+    ck_assert(has_claim(w, "urgent"));
+    ck_assert_uint_eq(st.deleted, 0);
+
+    relist(w, (const char *const[]){NULL});   /* and the preemptor too */
+    preempt_stats(w->p, &st);
+    ck_assert_uint_eq(st.pods_known, 0);
+    ck_assert_uint_eq(st.deleted, 1);   /* the plan ended (the map's resync drops its claim) */
+    ck_assert_uint_eq(st.active, 0);
+    json_decref(pre);
+    world_free(w);
+}
+END_TEST
+
 static void sleep_s(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -934,6 +983,7 @@ Suite *suite_preempt(void)
     tcase_add_test(t, better_node_wins);
     tcase_add_test(t, pdb_and_429);
     tcase_add_test(t, reservation_ends);
+    tcase_add_test(t, relist_forgets_the_unlisted);
     tcase_add_test(t, api_outage_retries);
     tcase_add_test(t, renudge_while_unbound);
     tcase_add_test(t, restart_rebuilds_reservation);

@@ -343,6 +343,34 @@ START_TEST(capacity_growth_nudges_gpu_pods_only)
 }
 END_TEST
 
+/* A relist that no longer shows a parked pod: it was deleted while no watch
+ * ran and no DELETED will come; it is forgotten at the LIST's end, and the
+ * pods the LIST showed are kept. Nothing is served here: no nudge is sent. */
+START_TEST(relist_forgets_the_unlisted)
+{
+    rq_env x;
+    rq_setup(&x, GP_REQUEUE_ERRORS | GP_REQUEUE_NODES);
+    requeue_observe(x.rq, "u-a", "team", "a", GP_REQUEUE_PARKED, true);
+    requeue_observe(x.rq, "u-b", "team", "b", GP_REQUEUE_PARKED_ERROR, true);
+    requeue_observe(x.rq, "u-c", "team", "c", GP_REQUEUE_PARKED, true);
+    gp_requeue_stats s;
+    requeue_stats(x.rq, &s);
+    ck_assert_int_eq(s.parked, 3);
+    requeue_listing(x.rq, false);
+    requeue_observe(x.rq, "u-a", "team", "a", GP_REQUEUE_PARKED, true);
+    requeue_observe(x.rq, "u-c", "team", "c", GP_REQUEUE_PARKED, true);
+    requeue_listing(x.rq, true);
+    requeue_stats(x.rq, &s);
+    ck_assert_int_eq(s.parked, 2);
+    requeue_listing(x.rq, false);   /* an empty LIST: every pod is gone */
+    requeue_listing(x.rq, true);
+    requeue_stats(x.rq, &s);
+    ck_assert_int_eq(s.parked, 0);
+    ck_assert_int_eq(fakeapi_count(x.f, "PATCH", NULL), 0);
+    rq_teardown(&x);
+}
+END_TEST
+
 START_TEST(nothing_where_kube_scheduler_retries_itself)
 {
     rq_env x;
@@ -681,6 +709,7 @@ Suite *suite_requeue(void)
     tcase_add_test(tc, renudges_a_pod_still_parked_after_an_error);
     tcase_add_test(tc, capacity_growth_nudges_gpu_pods_only);
     tcase_add_test(tc, nothing_where_kube_scheduler_retries_itself);
+    tcase_add_test(tc, relist_forgets_the_unlisted);
     tcase_add_test(tc, race_nudges_pods_refused_before_a_release);
     tcase_add_test(tc, unknown_version_waits);
     tcase_add_test(tc, forbidden_and_recreated);

@@ -1,4 +1,5 @@
-/* test_util.c -- the growable buffer's limit and sticky error, bounded copy, the heap figures. */
+/* test_util.c -- the growable buffer's limit and sticky error, bounded copy, the heap figures,
+ * the string map. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/strmap.h"
 #include "lib/util.h"
 
 START_TEST(buf_appends_within_limit)
@@ -131,6 +133,60 @@ START_TEST(heap_stats_follow_allocations)
 }
 END_TEST
 
+/* strmap_drop_if removes what its predicate picks, hands each value over
+ * once, and leaves every other key reachable through the tombstones it leaves
+ * (a small map: long probe chains through dropped slots). */
+static bool drop_odd(const char *key, void *val, void *ud)
+{
+    (void)key;
+    int *v = val;
+    if (*v % 2 == 0)
+        return false;
+    (*(int *)ud)++;
+    free(v);
+    return true;
+}
+
+START_TEST(strmap_drop_if_keeps_the_rest)
+{
+    strmap *m = strmap_new();
+    enum { N = 200 };
+    for (int i = 0; i < N; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "pod-%d", i);
+        int *v = xmalloc(sizeof *v);
+        *v = i;
+        ck_assert_ptr_null(strmap_put(m, k, v));
+    }
+    int freed = 0;
+    ck_assert_uint_eq(strmap_drop_if(m, drop_odd, &freed), N / 2);
+    ck_assert_int_eq(freed, N / 2);
+    ck_assert_uint_eq(strmap_count(m), N / 2);
+    for (int i = 0; i < N; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "pod-%d", i);
+        int *v = strmap_get(m, k);
+        if (i % 2) {
+            ck_assert_ptr_null(v);
+        } else {
+            ck_assert_ptr_nonnull(v);
+            ck_assert_int_eq(*v, i);
+        }
+    }
+    /* a dropped key comes back as a new entry */
+    int *again = xmalloc(sizeof *again);
+    *again = 2;
+    ck_assert_ptr_null(strmap_put(m, "pod-1", again));
+    ck_assert_uint_eq(strmap_count(m), N / 2 + 1);
+    ck_assert_uint_eq(strmap_drop_if(m, drop_odd, &freed), 0);
+    size_t it = 0;
+    int *v;
+    while ((v = strmap_next(m, &it, NULL)))
+        free(v);
+    strmap_free(m);
+}
+END_TEST
+
 Suite *suite_util(void);
 Suite *suite_util(void)
 {
@@ -142,6 +198,7 @@ Suite *suite_util(void)
     tcase_add_test(t, strlcpy_truncates);
     tcase_add_test(t, read_file_is_bounded);
     tcase_add_test(t, heap_stats_follow_allocations);
+    tcase_add_test(t, strmap_drop_if_keeps_the_rest);
     suite_add_tcase(s, t);
     return s;
 }

@@ -121,6 +121,10 @@ typedef enum gp_requeue_seen {
  * need no nudges. */
 void requeue_observe(gp_requeue *rq, const char *uid, const char *ns, const char *name,
                      gp_requeue_seen seen, bool gpu);
+/* A full pod LIST begins (end false) or has been applied (end true): at its
+ * end the pods it did not show are forgotten (deleted while no watch ran,
+ * so no DELETED came). Thread-safe; accepts NULL. */
+void requeue_listing(gp_requeue *rq, bool end);
 /* gpupack's map gained GPU capacity (a node with GPUs added, or more of them):
  * the parked GPU pods are nudged (when kube-scheduler needs it). Thread-safe. */
 void requeue_capacity_grew(gp_requeue *rq);

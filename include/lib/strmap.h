@@ -3,6 +3,7 @@
 #ifndef GP_STRMAP_H
 #define GP_STRMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct strmap strmap;
@@ -18,5 +19,8 @@ size_t strmap_count(const strmap *m);
 /* Iteration: *iter starts at 0; returns the next value (and key via *key if
  * non-NULL) or NULL at the end. Do not modify the map while iterating. */
 void *strmap_next(const strmap *m, size_t *iter, const char **key);
+/* Removes every entry for which drop(key, val, ud) returns true; drop may free
+ * val then (the key is freed after it returns). Returns how many went. */
+size_t strmap_drop_if(strmap *m, bool (*drop)(const char *key, void *val, void *ud), void *ud);
 
 #endif

@@ -124,10 +124,15 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
 /* Remembers a pending pod's request (the watch calls this for unscheduled
  * pods, so bind knows them even without a preceding filter). Borrows pod. */
 void extender_note_pod(gp_extender *e, const json_t *pod);
-/* Forgets a remembered pod that the watch showed bound: its bind is over (a
+/* Forgets a remembered pod that the watch showed bound or gone: its bind is over (a
  * retried bind to the same node is answered from the store), and 10,000
  * remembered pods are 6 MB. Thread-safe. */
 void extender_forget_pod(gp_extender *e, const char *uid);
+/* A full pod LIST begins (end false) or has been applied (end true): every
+ * pending pod it showed was noted again, so what was remembered before it
+ * began and not since is gone or bound (its DELETED or its binding fell in a
+ * watch gap) and is forgotten. Thread-safe. */
+void extender_pods_listing(gp_extender *e, bool end);
 
 /* The policy set in force, referenced (release with policy_set_unref). */
 gp_policy_set *extender_policies(gp_extender *e);

@@ -104,6 +104,9 @@ int preempt_start(gp_preempt *p, gp_extender *e, bool worker, gp_err *err) GP_WU
  * full LIST. */
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod);
 void preempt_pods_synced(gp_preempt *p);
+/* A full pod LIST begins (end false) or has been applied (end true): at its
+ * end, the pods it did not show are forgotten (deleted while no watch ran). */
+void preempt_pods_listing(gp_preempt *p, bool end);
 /* The PodDisruptionBudget feed (act/pdb_feed; tests call it): each object,
  * and a full LIST beginning (end false) and ending, when the budgets it did
  * not show are dropped. */
@@ -137,6 +140,7 @@ typedef struct gp_preempt_stats {
     unsigned long c_held;         /* places held for replacements now */
     unsigned long c_held_used, c_held_expired;
     unsigned long c_last_hour;    /* moves in the last hour */
+    unsigned long pods_known;     /* pods the watch has shown and not deleted */
 } gp_preempt_stats;
 void preempt_stats(gp_preempt *p, gp_preempt_stats *out);
 

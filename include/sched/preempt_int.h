@@ -63,6 +63,7 @@ typedef struct pmeta {
     double dra_tried;             /* monotonic time of the last attempt */
     double dra_wait;              /* seconds until the next one: doubles while nothing comes
                                    * of them (DRA_RETRY_S .. DRA_RETRY_MAX_S) */
+    unsigned list_gen;            /* the pod LIST that last showed it (preempt_pods_listing) */
 } pmeta;
 
 enum { V_TODO, V_EVICTED, V_GONE };
@@ -126,6 +127,8 @@ struct gp_preempt {
     unsigned pdb_gen;
     strmap *pdb_seen;             /* keys seen since the last resync began */
     bool synced;                  /* a first pod LIST was applied */
+    unsigned list_gen;            /* pod LISTs begun: the pods a LIST does not show are gone */
+    double list_began;            /* when the last began (pre_now_s) */
     pthread_t th;
     bool started, stop;
     pthread_cond_t cv;

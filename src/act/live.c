@@ -204,12 +204,26 @@ static void pods_begin(void *ud)
 {
     gp_live *l = ud;
     cluster_pods_resync_begin(l->c);
+    requeue_listing(l->rq, false);
+    gp_extender *e = atomic_load(&l->ext);
+    if (e)
+        extender_pods_listing(e, false);
+    if (l->observer.listing)
+        l->observer.listing(l->observer.ud, false);
 }
 
+/* What each keeps per pod and the LIST did not show goes: pods deleted
+ * while no watch ran never send their DELETED. */
 static void pods_end(void *ud)
 {
     gp_live *l = ud;
     cluster_pods_resync_end(l->c);
+    requeue_listing(l->rq, true);
+    gp_extender *e = atomic_load(&l->ext);
+    if (e)
+        extender_pods_listing(e, true);
+    if (l->observer.listing)
+        l->observer.listing(l->observer.ud, true);
     report_over(l);
     listed(l, &l->pods_listed, &l->nodes_listed);
     atomic_store(&l->trim_due, true);
@@ -349,7 +363,7 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
-    else if (e && v->node[0] && !v->obs.terminal)   /* bound: its bind is over */
+    else if (e && (v->node[0] || v->obs.terminal))   /* bound, or gone: no bind to come */
         extender_forget_pod(e, v->uid);
     free(v);
 }

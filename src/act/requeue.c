@@ -42,6 +42,7 @@ typedef struct cand {
     double base;                /* that trigger's time */
     unsigned long tried_key;    /* err_gen * 2^32 + gpu_gen of failed attempts ... */
     int tries;                  /* ... and how many */
+    unsigned list_gen;          /* the pod LIST that last showed it (requeue_listing) */
 } cand;
 
 /* RACE: a GPU pod filter refused on every node. */
@@ -66,6 +67,7 @@ struct gp_requeue {
     atomic_bool grew;           /* capacity grew since the thread last looked */
     pthread_mutex_t mu;         /* guards the fields down to `dirty` */
     strmap *cands;              /* uid -> cand */
+    unsigned list_gen;          /* pod LISTs begun */
     unsigned mask;              /* GP_REQUEUE_* decided at the last regained service */
     unsigned long err_gen, gpu_gen;     /* current trigger generations (0: none yet) */
     double err_until, gpu_until;        /* pods parked after these are not included */
@@ -144,6 +146,8 @@ void requeue_observe(gp_requeue *rq, const char *uid, const char *ns, const char
     double now = gp_mono_s();
     pthread_mutex_lock(&rq->mu);
     cand *c = strmap_get(rq->cands, uid);
+    if (c)
+        c->list_gen = rq->list_gen;
     switch (seen) {
     case GP_REQUEUE_PARKED_ERROR:
     case GP_REQUEUE_PARKED:
@@ -152,6 +156,7 @@ void requeue_observe(gp_requeue *rq, const char *uid, const char *ns, const char
                 strlen(name) >= GP_NAME_MAX)
                 break;
             c = xcalloc(1, sizeof *c);
+            c->list_gen = rq->list_gen;
             gp_strlcpy(c->ns, ns, sizeof c->ns);
             gp_strlcpy(c->name, name, sizeof c->name);
             c->trig = -1;
@@ -182,6 +187,28 @@ void requeue_observe(gp_requeue *rq, const char *uid, const char *ns, const char
         free(strmap_del(rq->cands, uid));
         break;
     }
+    pthread_mutex_unlock(&rq->mu);
+}
+
+static bool cand_unlisted(const char *uid, void *val, void *ud)
+{
+    (void)uid;
+    cand *c = val;
+    if (c->list_gen == *(const unsigned *)ud)
+        return false;
+    free(c);
+    return true;
+}
+
+void requeue_listing(gp_requeue *rq, bool end)
+{
+    if (!rq)
+        return;
+    pthread_mutex_lock(&rq->mu);
+    if (!end)
+        rq->list_gen++;
+    else
+        strmap_drop_if(rq->cands, cand_unlisted, &rq->list_gen);
     pthread_mutex_unlock(&rq->mu);
 }
 

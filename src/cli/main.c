@@ -328,6 +328,11 @@ static void observe_pod(void *ud, bool deleted, const json_t *pod)
     preempt_pod_event(ud, deleted, pod);
 }
 
+static void observe_listing(void *ud, bool end)
+{
+    preempt_pods_listing(ud, end);
+}
+
 static void observe_synced(void *ud)
 {
     preempt_pods_synced(ud);
@@ -444,7 +449,7 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
     gp_preempt_config pc = {.io = {a, preempt_evict, preempt_nominate, preempt_event, preempt_nudge}};
     a->preempt = preempt_new(c, &pc);
     ecfg->preempt = preempt_hooks(a->preempt);
-    live_set_pod_observer(a->live, (gp_live_pod_observer){observe_pod, observe_synced, a->preempt});
+    live_set_pod_observer(a->live, (gp_live_pod_observer){observe_pod, observe_listing, observe_synced, a->preempt});
     if (o->leader_elect && start_leader(o, a, err))
         return -1;
     gp_bindpipe_config bc = {.c = c, .live = a->live, .leader = a->leader, .events = a->events};

@@ -141,3 +141,19 @@ void *strmap_next(const strmap *m, size_t *iter, const char **key)
     }
     return NULL;
 }
+
+size_t strmap_drop_if(strmap *m, bool (*drop)(const char *key, void *val, void *ud), void *ud)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        slot *s = &m->slots[i];
+        if (!s->key || s->key == TOMB || !drop(s->key, s->val, ud))
+            continue;
+        free(s->key);   /* a tombstone keeps the probe chains through it intact */
+        s->key = TOMB;
+        s->val = NULL;
+        m->count--;
+        n++;
+    }
+    return n;
+}

@@ -207,6 +207,7 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
         m = xcalloc(1, sizeof *m);
         strmap_put(p->meta, uid, m);
     }
+    m->list_gen = p->list_gen;
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
     if (!m->ns || strcmp(m->ns, ns ? ns : "default") != 0) {
@@ -290,26 +291,65 @@ void preempt_pdb_event(gp_preempt *p, bool deleted, const json_t *obj)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Pods the LIST that just ended did not show were deleted while no watch
+ * ran (a relist after 410 Gone, an API-server restart): what is known of
+ * them goes. Locked. */
+static bool meta_unlisted(const char *uid, void *val, void *ud)
+{
+    (void)uid;
+    pmeta *m = val;
+    if (m->list_gen == ((gp_preempt *)ud)->list_gen)
+        return false;
+    meta_free(m);
+    return true;
+}
+
+void preempt_pods_listing(gp_preempt *p, bool end)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!end) {
+        p->list_gen++;
+        p->list_began = pre_now_s();
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    strmap_drop_if(p->meta, meta_unlisted, p);
+    /* a plan made before the LIST began whose preemptor it did not show: the
+     * pod is gone (one made since may be for a pod newer than the LIST) */
+    for (bool again = true; again;) {
+        again = false;
+        size_t it = 0;
+        const char *uid;
+        plan *pl;
+        while ((pl = strmap_next(p->plans, &it, &uid)))
+            if (pl->created < p->list_began && !strmap_get(p->meta, uid)) {
+                pre_finish(p, pl, &p->deleted, "the pod is gone (not in the LIST)");
+                again = true;   /* pre_finish changed the map: look again */
+                break;
+            }
+    }
+    if (strmap_count(p->plans))
+        pthread_cond_signal(&p->cv);   /* victims may be among the pods gone */
+    pthread_mutex_unlock(&p->mu);
+}
+
+static bool pdb_unlisted(const char *key, void *val, void *ud)
+{
+    gp_preempt *p = ud;
+    if (strmap_get(p->pdb_seen, key))
+        return false;
+    pdb_free(val);
+    return true;
+}
+
 void preempt_pdbs_resync(gp_preempt *p, bool end)
 {
     pthread_mutex_lock(&p->mu);
     if (!end) {
         strmap_free(p->pdb_seen);
         p->pdb_seen = strmap_new();
-    } else {
-        for (;;) {   /* budgets the LIST did not show are gone */
-            char gone[512] = "";
-            size_t it = 0;
-            const char *k;
-            while (strmap_next(p->pdbs, &it, &k))
-                if (!strmap_get(p->pdb_seen, k)) {
-                    gp_strlcpy(gone, k, sizeof gone);
-                    break;
-                }
-            if (!gone[0])
-                break;
-            pdb_free(strmap_del(p->pdbs, gone));
-        }
+    } else {   /* budgets the LIST did not show are gone */
+        strmap_drop_if(p->pdbs, pdb_unlisted, p);
     }
     pthread_mutex_unlock(&p->mu);
 }

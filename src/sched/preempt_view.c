@@ -315,6 +315,7 @@ void preempt_stats(gp_preempt *p, gp_preempt_stats *s)
     s->active = strmap_count(p->plans);
     s->c_held = strmap_count(p->held);
     s->c_last_hour = ledger_last_hour(p->ledger, pre_now_s());
+    s->pods_known = strmap_count(p->meta);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -337,6 +338,10 @@ void preempt_metrics(void *pre, gp_buf *out)
     metrics_header(out, "gpupack_preemption_reservations", "gauge",
                    "GPU share held for preemptors now (one per pod).");
     metrics_u(out, "gpupack_preemption_reservations", NULL, s.active);
+    metrics_header(out, "gpupack_preemption_pods_known", "gauge",
+                   "Pods whose priority, owner and labels preemption keeps (every pod the watch "
+                   "shows until it is deleted or a LIST no longer shows it).");
+    metrics_u(out, "gpupack_preemption_pods_known", NULL, s.pods_known);
     metrics_header(out, "gpupack_preemption_ends_total", "counter",
                    "How reservations ended: the pod was bound or deleted, the victims did not go in "
                    "time, a PodDisruptionBudget made it plan again, an eviction was refused.");
