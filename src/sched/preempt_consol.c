@@ -80,6 +80,21 @@ static int group_of(cworld *w, const char *ns, int left)
     return w->ng++;
 }
 
+/* What is known of pod x if a controller may move it for req (bound, not
+ * terminating, of priority at most req's, recreated by its owner, holding
+ * GPU share that no DRA claim allocated), else NULL. p->mu held. */
+static const pmeta *may_move(gp_preempt *p, const gp_pod_req *req, const npod *x)
+{
+    const pmeta *m = strmap_get(p->meta, x->uid);
+    if (!m || !m->bound || x->state != GP_POD_BOUND || m->deletion_ns || m->priority > req->priority ||
+        !movable_kind(m->owner.kind) || x->nholds == 0 || strcmp(x->uid, req->uid) == 0)
+        return NULL;
+    for (int h = 0; h < x->nholds; h++)
+        if (x->holds[h].dra)   /* a claim's share: the allocator, not a controller, decides where it goes */
+            return NULL;
+    return m;
+}
+
 /* Copies the nodes and their pods, and picks the pods that may move. */
 static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_view *view,
                          gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
@@ -103,9 +118,12 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
     }
     cluster_unlock(p->c);
     free(scratch);
+    /* the arrays below are per mover: count the pods that may move first (a
+     * replacement's request is 3 KiB, and most pods of a world stay) */
     size_t total = 0;
     for (size_t i = 0; i < w->nn; i++)
-        total += (size_t)w->pods[i].n;
+        for (int j = 0; j < w->pods[i].n; j++)
+            total += may_move(p, req, &w->pods[i].v[j]) != NULL;
     total = total ? total : 1;
     w->movers = xcalloc(total, sizeof *w->movers);
     w->reqs = xmalloc(total * sizeof *w->reqs);
@@ -126,15 +144,8 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
         int first = w->nm;
         for (int j = 0; j < w->pods[i].n; j++) {
             const npod *x = &w->pods[i].v[j];
-            const pmeta *m = strmap_get(p->meta, x->uid);
-            if (!m || !m->bound || x->state != GP_POD_BOUND || m->deletion_ns ||
-                m->priority > req->priority || !movable_kind(m->owner.kind) || x->nholds == 0 ||
-                strcmp(x->uid, req->uid) == 0)
-                continue;
-            bool dra = false;
-            for (int h = 0; h < x->nholds; h++)
-                dra = dra || x->holds[h].dra;
-            if (dra)   /* a claim's share: the allocator, not a controller, decides where it goes */
+            const pmeta *m = may_move(p, req, x);
+            if (!m)
                 continue;
             gp_policy_view *mv = &w->views[w->nm];
             gp_err err;
