@@ -410,6 +410,131 @@ START_TEST(holds_follow_gpu_uuids)
 }
 END_TEST
 
+/* Whether any object in j has the key `key` (at any depth). */
+static bool has_key(const json_t *j, const char *key)
+{
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            if (strcmp(k, key) == 0 || has_key(v, key))
+                return true;
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            if (has_key(v, key))
+                return true;
+    }
+    return false;
+}
+
+/* Deletes the key `key` from every object in j. */
+static void drop_key(json_t *j, const char *key)
+{
+    if (json_is_object(j)) {
+        json_object_del(j, key);
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+            drop_key(v, key);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            drop_key(v, key);
+    }
+}
+
+static json_t *inspect_text(gp_cluster *c, const char *node, bool uids)
+{
+    gp_buf b;
+    gp_buf_init(&b, CLUSTER_INSPECT_MAX);
+    if (cluster_inspect_write(c, node, uids, &b) != 0) {
+        gp_buf_free(&b);
+        return NULL;
+    }
+    ck_assert(!gp_buf_failed(&b));
+    json_error_t je;
+    json_t *j = json_loadb(b.data, b.len, 0, &je);
+    ck_assert_msg(j != NULL, "%s at %d: %.200s", je.text, je.position, b.data);
+    gp_buf_free(&b);
+    return j;
+}
+
+/* /inspect is written as text, not built as a tree: it parses, names are
+ * escaped, shares that are not whole percents keep their tenths, a
+ * preemptor's reservation shows on its GPU, and without uids no "uid" key is
+ * left anywhere while the rest is the same. */
+START_TEST(inspect_text_escapes_and_hides_uids)
+{
+    gp_cluster *c = cluster_with(2, 2, 16384);
+    gp_pod_req r;
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    tu_req(&r, "u-a", 1, 4096, 333);
+    gp_strlcpy(r.name, "we\"ird\\name\n\x01", sizeof r.name);
+    ck_assert_int_eq(cluster_place_and_assume(c, "n0", &r, &o, 0, "pol\"icy", GP_POD_ASSUMED, &a, &err), 0);
+    gp_claim cl;
+    memset(&cl, 0, sizeof cl);
+    gp_strlcpy(cl.uid, "u-pre", sizeof cl.uid);
+    gp_strlcpy(cl.ns, "ml", sizeof cl.ns);
+    gp_strlcpy(cl.name, "urgent", sizeof cl.name);
+    cl.priority = 1000;
+    gp_strlcpy(cl.a.node, "n1", sizeof cl.a.node);
+    cl.a.nctrs = 1;
+    gp_strlcpy(cl.a.ctrs[0].name, "main", sizeof cl.a.ctrs[0].name);
+    cl.a.ctrs[0].ngpus = 1;
+    cl.a.ctrs[0].gpus[0] = (gp_gpu_grant){1, 8192, 500};
+    ck_assert_int_eq(cluster_claim(c, &cl, &err), 0);
+
+    json_t *j = inspect_text(c, NULL, true);
+    json_t *nodes = json_object_get(j, "nodes");
+    ck_assert_uint_eq(json_array_size(nodes), 2);
+    json_t *n0 = json_array_get(nodes, 0), *n1 = json_array_get(nodes, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(n0, "name")), "n0");
+    json_t *g = json_array_get(json_object_get(n0, "gpus"), a.ctrs[0].gpus[0].index);
+    json_t *pod = json_array_get(json_object_get(g, "pods"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(pod, "name")), "we\"ird\\name\n\x01");
+    ck_assert_str_eq(json_string_value(json_object_get(pod, "policy")), "pol\"icy");
+    ck_assert_str_eq(json_string_value(json_object_get(pod, "uid")), "u-a");
+    ck_assert_str_eq(json_string_value(json_object_get(pod, "state")), "assumed");
+    ck_assert_int_eq(json_integer_value(json_object_get(pod, "memMiB")), 4096);
+    ck_assert(json_is_real(json_object_get(pod, "corePercent")));
+    ck_assert_double_eq_tol(json_real_value(json_object_get(pod, "corePercent")), 33.3, 1e-9);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(g, "memoryMiB"), "used")), 4096);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(g, "corePercent"), "total")), 100);
+    json_t *res = json_object_get(json_array_get(json_object_get(n1, "gpus"), 1), "reservations");
+    ck_assert_uint_eq(json_array_size(res), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(res, 0), "name")), "urgent");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(res, 0), "corePercent")), 50);
+    ck_assert_ptr_null(json_object_get(json_array_get(json_object_get(n1, "gpus"), 0), "reservations"));
+    ck_assert(has_key(j, "uid"));
+
+    json_t *hidden = inspect_text(c, NULL, false);
+    ck_assert(!has_key(hidden, "uid"));
+    drop_key(j, "uid");
+    drop_key(j, "ageSeconds");   /* a clock */
+    drop_key(hidden, "ageSeconds");
+    ck_assert(json_equal(j, hidden));
+    json_decref(j);
+    json_decref(hidden);
+
+    /* one node; an unknown one writes nothing */
+    j = inspect_text(c, "n1", false);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "node"), "name")), "n1");
+    json_decref(j);
+    gp_buf b;
+    gp_buf_init(&b, 64);
+    ck_assert_int_eq(cluster_inspect_write(c, "nope", true, &b), -1);
+    ck_assert_uint_eq(b.len, 0);
+    gp_buf_free(&b);
+    cluster_free(c);
+}
+END_TEST
+
 /* --------------------------------------------------------- concurrency -- */
 
 #define RACE_THREADS 8
@@ -698,6 +823,7 @@ Suite *suite_cluster(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, assume_forget_and_idempotence);
     tcase_add_test(t, holds_follow_gpu_uuids);
+    tcase_add_test(t, inspect_text_escapes_and_hides_uids);
     tcase_add_test(t, forget_spares_a_completed_bind);
     tcase_add_test(t, observe_confirms_and_releases);
     tcase_add_test(t, host_resources_of_every_pod);

@@ -294,52 +294,7 @@ START_TEST(unschedulable_pod_reasons)
 }
 END_TEST
 
-/* Pods the watch showed pending are remembered for bind up to pending_max;
- * a full map drops its oldest quarter at once, and bind still finds the
- * pods remembered since, request intact. */
-START_TEST(pending_pods_past_the_limit)
-{
-    gp_cluster *c = cluster_new();
-    gp_inventory inv;
-    tu_inventory(&inv, 8, 16384, "A100");
-    cluster_upsert_node(c, "n0", &inv);
-    gp_extender_config cfg = {.pending_max = 8};
-    gp_extender *e = extender_new(c, &cfg);
-    for (int i = 0; i < 20; i++) {
-        char uid[16];
-        snprintf(uid, sizeof uid, "u%02d", i);
-        json_t *pod = json_pack("{s:{s:s,s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}}", "metadata", "name", uid,
-                                "namespace", "d", "uid", uid, "spec", "containers", "name", "c",
-                                "resources", "limits", "gpupack.io/gpu-mem", "1024");
-        extender_note_pod(e, pod);
-        json_decref(pod);
-    }
-    json_t *out;
-    int known = 0;
-    for (int i = 0; i < 20; i++) {
-        char bind[160];
-        snprintf(bind, sizeof bind, "{\"PodName\":\"u%02d\",\"PodNamespace\":\"d\",\"PodUID\":\"u%02d\",\"Node\":\"n0\"}", i, i);
-        ck_assert_int_eq(call(extender_bind, e, bind, &out), 200);
-        const char *err = json_string_value(json_object_get(out, "Error"));
-        if (*err == '\0')
-            known++;
-        else
-            ck_assert_msg(i < 14 && strstr(err, "has not seen pod"), "u%02d: %s", i, err);
-        json_decref(out);
-    }
-    /* at most 8 kept, the latest among them; every one bound with its 1024 MiB */
-    ck_assert_int_ge(known, 6);
-    ck_assert_int_le(known, 8);
-    ck_assert_int_eq(total_used(c), (int64_t)known * 1024);
-    extender_free(e);
-    cluster_free(c);
-}
-END_TEST
-
-/* A full pod LIST notes every pending pod again; what was remembered before
- * it began and not since was deleted or bound while no watch ran, and is
- * forgotten at its end: bind no longer knows it. A pod the watch shows
- * deleted is forgotten at once. */
+/* The watch shows pod `uid` (namespace d) pending, asking 1 GiB of GPU memory. */
 static void note_uid(gp_extender *e, const char *uid)
 {
     json_t *pod = json_pack("{s:{s:s,s:s,s:s},s:{s:[{s:s,s:{s:{s:s}}}]}}", "metadata", "name", uid,
@@ -349,6 +304,8 @@ static void note_uid(gp_extender *e, const char *uid)
     json_decref(pod);
 }
 
+/* Binds pod uid to n0: true when gpupack knew it, false when it had not
+ * seen it (any other error fails the test). */
 static bool bind_known(gp_extender *e, const char *uid)
 {
     char bind[160];
@@ -364,6 +321,44 @@ static bool bind_known(gp_extender *e, const char *uid)
     return ok;
 }
 
+/* Pods the watch showed pending are remembered for bind up to pending_max;
+ * a full map drops its oldest quarter at once, and bind still finds the
+ * pods remembered since, request intact. */
+START_TEST(pending_pods_past_the_limit)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 8, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    gp_extender_config cfg = {.pending_max = 8};
+    gp_extender *e = extender_new(c, &cfg);
+    for (int i = 0; i < 20; i++) {
+        char uid[16];
+        snprintf(uid, sizeof uid, "u%02d", i);
+        note_uid(e, uid);
+    }
+    int known = 0;
+    for (int i = 0; i < 20; i++) {
+        char uid[16];
+        snprintf(uid, sizeof uid, "u%02d", i);
+        if (bind_known(e, uid))
+            known++;
+        else
+            ck_assert_msg(i < 14, "%s forgotten", uid);
+    }
+    /* at most 8 kept, the latest among them; every one bound with its 1024 MiB */
+    ck_assert_int_ge(known, 6);
+    ck_assert_int_le(known, 8);
+    ck_assert_int_eq(total_used(c), (int64_t)known * 1024);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
+/* A full pod LIST notes every pending pod again; what was remembered before
+ * it began and not since was deleted or bound while no watch ran, and is
+ * forgotten at its end: bind no longer knows it. A pod the watch shows
+ * deleted is forgotten at once. */
 START_TEST(relist_forgets_pending_pods_gone)
 {
     gp_cluster *c = cluster_new();

@@ -128,6 +128,23 @@ START_TEST(verbs_over_http)
     ck_assert_int_eq(r.status, 200);
     ck_assert_msg(strstr(r.body.data, "serving"), "%s", r.body.data);
     gp_buf_free(&r.body);
+    /* the whole cluster: the compact answer (sent as written) says what the
+     * indented one (built as a tree) says, summary included */
+    json_t *ans[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(url, sizeof url, "%s/inspect%s", f.base, k ? "?compact=1" : "");
+        http(h, "GET", url, NULL, 0, false, &r);
+        ck_assert_int_eq(r.status, 200);
+        ans[k] = json_loads(r.body.data, 0, NULL);
+        ck_assert_msg(ans[k] != NULL, "%s", r.body.data);
+        ck_assert_msg(k == 0 || !strchr(r.body.data, '\n'), "not compact: %.200s", r.body.data);
+        gp_buf_free(&r.body);
+    }
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(ans[1], "summary"), "gpus"));
+    ck_assert_uint_eq(json_array_size(json_object_get(ans[1], "nodes")), 5);
+    ck_assert(json_equal(ans[0], ans[1]));
+    json_decref(ans[0]);
+    json_decref(ans[1]);
     free(filter);
     free(bind);
     curl_easy_cleanup(h);

@@ -343,10 +343,18 @@ typedef struct gp_cluster_stats {
 void cluster_stats(gp_cluster *c, gp_cluster_stats *out);
 
 /* JSON view for /inspect: {"nodes":[{name,source,gpus:[{index,uuid,model,healthy,
- * memory:{used,total},core:{used,total},overCapacity (only when true),
- * pods:[{namespace,name,uid,state,policy,memMiB,core}]}]}]}
+ * memoryMiB:{used,total},corePercent:{used,total},overCapacity (only when true),
+ * pods:[{namespace,name,uid,state,binding,policy,memMiB,corePercent}],dra,reservations}],
+ * missingGPUs}]}
  * node == NULL: all nodes (sorted by name); else that one ({"node":...} or NULL
  * when unknown). Returns owned json. */
 json_t *cluster_inspect(gp_cluster *c, const char *node);
+/* The same as JSON text, compact, appended to out (with the pods' uids only
+ * when `uids`): what /inspect sends without building the tree. -1 (nothing
+ * appended) when `node` is not known. A full answer is bounded by out's
+ * limit (CLUSTER_INSPECT_MAX for the callers here: 5,000 nodes of 8 GPUs
+ * are a few MiB). */
+#define CLUSTER_INSPECT_MAX ((size_t)256 << 20)
+int cluster_inspect_write(gp_cluster *c, const char *node, bool uids, gp_buf *out);
 
 #endif

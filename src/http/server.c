@@ -17,6 +17,7 @@
 #include "sched/explain.h"
 #include "sched/inspect.h"
 #include "lib/jsoncost.h"
+#include "lib/jsonw.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "http/ui_page.h"
@@ -331,26 +332,6 @@ static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     return 200;
 }
 
-/* Pod uids are what a forged bind needs: /inspect is for operators, so it
- * leaves them out unless --show-pod-uids. */
-static void hide_node_uids(json_t *node)
-{
-    size_t k, m;
-    json_t *gpu, *pod;
-    json_array_foreach(json_object_get(node, "gpus"), k, gpu)
-        json_array_foreach(json_object_get(gpu, "pods"), m, pod)
-            json_object_del(pod, "uid");
-}
-
-static void hide_uids(json_t *j)
-{
-    size_t i;
-    json_t *node;
-    json_array_foreach(json_object_get(j, "nodes"), i, node)
-        hide_node_uids(node);
-    hide_node_uids(json_object_get(j, "node"));
-}
-
 /* ?format=text answers: what print writes about j, as text/plain. */
 static void render_text(void (*print)(FILE *, const json_t *), const json_t *j, char **out,
                         const char **ct)
@@ -364,6 +345,25 @@ static void render_text(void (*print)(FILE *, const json_t *), const json_t *j, 
     *ct = "text/plain; charset=utf-8";
 }
 
+/* /inspect's summary and the hooks' extra keys (preemption, consolidation):
+ * the whole-cluster answer only. Owned json, or NULL. */
+static json_t *inspect_extra(gp_server *s)
+{
+    json_t *x = json_object();
+    clusterview cv;
+    clusterview_of_cluster(s->c, NULL, &cv);
+    json_object_set_new(x, "summary", clusterview_json(&cv));
+    if (s->hooks.inspect) {
+        json_t *extra = s->hooks.inspect(s->hooks.ud);
+        if (json_is_object(extra))
+            json_object_update(x, extra);
+        json_decref(extra);
+    }
+    return x;
+}
+
+/* Pod uids are what a forged bind needs: /inspect is for operators, so it
+ * leaves them out unless --show-pod-uids. */
 static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
                      char **out, const char **ct)
 {
@@ -372,37 +372,61 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
         *out = error_json("node name too long");
         return 400;
     }
-    json_t *j = cluster_inspect(s->c, node);
-    if (j && !s->show_uids)
-        hide_uids(j);
-    if (!j) {
+    gp_buf b;
+    gp_buf_init(&b, CLUSTER_INSPECT_MAX);
+    if (cluster_inspect_write(s->c, node, s->show_uids, &b) != 0) {
+        gp_buf_free(&b);
         char msg[GP_NAME_MAX + 64];
         snprintf(msg, sizeof msg, "node %s is not known to gpupack", node);
         *out = error_json(msg);
         return 404;
     }
-    if (!node) {
-        clusterview cv;
-        clusterview_of_cluster(s->c, NULL, &cv);
-        json_object_set_new(j, "summary", clusterview_json(&cv));
-    }
-    if (!node && s->hooks.inspect) {
-        json_t *extra = s->hooks.inspect(s->hooks.ud);
-        if (json_is_object(extra))
-            json_object_update(j, extra);
-        json_decref(extra);
-    }
-    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers);
-     * ?format=text: gpupack inspect's table (kubectl gpupack inspect) */
+    json_t *extra = node ? NULL : inspect_extra(s);
+    /* ?compact=1: no indentation (the /ui page reads 5,000-node answers),
+     * sent as written; ?format=text: gpupack inspect's table (kubectl
+     * gpupack inspect); else indented */
     bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
     const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-    if (fmt && strcmp(fmt, "text") == 0) {
-        render_text(inspect_print_table, j, out, ct);
-    } else {
-        *out = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    bool text = fmt && strcmp(fmt, "text") == 0;
+    if (compact && !text && extra && !gp_buf_failed(&b)) {
+        b.len--;   /* the closing brace: the extra keys go inside */
+        const char *k;
+        json_t *v;
+        json_object_foreach(extra, k, v) {
+            jsonw_raw(&b, ",");
+            jsonw_str(&b, k);
+            jsonw_raw(&b, ":");
+            jsonw_value(&b, v);
+        }
+        jsonw_raw(&b, "}");
     }
-    json_decref(j);
-    return 200;
+    int status = 200;
+    if (gp_buf_failed(&b)) {
+        LOG_ERROR("/inspect: the answer exceeds %u bytes", (unsigned)CLUSTER_INSPECT_MAX);
+        *out = error_json("the /inspect answer exceeds its size limit");
+        status = 500;
+    } else if (compact && !text) {
+        *out = b.data;   /* handed over */
+        b.data = NULL;
+    } else {
+        json_t *j = json_loadb(b.data, b.len, 0, NULL);
+        if (!j) {
+            *out = error_json("/inspect: internal error (see the log)");
+            LOG_ERROR("/inspect: the JSON written does not parse");
+            status = 500;
+        } else {
+            if (extra)
+                json_object_update(j, extra);
+            if (text)
+                render_text(inspect_print_table, j, out, ct);
+            else
+                *out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            json_decref(j);
+        }
+    }
+    json_decref(extra);
+    gp_buf_free(&b);
+    return status;
 }
 
 /* GET /: the operator's page. "ui" is relative, so the redirect also works

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/jsonw.h"
 #include "lib/log.h"
 #include "lib/strmap.h"
 
@@ -1471,16 +1472,45 @@ void cluster_stats(gp_cluster *c, gp_cluster_stats *s)
 
 /* ------------------------------------------------------------ inspect -- */
 
-static json_t *percent(int permille)
+/* /inspect is written straight as JSON text: a 5,000-node answer would be
+ * hundreds of thousands of jansson objects built and freed for each call
+ * (the /ui page and the soak's checker ask every few seconds). */
+
+/* A per-mille share as percent: an integer when whole. */
+static void w_percent(gp_buf *b, int permille)
 {
-    return permille % 10 == 0 ? json_integer(permille / 10) : json_real(permille / 10.0);
+    if (permille % 10 == 0)
+        gp_buf_printf(b, "%d", permille / 10);
+    else
+        gp_buf_printf(b, "%.17g", permille / 10.0);
 }
 
-/* The claims that sit on GPU `index` of node n, for /inspect (NULL when none). */
-static json_t *inspect_claims(const gp_cluster *c, const gp_node *n, int index)
+/* ,"key": */
+static void w_key(gp_buf *b, bool first, const char *key)
 {
-    json_t *arr = NULL;
+    if (!first)
+        jsonw_raw(b, ",");
+    jsonw_str(b, key);
+    jsonw_raw(b, ":");
+}
+
+static void w_kstr(gp_buf *b, bool first, const char *key, const char *v)
+{
+    w_key(b, first, key);
+    jsonw_str(b, v ? v : "");
+}
+
+static void w_kint(gp_buf *b, bool first, const char *key, long long v)
+{
+    w_key(b, first, key);
+    gp_buf_printf(b, "%lld", v);
+}
+
+/* The claims that sit on GPU `index` of node n: "reservations", none when empty. */
+static void w_claims(const gp_cluster *c, const gp_node *n, int index, bool uids, gp_buf *b)
+{
     double now = gp_mono_s();
+    bool any = false;
     for (size_t i = 0; i < c->nclaims; i++) {
         const gp_claim *cl = c->claims[i];
         if (strcmp(cl->a.node, n->name) != 0)
@@ -1490,59 +1520,99 @@ static json_t *inspect_claims(const gp_cluster *c, const gp_node *n, int index)
         for (int h = 0; h < nh; h++) {
             if (holds[h].index != index)
                 continue;
-            if (!arr)
-                arr = json_array();
-            json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:i,s:I,s:o,s:i}", "namespace", cl->ns,
-                                                 "name", cl->name, "uid", cl->uid, "priority",
-                                                 (int)cl->priority, "memMiB",
-                                                 (json_int_t)holds[h].mem_mib, "corePercent",
-                                                 percent(holds[h].core), "ageSeconds",
-                                                 (int)(now - cl->created)));
+            jsonw_raw(b, any ? ",{" : ",\"reservations\":[{");
+            any = true;
+            w_kstr(b, true, "namespace", cl->ns);
+            w_kstr(b, false, "name", cl->name);
+            if (uids)
+                w_kstr(b, false, "uid", cl->uid);
+            w_kint(b, false, "priority", cl->priority);
+            w_kint(b, false, "memMiB", holds[h].mem_mib);
+            w_key(b, false, "corePercent");
+            w_percent(b, holds[h].core);
+            w_kint(b, false, "ageSeconds", (int)(now - cl->created));
+            jsonw_raw(b, "}");
         }
     }
-    return arr;
+    if (any)
+        jsonw_raw(b, "]");
 }
 
 /* What DRA says of GPU g: the device, what the allocated claims hold, and
  * each claim with the pod it is reserved for. */
-static json_t *inspect_dra(const gp_cluster *c, const gp_node *n, const gp_gpu *g)
+static void w_dra(const gp_cluster *c, const gp_node *n, const gp_gpu *g, bool uids, gp_buf *b)
 {
     const gp_dra_node_view *v = strmap_get(c->dra, n->name);
-    json_t *o = json_object();
-    json_t *claims = json_array();
+    const char *driver = NULL, *pool = NULL, *device = NULL;
+    for (int k = 0; v && k < v->ngpus; k++)
+        if (v->gpus[k].dra.order == g->dra.order)
+            driver = v->gpus[k].driver, pool = v->gpus[k].pool, device = v->gpus[k].device;
+    jsonw_raw(b, ",\"dra\":{");
+    bool first = true;
+    if (device) {
+        w_kstr(b, true, "driver", driver);
+        w_kstr(b, false, "pool", pool);
+        w_kstr(b, false, "device", device);
+        first = false;
+    }
+    w_key(b, first, "onlyDRA");
+    jsonw_raw(b, g->dra.only ? "true" : "false");
+    w_key(b, false, "shared");
+    jsonw_raw(b, g->dra.multi ? "true" : "false");
+    gp_buf_printf(b, ",\"memoryMiB\":{\"usedByClaims\":%lld,\"published\":%lld},\"claims\":[",
+                  (long long)g->dra.mem_used, (long long)g->dra.mem_total);
+    bool any = false;
     for (int k = 0; v && k < v->ngpus; k++) {
         if (v->gpus[k].dra.order != g->dra.order)
             continue;
-        json_object_set_new(o, "driver", json_string(v->gpus[k].driver));
-        json_object_set_new(o, "pool", json_string(v->gpus[k].pool));
-        json_object_set_new(o, "device", json_string(v->gpus[k].device));
         for (int h = 0; h < v->nholders; h++) {
             const gp_dra_holder *d = &v->holders[h];
             if (d->gpu != k)
                 continue;
-            json_array_append_new(claims, json_pack("{s:s,s:s,s:s,s:s,s:I,s:o}", "namespace",
-                                                    d->claim_ns, "claim", d->claim, "pod", d->pod,
-                                                    "podUID", d->pod_uid, "memMiB",
-                                                    (json_int_t)d->mem_mib, "corePercent",
-                                                    percent(d->core)));
+            jsonw_raw(b, any ? ",{" : "{");
+            any = true;
+            w_kstr(b, true, "namespace", d->claim_ns);
+            w_kstr(b, false, "claim", d->claim);
+            w_kstr(b, false, "pod", d->pod);
+            if (uids)
+                w_kstr(b, false, "podUID", d->pod_uid);
+            w_kint(b, false, "memMiB", d->mem_mib);
+            w_key(b, false, "corePercent");
+            w_percent(b, d->core);
+            jsonw_raw(b, "}");
         }
     }
-    json_object_set_new(o, "onlyDRA", json_boolean(g->dra.only));
-    json_object_set_new(o, "shared", json_boolean(g->dra.multi));
-    json_object_set_new(o, "memoryMiB", json_pack("{s:I,s:I}", "usedByClaims",
-                                                  (json_int_t)g->dra.mem_used, "published",
-                                                  (json_int_t)g->dra.mem_total));
-    json_object_set_new(o, "claims", claims);
-    return o;
+    jsonw_raw(b, "]}");
 }
 
-static json_t *inspect_node(const gp_cluster *c, const node_ent *e)
+static void w_node(const gp_cluster *c, const node_ent *e, bool uids, gp_buf *b)
 {
+    static const char *const phases[] = {[GP_PHASE_IN_FLIGHT] = "in-flight",
+                                         [GP_PHASE_ACCEPTED] = "accepted",
+                                         [GP_PHASE_UNKNOWN] = "unknown"};
     const gp_node *n = &e->node;
-    json_t *gpus = json_array();
+    jsonw_raw(b, "{");
+    w_kstr(b, true, "name", n->name);
+    w_kstr(b, false, "source", n->source);
+    jsonw_raw(b, ",\"gpus\":[");
     for (int i = 0; i < n->ngpus; i++) {
         const gp_gpu *g = &n->gpus[i];
-        json_t *pods = json_array();
+        jsonw_raw(b, i ? ",{" : "{");
+        w_kint(b, true, "index", g->info.index);
+        w_kstr(b, false, "uuid", g->info.uuid);
+        w_kstr(b, false, "model", g->info.model);
+        w_key(b, false, "healthy");
+        jsonw_raw(b, g->info.healthy ? "true" : "false");
+        gp_buf_printf(b, ",\"memoryMiB\":{\"used\":%lld,\"total\":%lld},\"corePercent\":{\"used\":",
+                      (long long)g->mem_used, (long long)g->info.mem_total);
+        w_percent(b, g->core_used);
+        jsonw_raw(b, ",\"total\":");
+        w_percent(b, g->info.core_total);
+        jsonw_raw(b, "}");
+        if (gpu_over(g))   /* the annotations over-fill it: nothing is offered here */
+            jsonw_raw(b, ",\"overCapacity\":true");
+        jsonw_raw(b, ",\"pods\":[");
+        bool any = false;
         for (size_t p = 0; p < e->npods; p++) {
             const pod_rec *r = e->pods[p];
             gp_hold holds[GP_MAX_GPUS_PER_NODE];
@@ -1550,50 +1620,32 @@ static json_t *inspect_node(const gp_cluster *c, const node_ent *e)
             for (int h = 0; h < nh; h++) {
                 if (hold_pos(n, r, holds[h].index) != i)
                     continue;
-                json_t *po = json_object();
-                json_object_set_new(po, "namespace", json_string(r->ns));
-                json_object_set_new(po, "name", json_string(r->name));
-                json_object_set_new(po, "uid", json_string(r->uid));
-                json_object_set_new(po, "state",
-                                    json_string(r->state == GP_POD_BOUND ? "bound" : "assumed"));
-                static const char *const phases[] = {[GP_PHASE_IN_FLIGHT] = "in-flight",
-                                                     [GP_PHASE_ACCEPTED] = "accepted",
-                                                     [GP_PHASE_UNKNOWN] = "unknown"};
+                jsonw_raw(b, any ? ",{" : "{");
+                any = true;
+                w_kstr(b, true, "namespace", r->ns);
+                w_kstr(b, false, "name", r->name);
+                if (uids)   /* what a forged bind needs: shown only when asked */
+                    w_kstr(b, false, "uid", r->uid);
+                w_kstr(b, false, "state", r->state == GP_POD_BOUND ? "bound" : "assumed");
                 if (r->state == GP_POD_ASSUMED)
-                    json_object_set_new(po, "binding", json_string(phases[r->phase]));
-                json_object_set_new(po, "policy", json_string(r->policy));
-                json_object_set_new(po, "memMiB", json_integer(holds[h].mem_mib));
-                json_object_set_new(po, "corePercent", percent(holds[h].core));
-                json_array_append_new(pods, po);
+                    w_kstr(b, false, "binding", phases[r->phase]);
+                w_kstr(b, false, "policy", r->policy);
+                w_kint(b, false, "memMiB", holds[h].mem_mib);
+                w_key(b, false, "corePercent");
+                w_percent(b, holds[h].core);
+                jsonw_raw(b, "}");
             }
         }
-        json_t *go = json_object();
-        json_object_set_new(go, "index", json_integer(g->info.index));
-        json_object_set_new(go, "uuid", json_string(g->info.uuid));
-        json_object_set_new(go, "model", json_string(g->info.model));
-        json_object_set_new(go, "healthy", json_boolean(g->info.healthy));
-        json_object_set_new(go, "memoryMiB",
-                            json_pack("{s:I,s:I}", "used", (json_int_t)g->mem_used, "total",
-                                      (json_int_t)g->info.mem_total));
-        json_object_set_new(go, "corePercent",
-                            json_pack("{s:o,s:o}", "used", percent(g->core_used), "total",
-                                      percent(g->info.core_total)));
-        if (gpu_over(g))   /* the annotations over-fill it: nothing is offered here */
-            json_object_set_new(go, "overCapacity", json_true());
-        json_object_set_new(go, "pods", pods);
+        jsonw_raw(b, "]");
         if (g->dra.order > 0)
-            json_object_set_new(go, "dra", inspect_dra(c, n, g));
-        json_t *claims = c->nclaims ? inspect_claims(c, n, g->info.index) : NULL;
-        if (claims)   /* share held for a preemptor while its victims terminate */
-            json_object_set_new(go, "reservations", claims);
-        json_array_append_new(gpus, go);
+            w_dra(c, n, g, uids, b);
+        if (c->nclaims)   /* share held for a preemptor while its victims terminate */
+            w_claims(c, n, g->info.index, uids, b);
+        jsonw_raw(b, "}");
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(n->name));
-    json_object_set_new(o, "source", json_string(n->source));
-    json_object_set_new(o, "gpus", gpus);
+    jsonw_raw(b, "]");
     /* holds whose GPU is gone: counted nowhere, shown here */
-    json_t *missing = NULL;
+    bool any = false;
     for (size_t p = 0; p < e->npods; p++) {
         const pod_rec *r = e->pods[p];
         if (!r->missing)
@@ -1607,17 +1659,21 @@ static json_t *inspect_node(const gp_cluster *c, const node_ent *e)
             for (int k = 0; k < r->nrefs; k++)
                 if (r->refs[k].index == holds[h].index)
                     uuid = r->refs[k].uuid;
-            if (!missing)
-                missing = json_array();
-            json_array_append_new(missing, json_pack("{s:s,s:s,s:s,s:i,s:s,s:I}", "namespace", r->ns,
-                                                     "name", r->name, "uid", r->uid, "index",
-                                                     holds[h].index, "uuid", uuid, "memMiB",
-                                                     (json_int_t)holds[h].mem_mib));
+            jsonw_raw(b, any ? ",{" : ",\"missingGPUs\":[{");
+            any = true;
+            w_kstr(b, true, "namespace", r->ns);
+            w_kstr(b, false, "name", r->name);
+            if (uids)
+                w_kstr(b, false, "uid", r->uid);
+            w_kint(b, false, "index", holds[h].index);
+            w_kstr(b, false, "uuid", uuid);
+            w_kint(b, false, "memMiB", holds[h].mem_mib);
+            jsonw_raw(b, "}");
         }
     }
-    if (missing)
-        json_object_set_new(o, "missingGPUs", missing);
-    return o;
+    if (any)
+        jsonw_raw(b, "]");
+    jsonw_raw(b, "}");
 }
 
 static int cmp_ent(const void *a, const void *b)
@@ -1626,16 +1682,18 @@ static int cmp_ent(const void *a, const void *b)
     return strcmp(x->node.name, y->node.name);
 }
 
-json_t *cluster_inspect(gp_cluster *c, const char *node)
+int cluster_inspect_write(gp_cluster *c, const char *node, bool uids, gp_buf *out)
 {
-    json_t *out = NULL;
     cluster_rdlock(c);
     if (node) {
         node_ent *e = strmap_get(c->nodes, node);
-        if (e)
-            out = json_pack("{s:o}", "node", inspect_node(c, e));
+        if (e) {
+            jsonw_raw(out, "{\"node\":");
+            w_node(c, e, uids, out);
+            jsonw_raw(out, "}");
+        }
         cluster_unlock(c);
-        return out;
+        return e ? 0 : -1;
     }
     size_t n = strmap_count(c->nodes), it = 0, k = 0;
     node_ent **all = xmalloc((n ? n : 1) * sizeof *all);
@@ -1643,10 +1701,30 @@ json_t *cluster_inspect(gp_cluster *c, const char *node)
     while ((e = strmap_next(c->nodes, &it, NULL)))
         all[k++] = e;
     qsort(all, k, sizeof *all, cmp_ent);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < k; i++)
-        json_array_append_new(arr, inspect_node(c, all[i]));
+    jsonw_raw(out, "{\"nodes\":[");
+    for (size_t i = 0; i < k; i++) {
+        if (i)
+            jsonw_raw(out, ",");
+        w_node(c, all[i], uids, out);
+    }
+    jsonw_raw(out, "]}");
     free(all);
     cluster_unlock(c);
-    return json_pack("{s:o}", "nodes", arr);
+    return 0;
+}
+
+json_t *cluster_inspect(gp_cluster *c, const char *node)
+{
+    gp_buf b;
+    gp_buf_init(&b, CLUSTER_INSPECT_MAX);
+    json_t *out = NULL;
+    if (cluster_inspect_write(c, node, true, &b) == 0 && !gp_buf_failed(&b)) {
+        json_error_t jerr;
+        out = json_loadb(b.data, b.len, 0, &jerr);
+        if (!out)   /* the writer's own text: a bug, not an input */
+            LOG_ERROR("/inspect: the JSON written does not parse: %s (offset %d)", jerr.text,
+                      jerr.position);
+    }
+    gp_buf_free(&b);
+    return out;
 }
