@@ -66,6 +66,6 @@ for form in compact indented; do
   for col in 4 5; do
     cur=$(awk -v f=$form -v c=$col '$1=="current" && $2==f {print $c}' "$work/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
     base=$(awk -v f=$form -v c=$col '$1=="baseline" && $2==f {print $c}' "$work/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    echo "$form $([ $col = 4 ] && echo wall || echo cpu): median current $cur ms, baseline $base ms, ratio $(awk -v a="$cur" -v b="$base" 'BEGIN {printf "%.2f", b > 0 ? a / b : 0}')"
+    echo "$form $([ $col = 4 ] && echo wall || echo cpu): median current $cur ms, baseline $base ms, ratio $(awk -v a="$cur" -v b="$base" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')"
   done
 done
