@@ -38,7 +38,8 @@ int inspect_main(int argc, char **argv)
         return prc == FLAGS_HELP ? 0 : 2;
     const char *server = o.server, *node = nargs ? args[0] : NULL;
     bool as_json = o.json;
-    char *url = xasprintf("%s/inspect%s%s", server, node ? "/" : "", node ? node : "");
+    /* compact: the answer the server sends as written; indented here */
+    char *url = xasprintf("%s/inspect%s%s?compact=1", server, node ? "/" : "", node ? node : "");
     gp_err err;
     json_t *j = cli_http_json(url, NULL, 30, INSPECT_MAX_BODY, &err);
     free(url);
