@@ -11,7 +11,6 @@
 #include "pack/clusterfile.h"
 #include "act/bindpipe.h"
 #include "act/events.h"
-#include "act/evictor.h"
 #include "cli/explain_cli.h"
 #include "sched/extender.h"
 #include "cli/inspect_cli.h"
@@ -23,6 +22,7 @@
 #include "act/live.h"
 #include "act/pdb_feed.h"
 #include "sched/preempt.h"
+#include "act/preempt_act.h"
 #include "lib/flags.h"
 #include "lib/log.h"
 #include "model/podreq.h"
@@ -195,6 +195,7 @@ typedef struct app {
     gp_leader_label *label;     /* NULL: standbys say not ready instead */
     gp_metrics metrics;         /* the writers /metrics renders (wire_metrics) */
     gp_preempt *preempt;        /* live mode: priorities and preemption */
+    gp_preempt_act *preempt_act;   /* ... its API calls and Events */
     gp_pdb_feed *pdbs;          /* live mode: the budgets preemption honours */
 } app;
 
@@ -284,58 +285,6 @@ static void wire_metrics(app *a)
         metrics_add(&a->metrics, leader_metrics, a->leader);
     if (a->policies)
         metrics_add(&a->metrics, policy_store_metrics, a->policies);
-}
-
-/* Preemption's API calls (evictor.h) and Events, and its view of the pod watch. */
-static gp_evict_outcome preempt_evict(void *ud, const char *ns, const char *name, const char *uid,
-                                      gp_err *err)
-{
-    app *a = ud;
-    return evictor_evict(live_kube(a->live), ns, name, uid, 10, err);
-}
-
-static int preempt_nominate(void *ud, const char *ns, const char *name, const char *uid,
-                            const char *node, gp_err *err)
-{
-    app *a = ud;
-    return evictor_nominate(live_kube(a->live), ns, name, uid, node, 10, err);
-}
-
-static int preempt_nudge(void *ud, const char *ns, const char *name, const char *uid,
-                         const char *msg, bool first, gp_err *err)
-{
-    app *a = ud;
-    /* on every version: kube-scheduler retries the pod on its own informer's
-     * word of the victims' deletion, which may come before gpupack's watch
-     * shows it; gpupack then refuses the pod from the older state, and nothing
-     * else would wake it before kube-scheduler's 5-minute flush. Before 1.32
-     * only a change of the pod's metadata wakes it (components/requeue-rbac);
-     * from 1.32 a status condition does (pods/status: the base RBAC) */
-    if (live_scheduler_parks(a->live))
-        return evictor_nudge(live_kube(a->live), ns, name, uid, 10, err);
-    return evictor_nudge_status(live_kube(a->live), ns, name, uid, msg, first, 10, err);
-}
-
-static void preempt_event(void *ud, const char *ns, const char *name, const char *uid, bool warning,
-                          const char *reason, const char *msg)
-{
-    app *a = ud;
-    events_pod(a->events, ns, name, uid, warning, reason, msg);
-}
-
-static void observe_pod(void *ud, bool deleted, const json_t *pod)
-{
-    preempt_pod_event(ud, deleted, pod);
-}
-
-static void observe_listing(void *ud, bool end)
-{
-    preempt_pods_listing(ud, end);
-}
-
-static void observe_synced(void *ud)
-{
-    preempt_pods_synced(ud);
 }
 
 /* The events sender gets its own API client, with the credentials live uses. */
@@ -446,10 +395,11 @@ static int start_source(const serve_opts *o, app *a, gp_cluster *c, gp_extender_
     live_requeue_hooks(a->live, ecfg);
     live_set_warn(a->live, (gp_live_warn){warn_hook, a});
     ecfg->bind_threads = (int)o->bind_threads;
-    gp_preempt_config pc = {.io = {a, preempt_evict, preempt_nominate, preempt_event, preempt_nudge}};
+    a->preempt_act = preempt_act_new(a->live, a->events);
+    gp_preempt_config pc = {.io = preempt_act_io(a->preempt_act)};
     a->preempt = preempt_new(c, &pc);
     ecfg->preempt = preempt_hooks(a->preempt);
-    live_set_pod_observer(a->live, (gp_live_pod_observer){observe_pod, observe_listing, observe_synced, a->preempt});
+    live_set_pod_observer(a->live, preempt_act_observer(a->preempt));
     if (o->leader_elect && start_leader(o, a, err))
         return -1;
     gp_bindpipe_config bc = {.c = c, .live = a->live, .leader = a->leader, .events = a->events};
@@ -517,6 +467,7 @@ static void stop_all(app *a, gp_server *s, gp_server *ws, gp_extender *e, gp_clu
     preempt_stop(a->preempt);
     live_free(a->live);
     preempt_free(a->preempt);
+    preempt_act_free(a->preempt_act);
     events_free(a->events);
     extender_free(e);   /* its bind threads end first: they run the pipe */
     bindpipe_free(a->binds);
