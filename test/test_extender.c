@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pack/clusterfile.h"
 #include "sched/extender.h"
@@ -356,9 +357,10 @@ START_TEST(pending_pods_past_the_limit)
 END_TEST
 
 /* A full pod LIST notes every pending pod again; what was remembered before
- * it began and not since was deleted or bound while no watch ran, and is
- * forgotten at its end: bind no longer knows it. A pod the watch shows
- * deleted is forgotten at once. */
+ * it asked its first page and not since was deleted or bound while no watch
+ * ran, and is forgotten at its end: bind no longer knows it. A pod noted
+ * after that (newer than the LIST) is kept. A pod the watch shows deleted is
+ * forgotten at once. */
 START_TEST(relist_forgets_pending_pods_gone)
 {
     gp_cluster *c = cluster_new();
@@ -371,14 +373,20 @@ START_TEST(relist_forgets_pending_pods_gone)
     note_uid(e, "kept");
     note_uid(e, "deleted");
     extender_forget_pod(e, "deleted");   /* the watch's DELETED */
-    extender_pods_listing(e, false);
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+    double since = gp_mono_s();   /* the LIST asks its first page */
+    nanosleep(&ts, NULL);
+    note_uid(e, "late");   /* filtered meanwhile: created after the LIST's snapshot */
+    extender_pods_listing(e, false, since);
     note_uid(e, "kept");
     note_uid(e, "new");
-    extender_pods_listing(e, true);
+    extender_pods_listing(e, true, 0);
     ck_assert(!bind_known(e, "gone"));
     ck_assert(!bind_known(e, "deleted"));
     ck_assert(bind_known(e, "kept"));
     ck_assert(bind_known(e, "new"));
+    ck_assert(bind_known(e, "late"));
     extender_free(e);
     cluster_free(c);
 }

@@ -531,7 +531,7 @@ END_TEST
  * show ends; the pods it shows stay, and so does their plan. */
 static void relist(world *w, const char *const *names)
 {
-    preempt_pods_listing(w->p, false);
+    preempt_pods_listing(w->p, false, gp_mono_s());   /* the LIST asks its first page now */
     for (size_t i = 0; names[i]; i++) {
         bool urgent = strcmp(names[i], "urgent") == 0;
         json_t *j = pod_json(names[i], urgent ? 1000 : 0, urgent ? NULL : "n1", urgent ? G : G / 2, 1,
@@ -539,7 +539,7 @@ static void relist(world *w, const char *const *names)
         preempt_pod_event(w->p, false, j);
         json_decref(j);
     }
-    preempt_pods_listing(w->p, true);
+    preempt_pods_listing(w->p, true, 0);
 }
 
 START_TEST(relist_forgets_the_unlisted)
@@ -564,9 +564,17 @@ START_TEST(relist_forgets_the_unlisted)
     ck_assert(has_claim(w, "urgent"));
     ck_assert_uint_eq(st.deleted, 0);
 
-    relist(w, (const char *const[]){NULL});   /* and the preemptor too */
+    /* a LIST that asked its first page before the plan was made may not show
+     * the preemptor: the plan stays */
+    preempt_pods_listing(w->p, false, 0.0);
+    preempt_pods_listing(w->p, true, 0);
     preempt_stats(w->p, &st);
-    ck_assert_uint_eq(st.pods_known, 0);
+    ck_assert_uint_eq(st.pods_known, 0);   /* urgent's meta went: the watch will show it again */
+    ck_assert_uint_eq(st.active, 1);
+    ck_assert(has_claim(w, "urgent"));
+
+    relist(w, (const char *const[]){NULL});   /* and the preemptor is gone */
+    preempt_stats(w->p, &st);
     ck_assert_uint_eq(st.deleted, 1);   /* the plan ended (the map's resync drops its claim) */
     ck_assert_uint_eq(st.active, 0);
     json_decref(pre);

@@ -57,13 +57,15 @@ typedef struct gp_live_warn {
 void live_set_warn(gp_live *l, gp_live_warn warn);
 /* Who else hears of pods (preemption): every pod object the watch applies,
  * after the store did; the start and the end of every full pod LIST
- * (`listing`: what a LIST does not show was deleted while no watch ran); and
+ * (`listing`: what a LIST does not show and was known before it asked its
+ * first page was deleted while no watch ran); and
  * the end of every LIST once both nodes and pods are known (`synced`, called
  * before gpupack_cluster_ready turns 1 after the first). From the reflectors'
  * threads. Set before live_start; borrows ud; a NULL function is skipped. */
 typedef struct gp_live_pod_observer {
     void (*apply)(void *ud, bool deleted, const json_t *pod);
-    void (*listing)(void *ud, bool end);
+    void (*listing)(void *ud, bool end, double since);   /* since: at the start, when the
+                                                          * LIST asked its first page (monotonic) */
     void (*synced)(void *ud);
     void *ud;
 } gp_live_pod_observer;

@@ -72,6 +72,11 @@ void reflector_free(gp_reflector *r);
  * A LIST under way is followed by another. Thread-safe. */
 void reflector_relist(gp_reflector *r);
 
+/* The monotonic time (gp_mono_s) the LIST being applied asked for its first
+ * page: objects created after it may be missing from that LIST. Meant for the
+ * ops' resync_begin / resync_end, on the reflector's thread. */
+double reflector_list_began(const gp_reflector *r);
+
 /* True once a first complete LIST was applied. Thread-safe. */
 bool reflector_synced(gp_reflector *r);
 /* True while the view is the API server's as of the last event applied: a

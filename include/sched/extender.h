@@ -128,11 +128,12 @@ void extender_note_pod(gp_extender *e, const json_t *pod);
  * retried bind to the same node is answered from the store), and 10,000
  * remembered pods are 6 MB. Thread-safe. */
 void extender_forget_pod(gp_extender *e, const char *uid);
-/* A full pod LIST begins (end false) or has been applied (end true): every
- * pending pod it showed was noted again, so what was remembered before it
- * began and not since is gone or bound (its DELETED or its binding fell in a
- * watch gap) and is forgotten. Thread-safe. */
-void extender_pods_listing(gp_extender *e, bool end);
+/* A full pod LIST begins (end false; since: when it asked its first page,
+ * gp_mono_s's clock) or has been applied (end true): every pending pod it
+ * showed was noted again, so what was remembered before `since` and not
+ * since is gone or bound (its DELETED or its binding fell in a watch gap)
+ * and is forgotten. Thread-safe. */
+void extender_pods_listing(gp_extender *e, bool end, double since);
 
 /* The policy set in force, referenced (release with policy_set_unref). */
 gp_policy_set *extender_policies(gp_extender *e);

@@ -104,9 +104,11 @@ int preempt_start(gp_preempt *p, gp_extender *e, bool worker, gp_err *err) GP_WU
  * full LIST. */
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod);
 void preempt_pods_synced(gp_preempt *p);
-/* A full pod LIST begins (end false) or has been applied (end true): at its
- * end, the pods it did not show are forgotten (deleted while no watch ran). */
-void preempt_pods_listing(gp_preempt *p, bool end);
+/* A full pod LIST begins (end false; since: when it asked its first page,
+ * pre_now_s's clock) or has been applied (end true): at its end, the pods it
+ * did not show are forgotten (deleted while no watch ran), and so is the plan
+ * of a preemptor it did not show, made before `since`. */
+void preempt_pods_listing(gp_preempt *p, bool end, double since);
 /* The PodDisruptionBudget feed (act/pdb_feed; tests call it): each object,
  * and a full LIST beginning (end false) and ending, when the budgets it did
  * not show are dropped. */

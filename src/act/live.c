@@ -204,12 +204,14 @@ static void pods_begin(void *ud)
 {
     gp_live *l = ud;
     cluster_pods_resync_begin(l->c);
+    /* what was noted before the LIST asked its first page and is not in it is gone */
+    double since = reflector_list_began(l->pods);
     requeue_listing(l->rq, false);
     gp_extender *e = atomic_load(&l->ext);
     if (e)
-        extender_pods_listing(e, false);
+        extender_pods_listing(e, false, since);
     if (l->observer.listing)
-        l->observer.listing(l->observer.ud, false);
+        l->observer.listing(l->observer.ud, false, since);
 }
 
 /* What each keeps per pod and the LIST did not show goes: pods deleted
@@ -221,9 +223,9 @@ static void pods_end(void *ud)
     requeue_listing(l->rq, true);
     gp_extender *e = atomic_load(&l->ext);
     if (e)
-        extender_pods_listing(e, true);
+        extender_pods_listing(e, true, 0);
     if (l->observer.listing)
-        l->observer.listing(l->observer.ud, true);
+        l->observer.listing(l->observer.ud, true, 0);
     report_over(l);
     listed(l, &l->pods_listed, &l->nodes_listed);
     atomic_store(&l->trim_due, true);

@@ -71,9 +71,9 @@ static void observe_pod(void *ud, bool deleted, const json_t *pod)
     preempt_pod_event(ud, deleted, pod);
 }
 
-static void observe_listing(void *ud, bool end)
+static void observe_listing(void *ud, bool end, double since)
 {
-    preempt_pods_listing(ud, end);
+    preempt_pods_listing(ud, end, since);
 }
 
 static void observe_synced(void *ud)

@@ -38,6 +38,7 @@ struct gp_reflector {
     bool need_list;
     double watch_lasted_s;         /* how long the last watch streamed before it ended */
     unsigned bad_line_restarts;    /* watch restarts for malformed lines without progress */
+    double list_began;             /* monotonic time the LIST being applied asked its first page */
 };
 
 /* Backoff resets only after a watch streamed this long (client-go's reflector
@@ -68,6 +69,11 @@ static void set_down(gp_reflector *r, const char *why)
     r->healthy = false;
     gp_strlcpy(r->why, why, sizeof r->why);
     pthread_mutex_unlock(&r->mu);
+}
+
+double reflector_list_began(const gp_reflector *r)
+{
+    return r->list_began;
 }
 
 bool reflector_synced(gp_reflector *r)
@@ -232,6 +238,7 @@ static step do_list(gp_reflector *r)
     step res = STEP_RETRY;
     char why[400] = "";   /* set = this LIST failed */
     int limit = r->cfg.page_limit;
+    double began = gp_mono_s();
     for (;;) {
         gp_kube_resp resp;
         gp_err err;
@@ -293,6 +300,7 @@ static step do_list(gp_reflector *r)
         snprintf(why, sizeof why, "LIST answer without metadata.resourceVersion");
         goto out;
     }
+    r->list_began = began;   /* read by the ops from this thread, during apply_lines */
     apply_lines(r, &items);
     set_rv(r, list_rv);
     pthread_mutex_lock(&r->mu);

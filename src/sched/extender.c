@@ -43,7 +43,7 @@ struct gp_extender {
     gp_policy_set *fallback;    /* used when cfg.policies is NULL */
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
-    double list_began;          /* monotonic start of the pod LIST under way (0: none) */
+    double list_began;          /* when the pod LIST being applied asked its first page (0: none) */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
     atomic_ulong n_dra_unpredicted;   /* pods whose claims could not be predicted */
     atomic_ulong n_unready[4];  /* see gp_extender_stats */
@@ -304,11 +304,11 @@ static bool pending_unlisted(const char *uid, void *val, void *ud)
     return true;
 }
 
-void extender_pods_listing(gp_extender *e, bool end)
+void extender_pods_listing(gp_extender *e, bool end, double since)
 {
     pthread_mutex_lock(&e->mu);
     if (!end)
-        e->list_began = gp_mono_s();
+        e->list_began = since > 0 ? since : gp_mono_s();
     else if (e->list_began > 0)   /* the LIST remembered every pending pod afresh */
         strmap_drop_if(e->pending, pending_unlisted, &e->list_began);
     if (end)

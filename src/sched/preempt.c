@@ -304,18 +304,19 @@ static bool meta_unlisted(const char *uid, void *val, void *ud)
     return true;
 }
 
-void preempt_pods_listing(gp_preempt *p, bool end)
+void preempt_pods_listing(gp_preempt *p, bool end, double since)
 {
     pthread_mutex_lock(&p->mu);
     if (!end) {
         p->list_gen++;
-        p->list_began = pre_now_s();
+        p->list_began = since;
         pthread_mutex_unlock(&p->mu);
         return;
     }
     strmap_drop_if(p->meta, meta_unlisted, p);
-    /* a plan made before the LIST began whose preemptor it did not show: the
-     * pod is gone (one made since may be for a pod newer than the LIST) */
+    /* a plan made before the LIST asked its first page whose preemptor it did
+     * not show: the pod is gone (one made since may be for a pod newer than
+     * the LIST) */
     for (bool again = true; again;) {
         again = false;
         size_t it = 0;
