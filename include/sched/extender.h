@@ -124,7 +124,7 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
 /* Remembers a pending pod's request (the watch calls this for unscheduled
  * pods, so bind knows them even without a preceding filter). Borrows pod. */
 void extender_note_pod(gp_extender *e, const json_t *pod);
-/* Forgets a remembered pod that the watch showed bound or gone: its bind is over (a
+/* Forgets a remembered pod that the watch showed bound: its bind is over (a
  * retried bind to the same node is answered from the store), and 10,000
  * remembered pods are 6 MB. Thread-safe. */
 void extender_forget_pod(gp_extender *e, const char *uid);

@@ -365,7 +365,7 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);
-    else if (e && (v->node[0] || v->obs.terminal))   /* bound, or gone: no bind to come */
+    else if (e && v->node[0] && !v->obs.terminal)   /* bound: its bind is over */
         extender_forget_pod(e, v->uid);
     free(v);
 }

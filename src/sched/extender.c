@@ -1250,8 +1250,10 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     bind_job *j = xcalloc(1, sizeof *j);
     bool bound_there = false;   /* a retried bind of a pod the watch showed bound there */
     if (!pod) {
-        /* its request is forgotten once the watch shows it bound or deleted,
-         * or a relist no longer shows it (live.c) */
+        /* its request is forgotten once the watch shows it bound, or a
+         * relist no longer shows it (live.c); a pod deleted under the watch
+         * is kept until then, or until the map is full: the Binding's
+         * preconditions refuse a stale uid (e2e_bind) */
         gp_assignment *held = xmalloc(sizeof *held);
         gp_pod_state ps;
         bound_there = cluster_pod_get(e->c, uid, held, &ps) == 0 && ps == GP_POD_BOUND &&
@@ -1259,8 +1261,7 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         free(held);
         if (!bound_there)
             snprintf(msg, sizeof msg,
-                     "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch, "
-                     "or the watch showed it deleted since",
+                     "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
                      ns, name, uid);
     } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
