@@ -96,7 +96,9 @@ trap 'soak_cleanup; rm -rf "$WORK"' EXIT
 log() { echo "[$(printf '%4d' $((SECONDS - T0)))s] $*" >&2; }
 ctl() { echo "$(date +%s.%N) $*" >>"$OUT/control"; }
 T0=$SECONDS
-echo "# bench/soak.sh --minutes $MINUTES --k8s-version $K8S_VERSION --from $OLD_REV --seed $SEED --nodes $NODES --rate $RATE --lifetime $LIFETIME --fault-gap $GAP_MIN-$GAP_MAX; $(date -u '+%F %H:%M UTC'); $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include bench || echo '+changes'); raw files: $OUT; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# the build under test: HEAD when the run starts (commits made during the run are not in it)
+BUILT_AT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include bench || echo '+changes')"
+echo "# bench/soak.sh --minutes $MINUTES --k8s-version $K8S_VERSION --from $OLD_REV --seed $SEED --nodes $NODES --rate $RATE --lifetime $LIFETIME --fault-gap $GAP_MIN-$GAP_MAX; $(date -u '+%F %H:%M UTC'); $BUILT_AT; raw files: $OUT; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 CP=$WORK/cp
 "$K8S/kube-up" "$CP" --no-watch-cache >"$OUT/up.log" 2>&1 || { cat "$OUT/up.log" >&2; exit 1; }
@@ -274,7 +276,7 @@ GP
 fi
 {
   echo "# bench/soak.sh --minutes $MINUTES --k8s-version $K8S_VERSION ($KVER) --from $OLD_REV --seed $SEED --nodes $NODES --rate $RATE --lifetime $LIFETIME --fault-gap $GAP_MIN-$GAP_MAX"
-  echo "# $(date -u '+%F %H:%M UTC'), commit $(git rev-parse --short HEAD), wall time $((SECONDS - T0)) s, load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# $(date -u '+%F %H:%M UTC'), commit $BUILT_AT (built when the run started), wall time $((SECONDS - T0)) s, load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
   echo "faults (seconds since the churn started; converged = every running replica's /inspect equal to the annotations):"
   column -t -s, "$OUT/faults.csv"
