@@ -307,12 +307,13 @@ static bool pending_unlisted(const char *uid, void *val, void *ud)
 void extender_pods_listing(gp_extender *e, bool end, double since)
 {
     pthread_mutex_lock(&e->mu);
-    if (!end)
+    if (!end) {
         e->list_began = since > 0 ? since : gp_mono_s();
-    else if (e->list_began > 0)   /* the LIST remembered every pending pod afresh */
-        strmap_drop_if(e->pending, pending_unlisted, &e->list_began);
-    if (end)
+    } else {
+        if (e->list_began > 0)   /* the LIST remembered every pending pod afresh */
+            strmap_drop_if(e->pending, pending_unlisted, &e->list_began);
         e->list_began = 0;
+    }
     pthread_mutex_unlock(&e->mu);
 }
 
