@@ -18,6 +18,8 @@
 # bench/results/soak-NAME.{txt,png}) --safety-only (CI: the exit status counts only over-commit, pods
 # bound twice and bad assignments; the time bounds and growth are reported, not failed on).
 # --no-faults (diagnosis: churn only, no fault and no rolling upgrade; each replica keeps its process).
+# Faults: every kind before the rolling upgrade (at 45 % of the run); after it only those that keep both
+# processes and the leader (apiserver, compact, slow, scheduler), so that growth is judged on long lives.
 #
 # What runs: etcd + kube-apiserver (--no-watch-cache, so that a compaction turns a resumed watch into
 # 410 Gone) + kube-scheduler with the shipped scheduler configuration, pointed at bin/soak's front
@@ -170,9 +172,17 @@ T_GO=$SECONDS
 
 # ------------------------------------------------------------------ faults --
 RANDOM=$SEED
-KINDS=(kill term leader-freeze apiserver compact scheduler slow)
-for ((i = ${#KINDS[@]} - 1; i > 0; i--)); do j=$((RANDOM % (i + 1))); t=${KINDS[i]}; KINDS[i]=${KINDS[j]}; KINDS[j]=$t; done
-NK=0
+# Two phases. Before the rolling upgrade, every kind: those that restart a replica or move the lead
+# first (seeded order), then those on the API side. After it, the endurance phase: only the faults
+# that leave both processes and the leader in place (API server restarts, compactions and their
+# relists, a slow API server, kube-scheduler restarts), so that two processes of the current build
+# live the rest of the run in one role each: what growth is judged on (docs/reliability.md).
+shuffle() { local -n a=$1; local i j t; for ((i = ${#a[@]} - 1; i > 0; i--)); do j=$((RANDOM % (i + 1))); t=${a[i]}; a[i]=${a[j]}; a[j]=$t; done; }
+PROC_KINDS=(kill term leader-freeze) API_KINDS=(apiserver compact scheduler slow)
+shuffle PROC_KINDS; shuffle API_KINDS
+KINDS=("${PROC_KINDS[@]}" "${API_KINDS[@]}")
+shuffle API_KINDS
+NK=0 NA=0
 fault() {
   local kind=$1 v
   ctl fault-start "$kind"
@@ -223,8 +233,8 @@ while :; do
     continue
   fi
   if [ -z "$NOFAULTS" ] && [ "$now" -ge "$next" ] && [ "$now" -lt $((END - 90)) ] && { [ -n "$upgraded" ] || [ "$now" -lt $((UP_AT - 60)) ]; }; then
-    fault "${KINDS[NK % ${#KINDS[@]}]}"
-    NK=$((NK + 1))
+    if [ -z "$upgraded" ]; then fault "${KINDS[NK % ${#KINDS[@]}]}"; NK=$((NK + 1))
+    else fault "${API_KINDS[NA % ${#API_KINDS[@]}]}"; NA=$((NA + 1)); fi
     next=$((SECONDS - T_GO + GAP_MIN + RANDOM % (GAP_MAX - GAP_MIN + 1)))
   fi
   # a replica that died on its own is a failure; it is restarted so that the run goes on
