@@ -8,6 +8,7 @@
 #include "kube/kube.h"
 #include "act/evictor.h"
 #include "act/requeue.h"
+#include "model/heldrec.h"
 
 typedef struct env {
     gp_fakeapi *f;
@@ -81,7 +82,7 @@ START_TEST(eviction_unreachable)
     gp_err err;
     gp_kube *k = kube_new(&a, &err);
     ck_assert_int_eq(evictor_evict(k, "ml", "v", "u", 2, &err), GP_EVICT_RETRY);
-    ck_assert_int_eq(evictor_nominate(k, "ml", "p", "u", "n1", 2, &err), -1);
+    ck_assert_int_eq(evictor_nominate(k, "ml", "p", "u", "n1", NULL, 2, &err), -1);
     kube_free(k);
 }
 END_TEST
@@ -95,7 +96,7 @@ START_TEST(nominate_and_touch)
     gp_err err;
     /* the nomination: a merge patch of the status subresource with the uid as precondition */
     fakeapi_fail(x.f, "PATCH", "/status", 200, 1);
-    ck_assert_int_eq(evictor_nominate(x.k, "ml", "pre", "uid-pre", "node-a", 5, &err), 0);
+    ck_assert_int_eq(evictor_nominate(x.k, "ml", "pre", "uid-pre", "node-a", NULL, 5, &err), 0);
     char url[512];
     json_t *b = last_body(&x, url, sizeof url);
     ck_assert_str_eq(url, "/api/v1/namespaces/ml/pods/pre/status");
@@ -103,12 +104,31 @@ START_TEST(nominate_and_touch)
                      "node-a");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "metadata"), "uid")), "uid-pre");
     json_decref(b);
+    /* a consolidation's: a strategic merge patch that adds the record of held
+     * places as a condition (merged by type: kube-scheduler's stay) */
+    fakeapi_fail(x.f, "PATCH", "/status", 200, 1);
+    ck_assert_int_eq(evictor_nominate(x.k, "ml", "pre", "uid-pre", "node-a", "{\"v\":1}", 5, &err), 0);
+    gp_fake_req rq;
+    ck_assert_int_eq(fakeapi_request(x.f, fakeapi_request_count(x.f) - 1, &rq), 0);
+    ck_assert_str_eq(rq.content_type, "application/strategic-merge-patch+json");
+    fakeapi_req_clear(&rq);
+    b = last_body(&x, url, sizeof url);
+    ck_assert_str_eq(url, "/api/v1/namespaces/ml/pods/pre/status");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "status"), "nominatedNodeName")),
+                     "node-a");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "metadata"), "uid")), "uid-pre");
+    const json_t *hc = json_array_get(json_object_get(json_object_get(b, "status"), "conditions"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(hc, "type")), GP_HELD_PLACES_CONDITION);
+    ck_assert_str_eq(json_string_value(json_object_get(hc, "status")), "True");
+    ck_assert_str_eq(json_string_value(json_object_get(hc, "message")), "{\"v\":1}");
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(hc, "lastTransitionTime")));
+    json_decref(b);
     static const struct {
         int status, want;
     } nom[] = {{404, 1}, {409, 1}, {422, 1}, {403, 2}, {500, -1}};
     for (size_t i = 0; i < sizeof nom / sizeof nom[0]; i++) {
         fakeapi_fail(x.f, "PATCH", "/status", nom[i].status, 1);
-        ck_assert_int_eq(evictor_nominate(x.k, "ml", "pre", "uid-pre", "node-a", 5, &err), nom[i].want);
+        ck_assert_int_eq(evictor_nominate(x.k, "ml", "pre", "uid-pre", "node-a", NULL, 5, &err), nom[i].want);
     }
     /* the nudge: the pod's own metadata, which kube-scheduler v1.26 reacts to */
     ck_assert_int_eq(evictor_nudge(x.k, "ml", "pre", "uid-pre", 5, &err), 0);

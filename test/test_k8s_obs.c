@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/heldrec.h"
 #include "model/k8s_obs.h"
 #include "model/podprio.h"
 #include "model/podreq.h"
@@ -289,6 +290,37 @@ START_TEST(garbage_objects)
 }
 END_TEST
 
+/* Of the conditions, the trim keeps an unbound pod's PodScheduled without its
+ * message, and consolidation's record of held places with its message, on a
+ * bound pod too (the replacements' places outlive the waiting pod's bind). */
+START_TEST(trim_pod_conditions)
+{
+    for (int bound = 0; bound < 2; bound++) {
+        json_t *pod = json_pack("{s:{s:s,s:s},s:{s:s},s:{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s},"
+                                "{s:s,s:s,s:s,s:s}]}}",
+                                "metadata", "name", "p", "uid", "u", "spec", "nodeName", bound ? "n1" : "",
+                                "status", "conditions", "type", "PodScheduled", "status", "False", "reason",
+                                "Unschedulable", "message", "0/300 nodes are available: lots of words",
+                                "type", "Ready", "status", "False", "message", "not yet",
+                                "type", GP_HELD_PLACES_CONDITION, "status", "True", "reason",
+                                "ConsolidationPlan", "message", "{\"v\":1}");
+        json_t *t = k8s_obs_trim_pod(pod);
+        const json_t *cs = json_object_get(json_object_get(t, "status"), "conditions");
+        ck_assert_int_eq(json_array_size(cs), bound ? 1 : 2);
+        const json_t *held = json_array_get(cs, bound ? 0 : 1);
+        ck_assert_str_eq(json_string_value(json_object_get(held, "type")), GP_HELD_PLACES_CONDITION);
+        ck_assert_str_eq(json_string_value(json_object_get(held, "message")), "{\"v\":1}");
+        if (!bound) {
+            const json_t *ps = json_array_get(cs, 0);
+            ck_assert_str_eq(json_string_value(json_object_get(ps, "reason")), "Unschedulable");
+            ck_assert_ptr_null(json_object_get(ps, "message"));
+        }
+        json_decref(t);
+        json_decref(pod);
+    }
+}
+END_TEST
+
 /* A pod's controller (consolidation moves only what a controller recreates):
  * the ownerReference with controller: true, kept by the trim. */
 START_TEST(pod_owner)
@@ -343,6 +375,7 @@ Suite *suite_k8s_obs(void)
     tcase_add_test(tc, other_formats_want_gpus);
     tcase_add_test(tc, garbage_objects);
     tcase_add_test(tc, pod_owner);
+    tcase_add_test(tc, trim_pod_conditions);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,6 +10,7 @@
 
 #include "pack/cluster.h"
 #include "sched/extender.h"
+#include "model/heldrec.h"
 #include "sched/preempt.h"
 #include "testutil.h"
 
@@ -24,6 +25,7 @@ typedef struct fake_io {
     bool api_down;                     /* every call: retry later */
     int nnominate;
     char nominated[64];
+    char held[4096];                   /* the last nomination's record of held places */
     int nevents;
     char events[32][400];              /* "Reason pod: message" */
     int nnudge;
@@ -61,13 +63,14 @@ static gp_evict_outcome f_evict(void *ud, const char *ns, const char *name, cons
 }
 
 static int f_nominate(void *ud, const char *ns, const char *name, const char *uid,
-                      const char *node, gp_err *err)
+                      const char *node, const char *held, gp_err *err)
 {
     fake_io *io = ud;
     if (io->api_down)
         return gp_fail(err, "connection refused");
     io->nnominate++;
     gp_strlcpy(io->nominated, node, sizeof io->nominated);
+    gp_strlcpy(io->held, held ? held : "", sizeof io->held);
     return 0;
 }
 
@@ -961,6 +964,126 @@ START_TEST(consolidation_pdb_blocked)
 }
 END_TEST
 
+/* The waiting pod as the watch shows it after its nomination: nominated on
+ * n1, carrying the record of held places (heldrec.h) as its condition. */
+static json_t *waiting_pod(const char *record)
+{
+    json_t *big = pod_json("big", 0, NULL, G, 1, NULL, NULL);
+    json_t *st = json_object_get(big, "status");
+    json_object_set_new(st, "nominatedNodeName", json_string("n1"));
+    json_object_set_new(st, "conditions",
+                        json_pack("[{s:s,s:s,s:s}]", "type", GP_HELD_PLACES_CONDITION, "status", "True",
+                                  "message", record));
+    return big;
+}
+
+/* A replacement of rs-1 bound on n1 GPU 1, made after the plan (its start far off). */
+static void replacement_bound(world *w)
+{
+    add_pod_owned(w, "a-2", 0, "n1", GPU1, G / 2, 0, NULL, "ReplicaSet/rs-1");
+    json_t *j = pod_json("a-2", 0, "n1", G / 2, 1, NULL, NULL);
+    json_object_set_new(json_object_get(j, "status"), "startTime", json_string("2099-01-01T00:00:00Z"));
+    set_owner(j, "ReplicaSet/rs-1");
+    preempt_pod_event(w->p, false, j);
+    json_decref(j);
+}
+
+/* The record the nomination writes holds the moved pod's place again after
+ * a restart: a third pod cannot take it, the replacement can, and it goes
+ * when a replacement is bound (by another replica: no claim was used here). */
+START_TEST(consolidation_restart_holds_again)
+{
+    world *w = frag_scene("ReplicaSet/rs-1", "ReplicaSet/rs-1");
+    json_t *big = pod_json("big", 0, NULL, G, 1, NULL, NULL);
+    json_decref(filter(w, big, N1));
+    json_decref(big);
+    preempt_tick(w->p);   /* nominate (with the record), evict a */
+    ck_assert_int_eq(w->io.nevict, 1);
+    gp_held_rec r;
+    gp_err err;
+    ck_assert_msg(heldrec_decode(w->io.held, &r, &err) == 0, "%s: %s", w->io.held, err.msg);
+    ck_assert_int_eq(r.n, 1);
+    ck_assert_str_eq(r.p[0].owner, "rs-1");
+    ck_assert_str_eq(r.p[0].pod, "a");
+    ck_assert_str_eq(r.p[0].node, "n1");
+    ck_assert_int_eq(r.p[0].nholds, 1);
+    ck_assert_int_eq(r.p[0].holds[0].index, 1);
+    ck_assert_int_eq(r.p[0].holds[0].mem_mib, G / 2);
+    ck_assert(r.p[0].expires_ns > r.at_ns);
+    heldrec_clear(&r);
+    /* this replica's own watch shows the record: nothing is held twice */
+    json_t *seen = waiting_pod(w->io.held);
+    preempt_pod_event(w->p, false, seen);
+    ck_assert_int_eq(held_places(w), 1);
+    char record[sizeof w->io.held];
+    gp_strlcpy(record, w->io.held, sizeof record);
+    world_free(w);
+
+    /* a restart: the LIST shows b, the waiting pod and its record; a is gone */
+    for (int pass = 0; pass < 2; pass++) {
+        w = world_new(60);
+        add_node(w, "n1", 2, "A100");
+        add_pod_owned(w, "b", 0, "n1", GPU1, G / 2, 2, NULL, "ReplicaSet/rs-1");
+        if (pass == 1)
+            replacement_bound(w);   /* bound before the restart: its place is not held again */
+        preempt_pod_event(w->p, false, seen);
+        ck_assert_int_eq(held_places(w), 0);   /* not before the LIST is complete */
+        preempt_pods_synced(w->p);
+        gp_preempt_stats st;
+        preempt_stats(w->p, &st);
+        ck_assert_int_eq(held_places(w), pass == 0 ? 1 : 0);
+        ck_assert_int_eq(st.c_held_rebuilt, pass == 0 ? 1 : 0);
+        if (pass == 0) {
+            json_t *third = pod_json("third", 0, NULL, G / 2, 1, NULL, NULL);
+            json_t *ans = filter(w, third, N1);
+            ck_assert_msg(!fits(ans, "n1"), "the third pod took the place held again");
+            json_decref(ans);
+            json_decref(third);
+            json_t *repl = pod_json("a-3", 0, NULL, G / 2, 1, NULL, NULL);
+            set_owner(repl, "ReplicaSet/rs-1");
+            ans = filter(w, repl, N1);
+            ck_assert(fits(ans, "n1"));
+            json_decref(ans);
+            json_decref(repl);
+            /* another replica binds the replacement: the place goes */
+            replacement_bound(w);
+            preempt_tick(w->p);
+            ck_assert_int_eq(held_places(w), 0);
+            preempt_stats(w->p, &st);
+            ck_assert_int_eq(st.c_held_used, 1);
+        }
+        world_free(w);
+    }
+    json_decref(seen);
+}
+END_TEST
+
+/* A record that is over, too far off or malformed holds nothing. */
+START_TEST(consolidation_record_ignored)
+{
+    int64_t now = gp_now_ns();
+    char *texts[3];
+    texts[0] = xasprintf("{\"v\":1,\"at\":%lld,\"places\":[{\"owner\":\"rs-1\",\"ns\":\"ml\","
+                         "\"pod\":\"a\",\"node\":\"n1\",\"gpus\":[[1,8192,0]],\"cpu\":0,\"mem\":0,"
+                         "\"expires\":%lld}]}", (long long)(now - 200000000000LL), (long long)(now - 1000000000LL));
+    texts[1] = xasprintf("{\"v\":1,\"at\":%lld,\"places\":[{\"owner\":\"rs-1\",\"ns\":\"ml\","
+                         "\"pod\":\"a\",\"node\":\"n1\",\"gpus\":[[1,8192,0]],\"cpu\":0,\"mem\":0,"
+                         "\"expires\":%lld}]}", (long long)now, (long long)(now + 86400000000000LL));
+    texts[2] = xstrdup("{\"v\":1,\"at\":5,\"places\":\"everything\"}");
+    for (int i = 0; i < 3; i++) {
+        world *w = world_new(60);
+        add_node(w, "n1", 2, "A100");
+        json_t *big = waiting_pod(texts[i]);
+        preempt_pod_event(w->p, false, big);
+        preempt_pods_synced(w->p);
+        ck_assert_msg(held_places(w) == 0, "record %d held a place", i);
+        json_decref(big);
+        free(texts[i]);
+        world_free(w);
+    }
+}
+END_TEST
+
 /* Nothing stays held: the replacement never comes, the waiting pod is deleted. */
 START_TEST(consolidation_nothing_stays)
 {
@@ -1001,6 +1124,8 @@ Suite *suite_preempt(void)
     tcase_add_loop_test(t, consolidation_keeps, 0, (int)GP_ARRAY_LEN(keeps));
     tcase_add_test(t, consolidation_pdb_blocked);
     tcase_add_test(t, consolidation_nothing_stays);
+    tcase_add_test(t, consolidation_restart_holds_again);
+    tcase_add_test(t, consolidation_record_ignored);
     suite_add_tcase(s, t);
     return s;
 }

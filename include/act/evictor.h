@@ -20,11 +20,15 @@ gp_evict_outcome evictor_evict(gp_kube *k, const char *ns, const char *name, con
                                double timeout_s, gp_err *err);
 
 /* PATCH .../pods/NAME/status {"status":{"nominatedNodeName":node}} (merge
- * patch; the uid in the patch is a precondition). Returns 0 done, 1 when the
- * pod is gone or another pod holds the name (404, 409, 422), 2 when refused
- * (401/403: RBAC lacks pods/status patch), -1 to retry later (err says why). */
+ * patch; the uid in the patch is a precondition). With held (a consolidation's
+ * record of its held places, model/heldrec.h), a strategic merge patch that
+ * also sets the condition GP_HELD_PLACES_CONDITION (True, reason
+ * ConsolidationPlan, the record as its message): one write, before any
+ * eviction. Returns 0 done, 1 when the pod is gone or another pod holds the
+ * name (404, 409, 422), 2 when refused (401/403: RBAC lacks pods/status
+ * patch), -1 to retry later (err says why). */
 int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
-                     const char *node, double timeout_s, gp_err *err);
+                     const char *node, const char *held, double timeout_s, gp_err *err);
 
 /* The preemptor's nudge: requeue.h's merge patch (the gpupack.io/requeue
  * annotation, with the uid as a precondition) -- an update of the pod's own

@@ -62,9 +62,12 @@ typedef struct gp_preempt_io {
     void *ud;
     gp_evict_outcome (*evict)(void *ud, const char *ns, const char *name, const char *uid,
                               gp_err *err);
-    /* 0 done, 1 pod gone, 2 refused (go on without), -1 retry (evictor_nominate) */
+    /* 0 done, 1 pod gone, 2 refused (go on without), -1 retry (evictor_nominate).
+     * held: a consolidation's record of its held places (model/heldrec.h),
+     * written with the nomination as the pod's gpupack.io/HeldPlaces
+     * condition; NULL for a preemption */
     int (*nominate)(void *ud, const char *ns, const char *name, const char *uid, const char *node,
-                    gp_err *err);
+                    const char *held, gp_err *err);
     void (*event)(void *ud, const char *ns, const char *name, const char *uid, bool warning,
                   const char *reason, const char *msg);
     /* The victims are gone: make kube-scheduler retry the preemptor now (an
@@ -141,6 +144,7 @@ typedef struct gp_preempt_stats {
                                           * pod, or only one the hourly budget forbids */
     unsigned long c_held;         /* places held for replacements now */
     unsigned long c_held_used, c_held_expired;
+    unsigned long c_held_rebuilt; /* held again from a waiting pod's record (restart, new leader) */
     unsigned long c_last_hour;    /* moves in the last hour */
     unsigned long pods_known;     /* pods the watch has shown and not deleted */
 } gp_preempt_stats;

@@ -20,6 +20,7 @@
 #include "lib/log.h"
 #include "lib/metrics.h"
 #include "lib/strmap.h"
+#include "model/heldrec.h"
 #include "model/k8s_obs.h"
 #include "model/pdb.h"
 #include "model/podprio.h"
@@ -41,6 +42,7 @@
                                     * nudged again; the gap doubles ... */
 #define RENUDGES_MAX 3             /* ... this many times at most */
 #define MSG_MAX 1024               /* an Event message (the API server's limit) */
+#define HELD_REBUILD_MAX_S 3600.0  /* a recorded place further off than this is not held again */
 
 /* ------------------------------------------------------------ state -- */
 
@@ -64,6 +66,8 @@ typedef struct pmeta {
     double dra_wait;              /* seconds until the next one: doubles while nothing comes
                                    * of them (DRA_RETRY_S .. DRA_RETRY_MAX_S) */
     unsigned list_gen;            /* the pod LIST that last showed it (preempt_pods_listing) */
+    gp_held_rec *held_rec;        /* its gpupack.io/HeldPlaces record (NULL = none) */
+    int64_t held_applied;         /* the record (at_ns) held here already */
 } pmeta;
 
 enum { V_TODO, V_EVICTED, V_GONE };
@@ -103,6 +107,8 @@ typedef struct plan {
     int renudges;                 /* ... and told again this many times (still unbound) */
     double nudged_at;             /* monotonic time of the last nudge */
     bool consol;                  /* consolidation: the victims move (held places), not preempted */
+    char *held_rec;               /* ... the record of those places the nomination writes
+                                   * (model/heldrec.h; owned, NULL = none) */
 } plan;
 
 /* A place held for the replacement of a moved pod (consolidation): a claim
@@ -114,6 +120,10 @@ typedef struct held {
     char waiting[2 * GP_NAME_MAX];              /* ns/name of the pod it was moved for */
     char where[GP_NAME_MAX + 96];               /* node and GPUs */
     double created, expires;
+    char waiting_uid[GP_UID_MAX]; /* the pod it was moved for, and its plan's record: */
+    int64_t rec_at;               /* heldrec's at_ns (wall clock); 0 = not recorded */
+    int owner_total;              /* the record's places for this controller */
+    bool rebuilt;                 /* held again from that record (a restart, a new leader) */
 } held;
 
 struct gp_preempt {
@@ -141,7 +151,7 @@ struct gp_preempt {
     unsigned long held_seq;
     double ledger_pruned;
     atomic_ulong c_started, c_moved, c_bound, c_expired, c_blocked, c_failed, c_deleted;
-    atomic_ulong c_no_plan, c_budget, c_held_used, c_held_expired;
+    atomic_ulong c_no_plan, c_budget, c_held_used, c_held_expired, c_held_rebuilt;
 };
 
 /* ------------------------------------------------------------ node copies -- */
@@ -229,6 +239,11 @@ long pre_try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_prio *pp
                          const char *const *nodes, const bool *unresolvable, size_t n,
                          char *reason, size_t len);
 void pre_held_round(gp_preempt *p);
+/* The places of the held-places record of pending-or-bound pod uid
+ * (m->held_rec), held again unless this replica holds them already, their
+ * replacements were placed, or they are over (a restart, a new leader). */
+void pre_held_rebuild(gp_preempt *p, const char *uid, pmeta *m);
+
 void pre_consol_blocked(gp_preempt *p, plan *pl, const pvictim *v);
 
 #endif

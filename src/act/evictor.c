@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "act/requeue.h"
+#include "lib/timefmt.h"
+#include "model/heldrec.h"
 
 static char *dump(json_t *j)
 {
@@ -82,8 +84,24 @@ static int patch_pod(gp_kube *k, const char *ns, const char *name, const char *u
 }
 
 int evictor_nominate(gp_kube *k, const char *ns, const char *name, const char *uid,
-                     const char *node, double timeout_s, gp_err *err)
+                     const char *node, const char *held, double timeout_s, gp_err *err)
 {
+    if (held) {
+        char ts[32];
+        gp_rfc3339_format(gp_now_ns(), ts, sizeof ts);
+        json_t *patch = json_pack("{s:{s:s},s:{s:s,s:[{s:s,s:s,s:s,s:s,s:s}]}}", "metadata", "uid",
+                                  uid ? uid : "", "status", "nominatedNodeName", node, "conditions",
+                                  "type", GP_HELD_PLACES_CONDITION, "status", "True", "reason",
+                                  "ConsolidationPlan", "message", held, "lastTransitionTime", ts);
+        if (!patch)
+            abort();
+        if (!uid || !*uid)
+            json_object_del(patch, "metadata");
+        char *body = dump(patch);
+        int rc = patch_text(k, ns, name, "status", true, body, "nominate", timeout_s, err);
+        free(body);
+        return rc;
+    }
     json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
     if (!patch)
         abort();

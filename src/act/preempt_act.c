@@ -33,10 +33,10 @@ static gp_evict_outcome act_evict(void *ud, const char *ns, const char *name, co
 }
 
 static int act_nominate(void *ud, const char *ns, const char *name, const char *uid, const char *node,
-                        gp_err *err)
+                        const char *held, gp_err *err)
 {
     gp_preempt_act *a = ud;
-    return evictor_nominate(live_kube(a->live), ns, name, uid, node, CALL_TIMEOUT_S, err);
+    return evictor_nominate(live_kube(a->live), ns, name, uid, node, held, CALL_TIMEOUT_S, err);
 }
 
 static int act_nudge(void *ud, const char *ns, const char *name, const char *uid, const char *msg,

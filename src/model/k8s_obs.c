@@ -8,6 +8,7 @@
 #include "lib/jsonpath.h"
 #include "model/annotations.h"
 #include "model/formats.h"
+#include "model/heldrec.h"
 #include "model/podreq.h"
 
 
@@ -43,13 +44,14 @@ static bool list_wants_gpu(const json_t *ctrs)
 }
 
 /* The PodScheduled condition in status.conditions (borrowed), or NULL. */
-static const json_t *pod_scheduled_cond(const json_t *pod)
+/* The pod's condition of that type, or NULL. */
+static const json_t *pod_condition(const json_t *pod, const char *want)
 {
     size_t i;
     const json_t *c;
     json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
         const char *type = gp_json_str_at(c, "type", NULL);
-        if (type && strcmp(type, "PodScheduled") == 0)
+        if (type && strcmp(type, want) == 0)
             return c;
     }
     return NULL;
@@ -99,7 +101,7 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
                      list_wants_gpu(json_object_get(spec, "initContainers")) ||
                      json_object_get(ann, "gpu-fraction") || json_object_get(ann, "gpu-memory");
     out->pending = !terminal && out->node[0] == '\0' && !json_object_get(md, "deletionTimestamp");
-    const json_t *cond = out->pending ? pod_scheduled_cond(pod) : NULL;
+    const json_t *cond = out->pending ? pod_condition(pod, "PodScheduled") : NULL;
     const char *cst = gp_json_str_at(cond, "status", NULL);
     const char *reason = gp_json_str_at(cond, "reason", NULL);
     out->parked = cst && strcmp(cst, "False") == 0;
@@ -134,7 +136,7 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
  * (spec.resourceClaims, status.resourceClaimStatuses), the webhook
  * check at bind (env), bind's precondition (resourceVersion), preemption
  * (priority, preemptionPolicy, grace periods, start and creation times, the
- * nominated node). */
+ * nominated node, the record of consolidation's held places: heldrec.h). */
 static const gp_keep env_keep[] = {{.key = "name"}, {.key = "valueFrom"}, {0}};
 static const gp_keep ctr_keep[] = {{.key = "name"},
                                    {.key = "resources"},
@@ -167,11 +169,16 @@ static const gp_keep spec_keep[] = {{.key = "nodeName"},
                                     {.key = "initContainers", .sub = ctr_keep, .each = true},
                                     {.key = "resourceClaims", .sub = claim_keep, .each = true},
                                     {0}};
+/* a condition as the scanner keeps it: the message for consolidation's held
+ * places (heldrec.h); k8s_obs_trim_pod then keeps the two conditions read */
+static const gp_keep cond_scan_keep[] = {{.key = "type"}, {.key = "status"}, {.key = "reason"},
+                                         {.key = "message"}, {0}};
 static const gp_keep cond_keep[] = {{.key = "type"}, {.key = "status"}, {.key = "reason"}, {0}};
+static const gp_keep held_cond_keep[] = {{.key = "type"}, {.key = "status"}, {.key = "message"}, {0}};
 static const gp_keep status_keep[] = {{.key = "phase"},
                                       {.key = "startTime"},
                                       {.key = "nominatedNodeName"},
-                                      {.key = "conditions", .sub = cond_keep, .each = true},
+                                      {.key = "conditions", .sub = cond_scan_keep, .each = true},
                                       {.key = "resourceClaimStatuses", .sub = claim_keep,
                                        .each = true},
                                       {0}};
@@ -184,15 +191,24 @@ json_t *k8s_obs_trim_pod(const json_t *pod)
 {
     json_t *t = jsonkeep_trim(pod, k8s_obs_pod_keep);
     /* of the conditions, k8s_obs_pod reads only an unbound pod's PodScheduled
-     * (kube-scheduler's verdict, for the requeue): the LIST buffer holds no more */
+     * (kube-scheduler's verdict, for the requeue), and preemption the record
+     * of held places (heldrec.h): the LIST buffer holds no more */
     json_t *st = json_object_get(t, "status");
     if (json_is_object(st) && json_object_get(st, "conditions")) {
         const char *node = gp_json_str_at(pod, "spec", "nodeName");
-        const json_t *cond = node && *node ? NULL : pod_scheduled_cond(pod);
+        const json_t *cond = node && *node ? NULL : pod_condition(pod, "PodScheduled");
+        const json_t *held = pod_condition(pod, GP_HELD_PLACES_CONDITION);
+        json_t *keep = json_array();
         if (cond)
-            json_object_set_new(st, "conditions", json_pack("[o]", jsonkeep_trim(cond, cond_keep)));
-        else
+            json_array_append_new(keep, jsonkeep_trim(cond, cond_keep));
+        if (held)
+            json_array_append_new(keep, jsonkeep_trim(held, held_cond_keep));
+        if (json_array_size(keep))
+            json_object_set_new(st, "conditions", keep);
+        else {
+            json_decref(keep);
             json_object_del(st, "conditions");
+        }
     }
     return t;
 }

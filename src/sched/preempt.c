@@ -21,6 +21,9 @@ static void meta_free(pmeta *m)
     free(m->nominated);
     json_decref(m->pending);
     json_decref(m->dra_parked);
+    if (m->held_rec)
+        heldrec_clear(m->held_rec);
+    free(m->held_rec);
     free(m);
 }
 
@@ -30,6 +33,7 @@ void pre_plan_free(plan *pl)
         return;
     free(pl->v);
     json_decref(pl->pod);
+    free(pl->held_rec);
     free(pl);
 }
 
@@ -183,6 +187,37 @@ static bool pod_parked(const json_t *pod)
     return false;
 }
 
+/* The pod's record of a consolidation's held places (model/heldrec.h): kept
+ * while it has one, and held again here once the pods are listed (a restart,
+ * the standby following the leader's plans). Locked. */
+static void held_record(gp_preempt *p, const char *uid, pmeta *m, const json_t *pod)
+{
+    gp_held_rec r;
+    gp_err err;
+    int rc = heldrec_from_pod(pod, &r, &err);
+    if (rc < 0)
+        LOG_WARN("pod %s/%s: its %s condition is ignored: %s", m->ns, m->name, GP_HELD_PLACES_CONDITION,
+                 err.msg);
+    if (rc <= 0) {
+        if (m->held_rec)
+            heldrec_clear(m->held_rec);
+        free(m->held_rec);
+        m->held_rec = NULL;
+        return;
+    }
+    if (m->held_rec && m->held_rec->at_ns == r.at_ns) {
+        heldrec_clear(&r);
+        return;
+    }
+    if (!m->held_rec)
+        m->held_rec = xmalloc(sizeof *m->held_rec);
+    else
+        heldrec_clear(m->held_rec);
+    *m->held_rec = r;
+    if (p->synced)
+        pre_held_rebuild(p, uid, m);
+}
+
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
 {
     const char *uid = pre_uid_of(pod);
@@ -250,6 +285,7 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     m->dra_parked = parked ? k8s_obs_trim_pod(pod) : NULL;
     if (!parked)
         m->dra_wait = 0;   /* the next parking starts the retries afresh */
+    held_record(p, uid, m, pod);
     if (m->bound) {
         if (pl)
             pre_finish(p, pl, &p->bound, "the pod is bound");
@@ -369,6 +405,7 @@ typedef struct job {
     bool nudge;                   /* the victims are gone: make kube-scheduler retry the pod */
     bool first;                   /* ... for the first time */
     bool consol;                  /* the victims move (consolidation) */
+    char *held_rec;               /* ... the record of their held places (owned copy) */
     int nudged;                   /* the nudge's answer */
     gp_err err;
 } job;
@@ -385,7 +422,9 @@ static void run_job(gp_preempt *p, job *j)
         return;
     }
     if (j->stage == S_NOMINATE) {
-        j->nominated = io->nominate ? io->nominate(io->ud, j->ns, j->name, j->uid, j->node, &j->err) : 0;
+        j->nominated = io->nominate ? io->nominate(io->ud, j->ns, j->name, j->uid, j->node,
+                                                   j->held_rec, &j->err)
+                                    : 0;
         if (j->nominated != 0 && j->nominated != 2)
             return;
         j->stage = S_EVICT;
@@ -690,6 +729,7 @@ void preempt_tick(gp_preempt *p)
         j->nudge = nudge;
         j->first = !pl->nudged;
         j->consol = pl->consol;
+        j->held_rec = pl->stage == S_NOMINATE && !nudge ? xstrdup(pl->held_rec) : NULL;
         gp_strlcpy(j->uid, pl->uid, sizeof j->uid);
         gp_strlcpy(j->ns, pl->ns, sizeof j->ns);
         gp_strlcpy(j->name, pl->name, sizeof j->name);
@@ -709,6 +749,7 @@ void preempt_tick(gp_preempt *p)
         apply_job(p, &jobs[i]);
         free(jobs[i].v);
         free(jobs[i].results);
+        free(jobs[i].held_rec);
     }
     pthread_mutex_unlock(&p->mu);
     free(jobs);

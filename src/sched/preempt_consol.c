@@ -231,6 +231,133 @@ static int hold_places(gp_preempt *p, const cworld *w, const gp_consol_plan *cp,
     return 0;
 }
 
+/* The record of the plan's held places (model/heldrec.h), which its
+ * nomination writes on the waiting pod: a restart, or the standby taking the
+ * lead, holds them again from it (pre_held_rebuild). */
+static void record_places(gp_preempt *p, plan *pl)
+{
+    gp_held_rec r = {.at_ns = gp_now_ns()};
+    double mono = pre_now_s();
+    r.p = xcalloc((size_t)(pl->nv ? pl->nv : 1), sizeof *r.p);
+    for (int i = 0; i < pl->nv; i++) {
+        held *h = pl->v[i].held[0] ? strmap_get(p->held, pl->v[i].held) : NULL;
+        gp_claim *cl = xmalloc(sizeof *cl);
+        if (h && cluster_claim_get(p->c, h->key, cl) == 0) {
+            gp_held_place *hp = &r.p[r.n++];
+            gp_strlcpy(hp->owner, h->owner, sizeof hp->owner);
+            gp_strlcpy(hp->ns, h->ns, sizeof hp->ns);
+            gp_strlcpy(hp->pod, h->moved, sizeof hp->pod);
+            gp_strlcpy(hp->node, cl->a.node, sizeof hp->node);
+            hp->nholds = gp_assignment_holds(&cl->a, hp->holds);
+            hp->cpu_milli = cl->cpu_milli;
+            hp->mem_mib = cl->mem_mib;
+            hp->expires_ns = r.at_ns + (int64_t)((h->expires - mono) * 1e9);
+            gp_strlcpy(h->waiting_uid, pl->uid, sizeof h->waiting_uid);
+            h->rec_at = r.at_ns;
+        }
+        free(cl);
+    }
+    for (int i = 0; i < pl->nv; i++) {
+        held *h = pl->v[i].held[0] ? strmap_get(p->held, pl->v[i].held) : NULL;
+        for (int k = 0; h && k < r.n; k++)
+            h->owner_total += strcmp(r.p[k].owner, h->owner) == 0;
+    }
+    if (r.n > 0)
+        pl->held_rec = heldrec_encode(&r);
+    pmeta *m = strmap_get(p->meta, pl->uid);
+    if (m)
+        m->held_applied = r.at_ns;   /* its watch event shows what we hold already */
+    heldrec_clear(&r);
+}
+
+/* Was a pod that started at start_ns (creationTimestamp: whole seconds) made
+ * after the plan of record time at_ns? */
+static bool after_plan(int64_t start_ns, int64_t at_ns)
+{
+    return start_ns > 0 && start_ns >= at_ns - at_ns % 1000000000;
+}
+
+/* Pods of controller owner bound that were made after the plan of at_ns. */
+static int placed_since(gp_preempt *p, const char *owner, int64_t at_ns)
+{
+    int n = 0;
+    size_t it = 0;
+    const pmeta *o;
+    while ((o = strmap_next(p->meta, &it, NULL)))
+        n += o->bound && strcmp(o->owner.uid, owner) == 0 && after_plan(o->start_ns, at_ns);
+    return n;
+}
+
+void pre_held_rebuild(gp_preempt *p, const char *uid, pmeta *m)
+{
+    const gp_held_rec *r = m->held_rec;
+    if (!r || m->held_applied == r->at_ns)
+        return;
+    m->held_applied = r->at_ns;
+    int64_t now = gp_now_ns();
+    double mono = pre_now_s();
+    size_t it = 0;
+    held *h;
+    while ((h = strmap_next(p->held, &it, NULL)))
+        if (h->rec_at == r->at_ns && strcmp(h->waiting_uid, uid) == 0)
+            return;   /* held here already: this replica made the plan */
+    int rebuilt = 0;
+    for (int i = 0; i < r->n; i++) {
+        const gp_held_place *hp = &r->p[i];
+        if (hp->expires_ns <= now || (double)(hp->expires_ns - now) / 1e9 > HELD_REBUILD_MAX_S)
+            continue;   /* over, or further off than any plan holds a place */
+        /* the replacements placed since the plan have used their places: a
+         * controller's first places in the record go to them */
+        int before = 0, total = 0;
+        for (int k = 0; k < r->n; k++) {
+            before += k < i && strcmp(r->p[k].owner, hp->owner) == 0;
+            total += strcmp(r->p[k].owner, hp->owner) == 0;
+        }
+        if (before < placed_since(p, hp->owner, r->at_ns))
+            continue;
+        held *nh = xcalloc(1, sizeof *nh);
+        snprintf(nh->key, sizeof nh->key, "held-%lu", ++p->held_seq);
+        gp_strlcpy(nh->owner, hp->owner, sizeof nh->owner);
+        gp_strlcpy(nh->ns, hp->ns, sizeof nh->ns);
+        gp_strlcpy(nh->moved, hp->pod, sizeof nh->moved);
+        snprintf(nh->waiting, sizeof nh->waiting, "%s/%s", m->ns ? m->ns : "", m->name ? m->name : "");
+        char gpus[96];
+        pre_describe_holds(hp->holds, hp->nholds, gpus, sizeof gpus);
+        snprintf(nh->where, sizeof nh->where, "%s %s", hp->node, gpus);
+        nh->created = mono;
+        nh->expires = mono + (double)(hp->expires_ns - now) / 1e9;
+        gp_strlcpy(nh->waiting_uid, uid, sizeof nh->waiting_uid);
+        nh->rec_at = r->at_ns;
+        nh->rebuilt = true;
+        nh->owner_total = total;
+        gp_claim *cl = xcalloc(1, sizeof *cl);
+        gp_strlcpy(cl->uid, nh->key, sizeof cl->uid);
+        gp_strlcpy(cl->ns, hp->ns, sizeof cl->ns);
+        gp_strlcpy(cl->name, hp->pod, sizeof cl->name);
+        cl->priority = INT32_MAX;
+        cl->cpu_milli = hp->cpu_milli;
+        cl->mem_mib = hp->mem_mib;
+        heldrec_assignment(hp, &cl->a);
+        gp_strlcpy(cl->owner, hp->owner, sizeof cl->owner);
+        gp_err err;
+        if (cluster_claim(p->c, cl, &err) != 0) {
+            LOG_WARN("consolidation for %s: the place held on %s for the replacement of %s/%s "
+                     "is not held again: %s", nh->waiting, nh->where, hp->ns, hp->pod, err.msg);
+            free(nh);
+        } else {
+            free(strmap_put(p->held, nh->key, nh));
+            rebuilt++;
+        }
+        free(cl);
+    }
+    if (rebuilt) {
+        atomic_fetch_add(&p->c_held_rebuilt, (unsigned long)rebuilt);
+        LOG_INFO("consolidation for %s/%s: %d place%s held again for the replacements of the pods "
+                 "moved for it (from its %s condition)", m->ns, m->name, rebuilt,
+                 rebuilt == 1 ? "" : "s", GP_HELD_PLACES_CONDITION);
+    }
+}
+
 /* filter's last resort for a pod that fits no node and that preemption does
  * not help: move a few pods of the same or lower priority whose controllers
  * recreate them (docs/consolidation.md). Returns the index of the node the
@@ -290,6 +417,7 @@ long pre_try_consolidate(gp_preempt *p, const json_t *pod, const gp_pod_prio *pp
         goto out;
     }
     pre_node_plan_clear(&np);
+    record_places(p, pl);
     double now = pre_now_s();
     for (int i = 0; i < cp->nmoves; i++) {
         const pmeta *m = strmap_get(p->meta, w.mpod[cp->moves[i].mover]->uid);
@@ -306,14 +434,55 @@ out:
     return at;
 }
 
+/* A recorded plan's places of one controller go as its pods are bound: at
+ * most (the record's places for it) - (its pods bound since the plan) stay
+ * held. This replica's own binds drop them in the store already
+ * (cluster_place_and_assume); this catches the binds another replica made --
+ * held here from the record, or made here before the lead moved. p->mu held. */
+static void held_placed_elsewhere(gp_preempt *p)
+{
+    size_t n = strmap_count(p->held), nh = 0, it = 0;
+    held **v = xmalloc((n + 1) * sizeof *v), *h;
+    while ((h = strmap_next(p->held, &it, NULL)))
+        if (h->rec_at && cluster_claim_get(p->c, h->key, NULL) == 0)
+            v[nh++] = h;
+    for (size_t i = 0; i < nh; i++) {
+        if (!v[i])
+            continue;   /* its group was done */
+        const held *g = v[i];   /* the group: one record, one controller */
+        int64_t at = g->rec_at;
+        char owner[GP_UID_MAX], waiting[GP_UID_MAX];
+        gp_strlcpy(owner, g->owner, sizeof owner);
+        gp_strlcpy(waiting, g->waiting_uid, sizeof waiting);
+        int live = 0, keep = g->owner_total - placed_since(p, owner, at);
+        for (size_t k = i; k < nh; k++) {
+            h = v[k];
+            if (!h || h->rec_at != at || strcmp(h->owner, owner) != 0 || strcmp(h->waiting_uid, waiting) != 0)
+                continue;
+            if (++live > (keep > 0 ? keep : 0)) {
+                atomic_fetch_add(&p->c_held_used, 1);
+                LOG_INFO("consolidation: a replacement of %s/%s (moved for %s) is bound; the place "
+                         "held on %s is released", h->ns, h->moved, h->waiting, h->where);
+                cluster_unclaim(p->c, h->key);
+                free(strmap_del(p->held, h->key));
+            }
+            v[k] = NULL;
+        }
+    }
+    free(v);
+}
+
 /* The places held for replacements: used (a pod of the controller was
  * placed, the store dropped the claim) or expired. p->mu held. */
 void pre_held_round(gp_preempt *p)
 {
+    if (!strmap_count(p->held))
+        goto prune;
     double now = pre_now_s();
     size_t n = 0, it = 0;
     char (*done)[GP_UID_MAX] = xmalloc((strmap_count(p->held) + 1) * sizeof *done);
     held *h;
+    held_placed_elsewhere(p);
     while ((h = strmap_next(p->held, &it, NULL))) {
         if (cluster_claim_get(p->c, h->key, NULL) != 0) {
             atomic_fetch_add(&p->c_held_used, 1);
@@ -333,9 +502,10 @@ void pre_held_round(gp_preempt *p)
     for (size_t i = 0; i < n; i++)   /* not during the walk */
         free(strmap_del(p->held, done[i]));
     free(done);
-    if (now - p->ledger_pruned > 60) {
-        ledger_prune(p->ledger, now, LEDGER_KEEP_S);
-        p->ledger_pruned = now;
+prune:
+    if (pre_now_s() - p->ledger_pruned > 60) {
+        ledger_prune(p->ledger, pre_now_s(), LEDGER_KEEP_S);
+        p->ledger_pruned = pre_now_s();
     }
 }
 

@@ -585,5 +585,9 @@ void preempt_pods_synced(gp_preempt *p)
     while ((m = strmap_next(p->meta, &it, &uid)))
         if (m->pending && !strmap_get(p->plans, uid))
             pre_rebuild_one(p, uid, m);
+    it = 0;   /* consolidations' held places, once every pod is known (what was bound since) */
+    while ((m = strmap_next(p->meta, &it, &uid)))
+        if (m->held_rec)
+            pre_held_rebuild(p, uid, m);
     pthread_mutex_unlock(&p->mu);
 }

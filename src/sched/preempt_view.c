@@ -274,10 +274,10 @@ json_t *preempt_inspect(gp_preempt *p)
     while ((h = strmap_next(p->held, &it, NULL))) {
         char *id = xasprintf("%s/%s", h->ns, h->moved);
         json_array_append_new(held_arr,
-                              json_pack("{s:s,s:s,s:s,s:s,s:i,s:i}", "movedPod", id, "controllerUID",
+                              json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:b}", "movedPod", id, "controllerUID",
                                         h->owner, "for", h->waiting, "place", h->where,
                                         "ageSeconds", (int)(now - h->created), "expiresInSeconds",
-                                        (int)(h->expires - now)));
+                                        (int)(h->expires - now), "rebuilt", h->rebuilt));
         free(id);
     }
     pthread_mutex_unlock(&p->mu);
@@ -311,6 +311,7 @@ void preempt_stats(gp_preempt *p, gp_preempt_stats *s)
     s->c_budget = atomic_load(&p->c_budget);
     s->c_held_used = atomic_load(&p->c_held_used);
     s->c_held_expired = atomic_load(&p->c_held_expired);
+    s->c_held_rebuilt = atomic_load(&p->c_held_rebuilt);
     pthread_mutex_lock(&p->mu);
     s->active = strmap_count(p->plans);
     s->c_held = strmap_count(p->held);
@@ -401,4 +402,8 @@ void preempt_metrics(void *pre, gp_buf *out)
                    "How held places ended: a pod of the controller was placed, or none came in time.");
     for (size_t i = 0; i < GP_ARRAY_LEN(held_ends); i++)
         metrics_u(out, "gpupack_consolidation_held_ends_total", held_ends[i].label, held_ends[i].v);
+    metrics_header(out, "gpupack_consolidation_held_rebuilt_total", "counter",
+                   "Places held again from a waiting pod's gpupack.io/HeldPlaces condition (after a "
+                   "restart, or by the standby following the leader).");
+    metrics_u(out, "gpupack_consolidation_held_rebuilt_total", NULL, s.c_held_rebuilt);
 }

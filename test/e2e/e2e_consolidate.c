@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "model/heldrec.h"
 
 #define NS "e2e-consol"
 #define G 24576
@@ -157,6 +158,52 @@ static int moved(e2e_cp *cp, char orig[][128])
     return n;
 }
 
+/* The set's pods made after the scene (replacements of moved ones) that are bound. */
+static int replacements_bound(e2e_cp *cp, char orig[][128])
+{
+    json_t *pods = e2e_pods(cp, NS);
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(pods, i, p) {
+        const json_t *md = json_object_get(p, "metadata");
+        const char *a = json_string_value(json_object_get(json_object_get(md, "labels"), "app"));
+        const char *name = json_string_value(json_object_get(md, "name"));
+        const char *nn = json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
+        if (!a || strcmp(a, "frag") != 0 || !name || !nn || !*nn)
+            continue;
+        bool old = false;
+        for (int k = 0; k < NODES && !old; k++)
+            old = strcmp(orig[k], name) == 0;
+        n += !old;
+    }
+    json_decref(pods);
+    return n;
+}
+
+/* The waiting pod's record of held places (model/heldrec.h), waiting up to
+ * timeout_s for the nomination that writes it: its number of places, or -1. */
+static int held_record(e2e_cp *cp, const char *name, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    for (;;) {
+        json_t *p = e2e_pod_get(cp, NS, name);
+        gp_held_rec r;
+        gp_err err;
+        int rc = p ? heldrec_from_pod(p, &r, &err) : 0;
+        json_decref(p);
+        ck_assert_msg(rc >= 0, "pod %s: malformed record: %s", name, err.msg);
+        if (rc == 1) {
+            int n = r.n;
+            heldrec_clear(&r);
+            return n;
+        }
+        if (gp_mono_s() > end)
+            return -1;
+        e2e_sleep(0.1);
+    }
+}
+
 /* Waits for pod `name` to bind, checking over-commit at every poll; then
  * for the set to be whole again. Returns the seconds to bind, -1 if not. */
 static double wait_whole(e2e_world *w, const char *name, double since, double timeout_s)
@@ -269,8 +316,10 @@ START_TEST(pdb_protected_set)
 }
 END_TEST
 
-/* gpupack is killed once the plan is under way and comes back: the pod
- * still binds, at most one more pod moves, nothing is over-committed. */
+/* gpupack is killed once the plan is under way (its record of held places
+ * written on the waiting pod) and comes back: it holds again the places whose
+ * replacement is not bound yet, the pod still binds, at most one more pod
+ * moves, nothing is over-committed. */
 START_TEST(restart_midway)
 {
     char orig[NODES][128];
@@ -281,15 +330,24 @@ START_TEST(restart_midway)
     char *ev = e2e_wait_pod_event(cp, NS, "whole", "Consolidating", "moving 1 pod", 60);
     ck_assert_msg(ev != NULL, "no Consolidating event on the waiting pod");
     free(ev);
+    int places = held_record(cp, "whole", 10);
+    ck_assert_msg(places == 1, "the nomination recorded %d held places, want 1", places);
     e2e_gp_kill(w->gp, SIGKILL);
     no_overcommit(cp, "gpupack down");
+    /* nothing binds a GPU pod while gpupack is down: what is bound now was before the kill */
+    int before = replacements_bound(cp, orig);
     e2e_gp_restart(w->gp);
+    double rebuilt = e2e_gp_metric(w->gp, "gpupack_consolidation_held_rebuilt_total");
+    ck_assert_msg((int)rebuilt == places - before,
+                  "%.0f places held again after the restart; the record had %d, %d replacement(s) "
+                  "bound before the kill", rebuilt, places, before);
     double took = wait_whole(w, "whole", t0, 120);
     ck_assert_msg(took >= 0, "the 24 GiB pod was not bound within 120 s of a restart");
     int n = moved(cp, orig);
     ck_assert_msg(n >= 1 && n <= 2, "%d pods moved across a restart", n);
-    e2e_log("FIGURE consolidation across a gpupack SIGKILL: bound in %.2f s; %d pod(s) moved", took,
-            n);
+    e2e_log("FIGURE consolidation across a gpupack SIGKILL: bound in %.2f s; %d pod(s) moved; "
+            "%.0f held place(s) rebuilt (%d replacement(s) bound before the kill)", took, n, rebuilt,
+            before);
     e2e_verdict v;
     e2e_assert_consistent(cp, w->gp, 20, &v);
     e2e_world_down(w);

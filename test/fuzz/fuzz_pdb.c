@@ -1,12 +1,14 @@
 /* fuzz_pdb.c -- libFuzzer harness for what preemption decodes from the API
  * server: the input is a JSON array [pdb, pod, pod, ...]; the budget and each
- * pod (priority, times, nomination, labels) must decode without crashing, and
- * the violation count must be computable over them. */
+ * pod (priority, times, nomination, labels, a consolidation's record of held
+ * places) must decode without crashing, a record that decodes must encode and
+ * decode to itself, and the violation count must be computable over them. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/heldrec.h"
 #include "model/pdb.h"
 #include "model/podprio.h"
 
@@ -34,6 +36,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (strlen(pp.nominated) >= sizeof pp.nominated)
             abort();
         (void)podprio_labels(pod, labels[i], sizeof labels[i]);
+        gp_held_rec r, back;
+        if (heldrec_from_pod(pod, &r, &err) == 1) {
+            char *text = heldrec_encode(&r);
+            if (heldrec_decode(text, &back, &err) != 0 || back.n != r.n || back.at_ns != r.at_ns)
+                abort();
+            for (int k = 0; k < r.n; k++)
+                if (memcmp(&back.p[k], &r.p[k], sizeof r.p[k]) != 0)
+                    abort();
+            free(text);
+            heldrec_clear(&back);
+            heldrec_clear(&r);
+        }
         snprintf(names[i], sizeof names[i], "p%zu", i);
         pods[i] = (gp_pdb_pod){"ns", names[i], labels[i]};
     }
