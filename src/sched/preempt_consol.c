@@ -174,6 +174,36 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
     free(pdbs);
 }
 
+/* A place for the replacement of pod ns/moved of controller owner (not in p->held yet). */
+static held *held_new(gp_preempt *p, const char *owner, const char *ns, const char *moved)
+{
+    held *h = xcalloc(1, sizeof *h);
+    snprintf(h->key, sizeof h->key, "held-%lu", ++p->held_seq);
+    gp_strlcpy(h->owner, owner, sizeof h->owner);
+    gp_strlcpy(h->ns, ns, sizeof h->ns);
+    gp_strlcpy(h->moved, moved, sizeof h->moved);
+    return h;
+}
+
+/* The store's claim of place h: share a on its node, for the controller's
+ * replacement only (host requests cpu, mem). 0, or -1 with a reason. */
+static int claim_place(gp_preempt *p, const held *h, int64_t cpu, int64_t mem, const gp_assignment *a,
+                       gp_err *err)
+{
+    gp_claim *cl = xcalloc(1, sizeof *cl);
+    gp_strlcpy(cl->uid, h->key, sizeof cl->uid);
+    gp_strlcpy(cl->ns, h->ns, sizeof cl->ns);
+    gp_strlcpy(cl->name, h->moved, sizeof cl->name);
+    cl->priority = INT32_MAX;
+    cl->cpu_milli = cpu;
+    cl->mem_mib = mem;
+    cl->a = *a;
+    gp_strlcpy(cl->owner, h->owner, sizeof cl->owner);
+    int rc = cluster_claim(p->c, cl, err);
+    free(cl);
+    return rc;
+}
+
 /* Holds the places the plan's moved pods' replacements go to, and fills the
  * victims. 0, or -1 when a place could not be held (none is then). */
 static int hold_places(gp_preempt *p, const cworld *w, const gp_consol_plan *cp,
@@ -192,29 +222,14 @@ static int hold_places(gp_preempt *p, const cworld *w, const gp_consol_plan *cp,
         char gpus[96];
         pre_describe_holds(holds, gp_assignment_holds(&mv->a, holds), gpus, sizeof gpus);
         snprintf(v->to, sizeof v->to, "%s %s", mv->a.node, gpus);
-        held *h = xcalloc(1, sizeof *h);
-        snprintf(h->key, sizeof h->key, "held-%lu", ++p->held_seq);
-        gp_strlcpy(h->owner, m->owner.uid, sizeof h->owner);
-        gp_strlcpy(h->ns, x->ns, sizeof h->ns);
-        gp_strlcpy(h->moved, x->name, sizeof h->moved);
+        held *h = held_new(p, m->owner.uid, x->ns, x->name);
         snprintf(h->waiting, sizeof h->waiting, "%s/%s", req->ns, req->name);
         gp_strlcpy(h->where, v->to, sizeof h->where);
         int64_t grace = m->grace_s >= 0 ? m->grace_s : GRACE_DEFAULT_S;
         h->created = now;
         h->expires = now + p->cfg.wait_s + (double)grace + view->consol.hold_s;
-        gp_claim *cl = xcalloc(1, sizeof *cl);
-        gp_strlcpy(cl->uid, h->key, sizeof cl->uid);
-        gp_strlcpy(cl->ns, x->ns, sizeof cl->ns);
-        gp_strlcpy(cl->name, x->name, sizeof cl->name);
-        cl->priority = INT32_MAX;
-        cl->cpu_milli = x->cpu;
-        cl->mem_mib = x->mem;
-        cl->a = mv->a;
-        gp_strlcpy(cl->owner, h->owner, sizeof cl->owner);
         gp_err err;
-        int rc = cluster_claim(p->c, cl, &err);
-        free(cl);
-        if (rc) {
+        if (claim_place(p, h, x->cpu, x->mem, &mv->a, &err)) {
             LOG_WARN("consolidation for %s/%s not started: no place held for %s/%s: %s", req->ns,
                      req->name, x->ns, x->name, err.msg);
             free(h);
@@ -315,11 +330,7 @@ void pre_held_rebuild(gp_preempt *p, const char *uid, pmeta *m)
         }
         if (before < placed_since(p, hp->owner, r->at_ns))
             continue;
-        held *nh = xcalloc(1, sizeof *nh);
-        snprintf(nh->key, sizeof nh->key, "held-%lu", ++p->held_seq);
-        gp_strlcpy(nh->owner, hp->owner, sizeof nh->owner);
-        gp_strlcpy(nh->ns, hp->ns, sizeof nh->ns);
-        gp_strlcpy(nh->moved, hp->pod, sizeof nh->moved);
+        held *nh = held_new(p, hp->owner, hp->ns, hp->pod);
         snprintf(nh->waiting, sizeof nh->waiting, "%s/%s", m->ns ? m->ns : "", m->name ? m->name : "");
         char gpus[96];
         pre_describe_holds(hp->holds, hp->nholds, gpus, sizeof gpus);
@@ -330,17 +341,12 @@ void pre_held_rebuild(gp_preempt *p, const char *uid, pmeta *m)
         nh->rec_at = r->at_ns;
         nh->rebuilt = true;
         nh->owner_total = total;
-        gp_claim *cl = xcalloc(1, sizeof *cl);
-        gp_strlcpy(cl->uid, nh->key, sizeof cl->uid);
-        gp_strlcpy(cl->ns, hp->ns, sizeof cl->ns);
-        gp_strlcpy(cl->name, hp->pod, sizeof cl->name);
-        cl->priority = INT32_MAX;
-        cl->cpu_milli = hp->cpu_milli;
-        cl->mem_mib = hp->mem_mib;
-        heldrec_assignment(hp, &cl->a);
-        gp_strlcpy(cl->owner, hp->owner, sizeof cl->owner);
+        gp_assignment *a = xmalloc(sizeof *a);
+        heldrec_assignment(hp, a);
         gp_err err;
-        if (cluster_claim(p->c, cl, &err) != 0) {
+        int rc = claim_place(p, nh, hp->cpu_milli, hp->mem_mib, a, &err);
+        free(a);
+        if (rc != 0) {
             LOG_WARN("consolidation for %s: the place held on %s for the replacement of %s/%s "
                      "is not held again: %s", nh->waiting, nh->where, hp->ns, hp->pod, err.msg);
             free(nh);
@@ -348,7 +354,6 @@ void pre_held_rebuild(gp_preempt *p, const char *uid, pmeta *m)
             free(strmap_put(p->held, nh->key, nh));
             rebuilt++;
         }
-        free(cl);
     }
     if (rebuilt) {
         atomic_fetch_add(&p->c_held_rebuilt, (unsigned long)rebuilt);
