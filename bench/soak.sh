@@ -18,6 +18,7 @@
 # bench/results/soak-NAME.{txt,png}) --safety-only (CI: the exit status counts only over-commit, pods
 # bound twice and bad assignments; the time bounds and growth are reported, not failed on).
 # --no-faults (diagnosis: churn only, no fault and no rolling upgrade; each replica keeps its process).
+# --faults K1,K2 (diagnosis: only these kinds, in turn, and no rolling upgrade).
 # Faults: every kind before the rolling upgrade (at 45 % of the run); after it only those that keep both
 # processes and the leader (apiserver, compact, slow, scheduler), so that growth is judged on long lives.
 #
@@ -28,7 +29,7 @@
 # command); bin/soak run creates and deletes the pods and checks the invariants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=450 GAP="" OUTDIR="" RESULTS="" SAFETY="" NOFAULTS=""
+MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=450 GAP="" OUTDIR="" RESULTS="" SAFETY="" NOFAULTS="" ONLY=""
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) MINUTES=$2; shift 2 ;;
@@ -43,8 +44,10 @@ while [ $# -gt 0 ]; do
     --results) RESULTS=$2; shift 2 ;;
     --safety-only) SAFETY=--safety-only; shift ;;
     --no-faults) NOFAULTS=1; shift ;;
+    --faults) ONLY=$2; shift 2 ;;
     *) echo "usage: bench/soak.sh [--minutes N] [--k8s-version 1.26|1.36] [--from REV] [--seed S] [--nodes N]" \
-            "[--rate R] [--lifetime S] [--fault-gap MIN-MAX] [--out DIR] [--results NAME] [--safety-only] [--no-faults]" >&2; exit 2 ;;
+            "[--rate R] [--lifetime S] [--fault-gap MIN-MAX] [--out DIR] [--results NAME] [--safety-only] [--no-faults]" \
+            "[--faults K1,K2]" >&2; exit 2 ;;
   esac
 done
 K8S=${GPUPACK_K8S:-../shared/k8s}
@@ -182,6 +185,7 @@ PROC_KINDS=(kill term leader-freeze) API_KINDS=(apiserver compact scheduler slow
 shuffle PROC_KINDS; shuffle API_KINDS
 KINDS=("${PROC_KINDS[@]}" "${API_KINDS[@]}")
 shuffle API_KINDS
+if [ -n "$ONLY" ]; then IFS=, read -r -a KINDS <<<"$ONLY"; fi
 NK=0 NA=0
 fault() {
   local kind=$1 v
@@ -221,7 +225,7 @@ next=$((GAP_MIN + RANDOM % (GAP_MAX - GAP_MIN + 1)))
 while :; do
   now=$((SECONDS - T_GO))
   [ "$now" -ge "$END" ] && break
-  if [ -z "$upgraded" ] && [ "$now" -ge "$UP_AT" ] && [ -z "$NOFAULTS" ]; then
+  if [ -z "$upgraded" ] && [ "$now" -ge "$UP_AT" ] && [ -z "$NOFAULTS" ] && [ -z "$ONLY" ]; then
     # the previous release on both replicas (one at a time), then the current build (one at a time)
     log "rolling update to the previous release $OLD_REV, then back to the current build"
     rollout soak-a old; sleep "$DWELL"
@@ -232,7 +236,7 @@ while :; do
     next=$((SECONDS - T_GO + GAP_MIN))
     continue
   fi
-  if [ -z "$NOFAULTS" ] && [ "$now" -ge "$next" ] && [ "$now" -lt $((END - 90)) ] && { [ -n "$upgraded" ] || [ "$now" -lt $((UP_AT - 60)) ]; }; then
+  if [ -z "$NOFAULTS" ] && [ "$now" -ge "$next" ] && [ "$now" -lt $((END - 90)) ] && { [ -n "$upgraded" ] || [ -n "$ONLY" ] || [ "$now" -lt $((UP_AT - 60)) ]; }; then
     if [ -z "$upgraded" ]; then fault "${KINDS[NK % ${#KINDS[@]}]}"; NK=$((NK + 1))
     else fault "${API_KINDS[NA % ${#API_KINDS[@]}]}"; NA=$((NA + 1)); fi
     next=$((SECONDS - T_GO + GAP_MIN + RANDOM % (GAP_MAX - GAP_MIN + 1)))

@@ -388,6 +388,46 @@ START_TEST(relist_forgets_pending_pods_gone)
 }
 END_TEST
 
+/* A pending pod the watch showed deleted: its request stays for the grace
+ * (a bind already decided still reaches the Binding's uid precondition),
+ * then goes; so does one nothing refreshed for the TTL. */
+START_TEST(deleted_pending_pod_forgotten_after_grace)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 8, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    /* sleeps only lengthen under load (valgrind): each check holds however
+     * long the calls between them take */
+    gp_extender_config cfg = {.pending_gone_s = 1.0, .pending_ttl_s = 2.0};
+    gp_extender *e = extender_new(c, &cfg);
+    gp_extender_stats st;
+    note_uid(e, "gone");
+    note_uid(e, "gone-bound");
+    note_uid(e, "kept");
+    extender_pod_gone(e, "gone");
+    extender_pod_gone(e, "gone-bound");
+    extender_pod_gone(e, "never-seen");   /* nothing to forget */
+    ck_assert(bind_known(e, "gone-bound"));   /* within the grace: the bind still runs */
+    note_uid(e, "gone");                  /* a late filter: it stays gone */
+    struct timespec ts = {1, 100000000};  /* past the grace */
+    nanosleep(&ts, NULL);
+    note_uid(e, "new");
+    extender_stats(e, &st);
+    ck_assert_uint_eq(st.remembered, 2);  /* kept, new */
+    ck_assert(!bind_known(e, "gone"));
+    ts.tv_sec = 2;                        /* past the TTL of both */
+    nanosleep(&ts, NULL);
+    note_uid(e, "kept");                  /* refreshed (after the sweep) */
+    extender_stats(e, &st);
+    ck_assert_uint_eq(st.remembered, 1);
+    ck_assert(!bind_known(e, "new"));
+    ck_assert(bind_known(e, "kept"));
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 /* -------------------------------------------------------------- binder -- */
 
 typedef struct fake_binder {
@@ -976,6 +1016,7 @@ Suite *suite_extender(void)
     tcase_add_test(t, filter_prioritize_bind_real_sample);
     tcase_add_test(t, pending_pods_past_the_limit);
     tcase_add_test(t, relist_forgets_pending_pods_gone);
+    tcase_add_test(t, deleted_pending_pod_forgotten_after_grace);
     tcase_add_test(t, multi_container_init_pod_sample);
     tcase_add_test(t, full_nodes_mode_echoes_filtered_nodes);
     tcase_add_test(t, aliyun_profile_sample);

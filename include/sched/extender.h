@@ -64,6 +64,7 @@ typedef struct gp_extender_config {
     void *policies_ud;
     size_t pending_max;           /* pod requests remembered between filter and bind (default 10000) */
     double pending_ttl_s;         /* how long they are remembered (default 600) */
+    double pending_gone_s;        /* ... and after the watch shows the pod deleted (default 60) */
     int bind_threads;             /* binds talking to the API server at once (default 16) */
     /* Non-NULL: the admission webhook runs with these resource names, and
      * bind refuses pods asking them that it did not mutate (borrowed). */
@@ -128,6 +129,13 @@ void extender_note_pod(gp_extender *e, const json_t *pod);
  * retried bind to the same node is answered from the store), and 10,000
  * remembered pods are 6 MB. Thread-safe. */
 void extender_forget_pod(gp_extender *e, const char *uid);
+/* The watch showed a pending pod deleted (or being deleted): its request is
+ * forgotten pending_gone_s later -- not at once, so that a bind kube-scheduler
+ * had already decided still reaches the Binding, whose uid precondition
+ * refuses it -- and so is every request nothing refreshed (filter, a watch
+ * event) for pending_ttl_s. Without this, the pods that churn deletes before
+ * they bind stayed until a relist or until the map filled. Thread-safe. */
+void extender_pod_gone(gp_extender *e, const char *uid);
 /* A full pod LIST begins (end false; since: when it asked its first page,
  * gp_mono_s's clock) or has been applied (end true): every pending pod it
  * showed was noted again, so what was remembered before `since` and not

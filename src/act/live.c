@@ -367,6 +367,8 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
         extender_note_pod(e, obj);
     else if (e && v->node[0] && !v->obs.terminal)   /* bound: its bind is over */
         extender_forget_pod(e, v->uid);
+    else if (e && !v->node[0])   /* deleted (or being deleted) before it was bound */
+        extender_pod_gone(e, v->uid);
     free(v);
 }
 

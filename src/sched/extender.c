@@ -35,6 +35,7 @@ typedef struct pending {
                          * a tenth of the memory of the tree, and 20,000 pods may wait */
     size_t len;
     double at;          /* monotonic seconds */
+    double gone_at;     /* the watch showed it deleted then (0 = not) */
 } pending;
 
 struct gp_extender {
@@ -44,6 +45,7 @@ struct gp_extender {
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
     double list_began;          /* when the pod LIST being applied asked its first page (0: none) */
+    double pending_swept;       /* when pending_sweep_locked last scanned */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
     atomic_ulong n_dra_unpredicted;   /* pods whose claims could not be predicted */
     atomic_ulong n_unready[4];  /* see gp_extender_stats */
@@ -63,6 +65,8 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
         e->cfg.pending_max = 10000;
     if (e->cfg.pending_ttl_s <= 0)
         e->cfg.pending_ttl_s = 600;
+    if (e->cfg.pending_gone_s <= 0)
+        e->cfg.pending_gone_s = 60;
     if (!e->cfg.policies)
         e->fallback = policy_set_default();
     pthread_mutex_init(&e->mu, NULL);
@@ -242,6 +246,34 @@ static void pending_evict_locked(gp_extender *e, double now)
     }
 }
 
+typedef struct stale_ctx {
+    double now, ttl_s, gone_s;
+} stale_ctx;
+
+static bool pending_stale(const char *uid, void *val, void *ud)
+{
+    (void)uid;
+    pending *p = val;
+    const stale_ctx *x = ud;
+    if (!(p->gone_at > 0 && x->now - p->gone_at >= x->gone_s) && x->now - p->at < x->ttl_s)
+        return false;
+    pending_free(p);
+    return true;
+}
+
+/* Drops the requests of pods deleted pending_gone_s ago and of those nothing
+ * refreshed for pending_ttl_s; a scan at most every PENDING_SWEEP_S. */
+#define PENDING_SWEEP_S 30.0
+static void pending_sweep_locked(gp_extender *e, double now)
+{
+    double every = e->cfg.pending_gone_s < PENDING_SWEEP_S ? e->cfg.pending_gone_s : PENDING_SWEEP_S;
+    if (now - e->pending_swept < every)
+        return;
+    e->pending_swept = now;
+    stale_ctx x = {now, e->cfg.pending_ttl_s, e->cfg.pending_gone_s};
+    strmap_drop_if(e->pending, pending_stale, &x);
+}
+
 static void remember(gp_extender *e, const json_t *pod, const char *uid)
 {
     if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
@@ -255,8 +287,12 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
     p->len = strlen(p->pod);
     p->at = gp_mono_s();
     pthread_mutex_lock(&e->mu);
+    pending_sweep_locked(e, p->at);
     if (strmap_count(e->pending) >= e->cfg.pending_max)
         pending_evict_locked(e, p->at);
+    const pending *old = strmap_get(e->pending, uid);
+    if (old)
+        p->gone_at = old->gone_at;   /* a filter after its deletion: it stays gone */
     pending_free(strmap_put(e->pending, uid, p));
     pthread_mutex_unlock(&e->mu);
 }
@@ -291,6 +327,19 @@ void extender_forget_pod(gp_extender *e, const char *uid)
         return;
     pthread_mutex_lock(&e->mu);
     pending_free(strmap_del(e->pending, uid));
+    pthread_mutex_unlock(&e->mu);
+}
+
+void extender_pod_gone(gp_extender *e, const char *uid)
+{
+    if (!uid || !*uid)
+        return;
+    double now = gp_mono_s();
+    pthread_mutex_lock(&e->mu);
+    pending *p = strmap_get(e->pending, uid);
+    if (p && p->gone_at == 0)
+        p->gone_at = now;
+    pending_sweep_locked(e, now);
     pthread_mutex_unlock(&e->mu);
 }
 
