@@ -10,6 +10,7 @@
 
 #include "pack/cluster.h"
 #include "sched/extender.h"
+#include "lib/timefmt.h"
 #include "model/heldrec.h"
 #include "sched/preempt.h"
 #include "testutil.h"
@@ -1058,6 +1059,31 @@ START_TEST(consolidation_restart_holds_again)
 }
 END_TEST
 
+/* A pod of the moved pod's controller made in the plan's second (creation
+ * times count whole seconds) is not taken for its replacement: the place
+ * stays held. */
+START_TEST(consolidation_same_second_is_not_after)
+{
+    world *w = frag_scene("ReplicaSet/rs-1", "ReplicaSet/rs-1");
+    add_node(w, "n2", 1, "A100");
+    add_pod_owned(w, "c", 0, "n2", GPU0, G, 0, NULL, "ReplicaSet/rs-1");
+    json_t *c = pod_json("c", 0, "n2", G, 1, NULL, NULL);
+    char ts[32];
+    gp_rfc3339_format(gp_now_ns() / 1000000000 * 1000000000, ts, sizeof ts);   /* this second */
+    json_object_set_new(json_object_get(c, "status"), "startTime", json_string(ts));
+    set_owner(c, "ReplicaSet/rs-1");
+    preempt_pod_event(w->p, false, c);
+    json_decref(c);
+    json_t *big = pod_json("big", 0, NULL, G, 1, NULL, NULL);
+    json_decref(filter(w, big, N1));
+    json_decref(big);
+    ck_assert_int_eq(held_places(w), 1);
+    preempt_tick(w->p);
+    ck_assert_int_eq(held_places(w), 1);
+    world_free(w);
+}
+END_TEST
+
 /* A record that is over, too far off or malformed holds nothing. */
 START_TEST(consolidation_record_ignored)
 {
@@ -1126,6 +1152,7 @@ Suite *suite_preempt(void)
     tcase_add_test(t, consolidation_nothing_stays);
     tcase_add_test(t, consolidation_restart_holds_again);
     tcase_add_test(t, consolidation_record_ignored);
+    tcase_add_test(t, consolidation_same_second_is_not_after);
     suite_add_tcase(s, t);
     return s;
 }
