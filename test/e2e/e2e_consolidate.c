@@ -338,9 +338,17 @@ START_TEST(restart_midway)
     int before = replacements_bound(cp, orig);
     e2e_gp_restart(w->gp);
     double rebuilt = e2e_gp_metric(w->gp, "gpupack_consolidation_held_rebuilt_total");
-    ck_assert_msg((int)rebuilt == places - before,
-                  "%.0f places held again after the restart; the record had %d, %d replacement(s) "
-                  "bound before the kill", rebuilt, places, before);
+    /* none bound: every place is held again. One bound: its place may be held
+     * again all the same when the replacement was made in the plan's second
+     * (creation times count whole seconds; docs/consolidation.md), until it expires */
+    if (before == 0)
+        ck_assert_msg((int)rebuilt == places,
+                      "%.0f places held again after the restart; the record had %d and no "
+                      "replacement was bound before the kill", rebuilt, places);
+    else
+        ck_assert_msg(rebuilt >= places - before && rebuilt <= places,
+                      "%.0f places held again after the restart; the record had %d, %d replacement(s) "
+                      "bound before the kill", rebuilt, places, before);
     double took = wait_whole(w, "whole", t0, 120);
     ck_assert_msg(took >= 0, "the 24 GiB pod was not bound within 120 s of a restart");
     int n = moved(cp, orig);
