@@ -11,6 +11,15 @@ double pre_now_s(void)
     return gp_mono_s();
 }
 
+/* Drops a pod's record of held places (heldrec.h). */
+static void held_rec_drop(pmeta *m)
+{
+    if (m->held_rec)
+        heldrec_clear(m->held_rec);
+    free(m->held_rec);
+    m->held_rec = NULL;
+}
+
 static void meta_free(pmeta *m)
 {
     if (!m)
@@ -21,9 +30,7 @@ static void meta_free(pmeta *m)
     free(m->nominated);
     json_decref(m->pending);
     json_decref(m->dra_parked);
-    if (m->held_rec)
-        heldrec_clear(m->held_rec);
-    free(m->held_rec);
+    held_rec_drop(m);
     free(m);
 }
 
@@ -199,10 +206,7 @@ static void held_record(gp_preempt *p, const char *uid, pmeta *m, const json_t *
         LOG_WARN("pod %s/%s: its %s condition is ignored: %s", m->ns, m->name, GP_HELD_PLACES_CONDITION,
                  err.msg);
     if (rc <= 0) {
-        if (m->held_rec)
-            heldrec_clear(m->held_rec);
-        free(m->held_rec);
-        m->held_rec = NULL;
+        held_rec_drop(m);
         return;
     }
     if (m->held_rec && m->held_rec->at_ns == r.at_ns) {
