@@ -14,7 +14,7 @@ FROM ${BUILD_BASE} AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       gcc make pkg-config libc6-dev binutils \
-      libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libgnutls28-dev check \
+      libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libgnutls28-dev libnghttp2-dev check \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -30,7 +30,7 @@ RUN make clean \
       GIT_TAG="$GPUPACK_VERSION" GIT_COMMIT="$GPUPACK_COMMIT" GIT_DIRTY= \
  && strip --strip-all -o /gpupack bin/gpupack \
  && dpkg-query -W -f '${binary:Package}\t${Version}\n' gcc-12 binutils libc6-dev make \
-      libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libgnutls28-dev \
+      libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libgnutls28-dev libnghttp2-dev \
       > /build-packages.txt
 
 FROM ${RUNTIME_BASE} AS runtime
@@ -38,7 +38,7 @@ FROM ${RUNTIME_BASE} AS runtime
 # certificate a public CA signed. apt's caches go too (bases without Debian's docker-clean keep them).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libcurl4 libjansson4 libyaml-0-2 libgnutls30 ca-certificates tzdata \
+      libmicrohttpd12 libcurl4 libjansson4 libyaml-0-2 libgnutls30 libnghttp2-14 ca-certificates tzdata \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old \
       /var/lib/dpkg/*-old /var/log/apt /var/log/dpkg.log /var/log/alternatives.log \

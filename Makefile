@@ -17,7 +17,7 @@
 #   WERROR=1        turn warnings into errors (CI sets it)
 
 CC      ?= cc
-PKGS    := libmicrohttpd libcurl jansson yaml-0.1 gnutls
+PKGS    := libmicrohttpd libcurl jansson yaml-0.1 gnutls libnghttp2
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
 CSTD    := -std=c11 -D_GNU_SOURCE

@@ -1,4 +1,5 @@
-/* server.h -- the HTTP front: libmicrohttpd daemon, bounded bodies, route table. */
+/* server.h -- the HTTP front: the route table, bounded bodies, HTTP/1.1
+ * (libmicrohttpd) and, with TLS, HTTP/2 (tlsfront.h, h2.h). */
 #ifndef GP_SERVER_H
 #define GP_SERVER_H
 
@@ -37,6 +38,13 @@ typedef struct gp_server_config {
      * GET /healthz only; give it TLS, the API server calls webhooks over
      * HTTPS); the names say which resources ask gpupack (borrowed). */
     const gp_resource_names *webhook;
+    /* With TLS, gpupack does the handshake itself and offers HTTP/2 (ALPN h2)
+     * beside HTTP/1.1; true keeps libmicrohttpd's own TLS (HTTP/1.1 only). */
+    bool no_http2;
+    /* HTTP/2 connections: idle time before a GOAWAY, and the time a request
+     * may take to arrive (0 = 60 s each; tests shorten them). */
+    unsigned h2_idle_s, h2_request_s;
+    unsigned handshake_s;       /* a TLS handshake must end within (0 = 10 s; HTTP/2 on) */
 } gp_server_config;
 
 /* Hooks the server calls from its threads (all optional). */

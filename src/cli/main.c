@@ -52,6 +52,7 @@ typedef struct serve_opts {
     const char *webhook_listen, *webhook_cert, *webhook_key;
     size_t max_body, max_inflight;
     bool show_uids;
+    bool http2;
     unsigned threads;
     double assume_ttl, watch_stall;
     unsigned bind_threads;
@@ -108,6 +109,9 @@ static const gp_flag serve_flags[] = {
     GP_FLAG("--client-ca", FLAG_STR, O(client_ca), "FILE",
      "filter/prioritize/bind need a client certificate signed by\n"
      "this CA (PEM; needs TLS); probes, /metrics, /inspect stay open"),
+    GP_FLAG("--http2", FLAG_BOOL_ARG, O(http2), "true|false",
+     "with TLS, offer HTTP/2 (ALPN h2) beside HTTP/1.1: kube-scheduler\n"
+     "then sends every call over one connection (default true)"),
     GP_FLAG("--show-pod-uids", FLAG_BOOL_ARG, O(show_uids), "true|false",
      "/inspect shows pod uids (default false)"),
     GP_FLAG("--webhook-listen", FLAG_STR, O(webhook_listen), "HOST:PORT",
@@ -164,6 +168,7 @@ static int parse_serve(int argc, char **argv, serve_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->listen = "127.0.0.1:8765";
+    o->http2 = true;
     o->assume_ttl = 120;
     o->watch_stall = 90;
     o->aliyun_unit_mib = 1024;
@@ -419,21 +424,22 @@ static int start_listeners(const serve_opts *o, app *a, gp_extender *e, gp_clust
                              .max_body = o->max_body,   .tls_cert = o->tls_cert,
                              .tls_key = o->tls_key,     .threads = o->threads,
                              .client_ca = o->client_ca, .max_inflight = o->max_inflight,
-                             .show_uids = o->show_uids};
+                             .show_uids = o->show_uids, .no_http2 = !o->http2};
     wire_metrics(a);
     gp_server_hooks hooks = {a, ready_hook, &a->metrics, inspect_hook, keep_verb_connection_hook};
     *s = server_start(&scfg, e, c, &hooks, err);
     if (!*s)
         return -1;
-    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s", o->listen,
-             server_port(*s), o->url_prefix ? ", verbs under " : "",
-             o->url_prefix ? o->url_prefix : "");
+    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d, %s)%s%s", o->listen,
+             server_port(*s),
+             !o->tls_cert ? "HTTP/1.1" : o->http2 ? "HTTPS: HTTP/2 and HTTP/1.1" : "HTTPS: HTTP/1.1",
+             o->url_prefix ? ", verbs under " : "", o->url_prefix ? o->url_prefix : "");
     if (!o->webhook_listen)
         return 0;
     gp_server_config wcfg = {.listen = o->webhook_listen, .max_body = o->max_body,
                              .tls_cert = o->webhook_cert, .tls_key = o->webhook_key,
                              .threads = 1, .max_inflight = o->max_inflight,
-                             .webhook = wnames};
+                             .webhook = wnames, .no_http2 = !o->http2};
     *ws = server_start(&wcfg, e, c, NULL, err);
     if (!*ws) {
         char msg[sizeof err->msg];

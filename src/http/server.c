@@ -20,6 +20,8 @@
 #include "lib/jsonw.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
+#include "http/srvreq.h"
+#include "http/tlsfront.h"
 #include "http/ui_page.h"
 #include "sched/webhook.h"
 #include "lib/yamljson.h"
@@ -73,6 +75,9 @@ struct gp_server {
     atomic_ulong by_code[V_COUNT][6];     /* 1xx..5xx, index 0 unused */
     atomic_ulong not_found, too_large, busy;
     atomic_ulong connections;             /* accepted (TLS handshakes when TLS is on) */
+    atomic_ulong proto_connections[2];    /* by srv_proto */
+    atomic_ulong h2_events[SRV_H2_COUNT];
+    gp_tlsfront *front;                   /* TLS with ALPN (HTTP/2), or NULL: libmicrohttpd's TLS */
     atomic_ulong verb_closes;             /* verb answers that closed their connection */
     atomic_ullong body_in[V_COUNT], body_out[V_COUNT];   /* bytes, by verb */
     atomic_ulong refused[2];              /* no client certificate, untrusted one */
@@ -87,30 +92,38 @@ struct gp_server {
     bool stopping;
 };
 
-/* Per-connection state (TLS client verification is done once per connection). */
+/* Per-connection state of a libmicrohttpd connection (TLS client verification
+ * is done once per connection). */
 typedef struct conn_state {
-    int auth;           /* 0 not checked yet, 1 trusted, else the refusal status */
+    gp_server *server;
+    int auth;           /* SRV_AUTH_*: not checked yet, trusted, or the refusal */
 } conn_state;
 
-/* Per-request state; freed in the completion callback only. */
-typedef struct req_state {
+/* One request (srvreq.h); freed by srvreq_free only. */
+struct gp_req {
+    gp_server *s;
     int route;          /* index into routes, or -1 */
     gp_buf body;
     bool too_large;
     bool busy;          /* the in-flight memory budget was full */
-    size_t held;        /* bytes reserved from s->inflight; released at completion */
+    size_t held;        /* bytes reserved from s->inflight; released at the end */
     double start;
+    char *path;         /* the path as asked (owned) */
+    char *query;        /* what followed '?', or NULL (owned) */
+    struct MHD_Connection *conn;   /* libmicrohttpd's: arguments are looked up there */
     /* async bind (under the server's bind_mu) */
-    gp_server *s;
-    struct MHD_Connection *conn;
+    void (*resume)(void *ud);
+    void *resume_ud;
     bool bind_queued, bind_answered, suspended;
     int bind_status;
     char *bind_out;
     const char *location;   /* a redirect's Location (static text) */
-} req_state;
+    bool answered;          /* libmicrohttpd: the answer is queued; the rest is drained */
+};
+typedef gp_req req_state;
 
-typedef int (*handler_fn)(gp_server *s, struct MHD_Connection *conn, req_state *rs,
-                          const char *tail, char **out, const char **ctype);
+typedef int (*handler_fn)(gp_server *s, req_state *rs, const char *tail, char **out,
+                          const char **ctype);
 
 typedef struct route {
     const char *method;
@@ -145,28 +158,55 @@ static int run_verb(gp_server *s, verb_fn fn, req_state *rs, char **out)
     return fn(s->e, rs->body.data ? rs->body.data : "", rs->body.len, out);
 }
 
+/* Whether the request's query has `key` (as key=value or a bare key); its
+ * value, percent-decoding left out (gpupack's arguments are plain words), goes
+ * to buf when given. */
+static bool req_arg(req_state *rs, const char *key, char *buf, size_t len)
+{
+    const char *v = NULL;
+    size_t vl = 0;
+    if (rs->conn) {
+        v = MHD_lookup_connection_value(rs->conn, MHD_GET_ARGUMENT_KIND, key);
+        vl = v ? strlen(v) : 0;
+    } else if (rs->query) {
+        size_t kl = strlen(key);
+        for (const char *p = rs->query; *p && !v;) {
+            const char *end = strchr(p, '&');
+            size_t n = end ? (size_t)(end - p) : strlen(p);
+            if (n >= kl && strncmp(p, key, kl) == 0 && (n == kl || p[kl] == '=')) {
+                v = n == kl ? "" : p + kl + 1;
+                vl = n == kl ? 0 : n - kl - 1;
+            }
+            p += n + (end ? 1 : 0);
+        }
+    }
+    if (v && buf && len)
+        snprintf(buf, len, "%.*s", (int)vl, v);
+    return v != NULL;
+}
+
 /* ----------------------------------------------------------- handlers -- */
 
-static int h_filter(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                    char **out, const char **ct)
+static int h_filter(gp_server *s, req_state *rs, const char *tail, char **out,
+                    const char **ct)
 {
     return run_verb(s, extender_filter, rs, out);
 }
 
-static int h_prioritize(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                        char **out, const char **ct)
+static int h_prioritize(gp_server *s, req_state *rs, const char *tail, char **out,
+                        const char **ct)
 {
     return run_verb(s, extender_prioritize, rs, out);
 }
 
-static int h_preempt(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                     char **out, const char **ct)
+static int h_preempt(gp_server *s, req_state *rs, const char *tail, char **out,
+                     const char **ct)
 {
     return run_verb(s, extender_preempt, rs, out);
 }
 
-/* A bind thread's answer: kept for the connection, which is resumed if it
- * was suspended already (on_request answers it then). */
+/* A bind thread's answer: kept for the request, whose carrier is told
+ * (resume) if it is waiting already; it then calls srvreq_end again. */
 static void bind_answered(void *ud, int status, char *out)
 {
     req_state *rs = ud;
@@ -177,18 +217,19 @@ static void bind_answered(void *ud, int status, char *out)
     rs->bind_answered = true;
     if (rs->suspended) {
         rs->suspended = false;
-        MHD_resume_connection(rs->conn);
+        rs->resume(rs->resume_ud);
     }
     s->binds_suspended--;
     pthread_cond_broadcast(&s->bind_cv);
     pthread_mutex_unlock(&s->bind_mu);   /* rs may be freed once this is released */
 }
 
-/* Binds never hold an HTTP thread while the API server answers: the
- * connection is suspended and bind_answered resumes it. Returns the status
- * when the answer is here already, 0 when the connection was suspended. */
-static int h_bind(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                  char **out, const char **ct)
+/* Binds never hold a listener thread while the API server answers: the
+ * request waits (a libmicrohttpd connection is suspended, an HTTP/2 stream just
+ * stays open) and bind_answered resumes it. Returns the status when the answer
+ * is here already, 0 when the request waits. */
+static int h_bind(gp_server *s, req_state *rs, const char *tail, char **out,
+                  const char **ct)
 {
     pthread_mutex_lock(&s->bind_mu);
     if (rs->bind_answered) {   /* resumed: the answer is in */
@@ -204,8 +245,6 @@ static int h_bind(gp_server *s, struct MHD_Connection *c, req_state *rs, const c
     }
     s->binds_suspended++;
     pthread_mutex_unlock(&s->bind_mu);
-    rs->s = s;
-    rs->conn = c;
     int status = extender_bind_start(s->e, rs->body.data ? rs->body.data : "", rs->body.len,
                                      bind_answered, rs, out);
     pthread_mutex_lock(&s->bind_mu);
@@ -219,22 +258,23 @@ static int h_bind(gp_server *s, struct MHD_Connection *c, req_state *rs, const c
     } else {
         rs->bind_queued = true;
         rs->suspended = true;
-        MHD_suspend_connection(c);
+        if (rs->conn)
+            MHD_suspend_connection(rs->conn);
     }
     pthread_mutex_unlock(&s->bind_mu);
     return status;
 }
 
-static int h_healthz(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                     char **out, const char **ct)
+static int h_healthz(gp_server *s, req_state *rs, const char *tail, char **out,
+                     const char **ct)
 {
     *ct = "text/plain; charset=utf-8";
     *out = xstrdup("ok\n");
     return 200;
 }
 
-static int h_readyz(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                    char **out, const char **ct)
+static int h_readyz(gp_server *s, req_state *rs, const char *tail, char **out,
+                    const char **ct)
 {
     char detail[256] = "";
     bool ready = s->hooks.ready ? s->hooks.ready(s->hooks.ud, detail, sizeof detail) : true;
@@ -278,6 +318,24 @@ static void server_metrics(void *ud, gp_buf *out)
                    "Connections accepted (each a TLS handshake when TLS is on); keep-alive "
                    "clients reuse them.");
     metrics_u(out, "gpupack_http_connections_total", NULL, atomic_load(&s->connections));
+    metrics_header(out, "gpupack_http_connections_by_protocol_total", "counter",
+                   "Connections by the protocol they settled on: http/1.1, or h2 (HTTP/2, "
+                   "negotiated through TLS ALPN; one connection carries every call of a client).");
+    metrics_u(out, "gpupack_http_connections_by_protocol_total", "protocol=\"http/1.1\"",
+              atomic_load(&s->proto_connections[SRV_PROTO_H1]));
+    metrics_u(out, "gpupack_http_connections_by_protocol_total", "protocol=\"h2\"",
+              atomic_load(&s->proto_connections[SRV_PROTO_H2]));
+    static const char *const h2_event_names[SRV_H2_COUNT] = {
+        "stream", "stalled", "refused", "protocol_error", "goaway_not_leader"};
+    metrics_header(out, "gpupack_http2_events_total", "counter",
+                   "HTTP/2 and TLS-front events: requests (streams) answered; connections or "
+                   "requests ended for stalling past their time limit; connections refused at "
+                   "the connection limit; protocol errors; GOAWAYs sent because this replica "
+                   "does not lead.");
+    for (int e = 0; e < SRV_H2_COUNT; e++) {
+        snprintf(labels, sizeof labels, "event=\"%s\"", h2_event_names[e]);
+        metrics_u(out, "gpupack_http2_events_total", labels, atomic_load(&s->h2_events[e]));
+    }
     metrics_header(out, "gpupack_http_verb_connections_closed_total", "counter",
                    "Verb answers sent with Connection: close because this replica does not lead "
                    "(or may not bind yet): the caller reconnects through the Service.");
@@ -312,8 +370,8 @@ static void server_metrics(void *ud, gp_buf *out)
 
 /* The page: the listener's families, then the modules it serves (extender,
  * store), then the writers main listed (hooks.metrics). */
-static int h_metrics(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                     char **out, const char **ct)
+static int h_metrics(gp_server *s, req_state *rs, const char *tail, char **out,
+                     const char **ct)
 {
     gp_buf b;
     gp_buf_init(&b, METRICS_PAGE_MAX);
@@ -364,8 +422,8 @@ static json_t *inspect_extra(gp_server *s)
 
 /* Pod uids are what a forged bind needs: /inspect is for operators, so it
  * leaves them out unless --show-pod-uids. */
-static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                     char **out, const char **ct)
+static int h_inspect(gp_server *s, req_state *rs, const char *tail, char **out,
+                     const char **ct)
 {
     const char *node = tail && *tail ? tail : NULL;
     if (node && strlen(node) >= GP_NAME_MAX) {
@@ -385,9 +443,9 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     /* ?compact=1: no indentation (the /ui page reads 5,000-node answers),
      * sent as written; ?format=text: gpupack inspect's table (kubectl
      * gpupack inspect); else indented */
-    bool compact = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "compact") != NULL;
-    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-    bool text = fmt && strcmp(fmt, "text") == 0;
+    bool compact = req_arg(rs, "compact", NULL, 0);
+    char fmt[16];
+    bool text = req_arg(rs, "format", fmt, sizeof fmt) && strcmp(fmt, "text") == 0;
     if (compact && !text && extra && !gp_buf_failed(&b)) {
         b.len--;   /* the closing brace: the extra keys go inside */
         const char *k;
@@ -432,8 +490,8 @@ static int h_inspect(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
 /* GET /: the operator's page. "ui" is relative, so the redirect also works
  * through a proxy that serves gpupack under a path (kubectl proxy, the API
  * server's service proxy). */
-static int h_root(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                  char **out, const char **ct)
+static int h_root(gp_server *s, req_state *rs, const char *tail, char **out,
+                  const char **ct)
 {
     rs->location = "ui";
     *ct = "text/plain; charset=utf-8";
@@ -441,8 +499,8 @@ static int h_root(gp_server *s, struct MHD_Connection *c, req_state *rs, const c
     return 302;
 }
 
-static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                char **out, const char **ct)
+static int h_ui(gp_server *s, req_state *rs, const char *tail, char **out,
+                const char **ct)
 {
     size_t len;
     const char *page = ui_page_html(&len);
@@ -452,8 +510,8 @@ static int h_ui(gp_server *s, struct MHD_Connection *c, req_state *rs, const cha
 }
 
 /* POST /explain with a Pod: why it fits no node ([?format=text] for people). */
-static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                     char **out, const char **ct)
+static int h_explain(gp_server *s, req_state *rs, const char *tail, char **out,
+                     const char **ct)
 {
     json_error_t je;
     json_t *pod = json_loadb(rs->body.data ? rs->body.data : "", rs->body.len, 0, &je);
@@ -469,8 +527,8 @@ static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
         *out = error_json(err.msg);
         return 422;
     }
-    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-    if (fmt && strcmp(fmt, "text") == 0) {
+    char fmt[16];
+    if (req_arg(rs, "format", fmt, sizeof fmt) && strcmp(fmt, "text") == 0) {
         render_text(explain_print, ex, out, ct);
     } else {
         *out = dump(ex);
@@ -480,8 +538,8 @@ static int h_explain(gp_server *s, struct MHD_Connection *c, req_state *rs, cons
     return 200;
 }
 
-static int h_mutate(gp_server *s, struct MHD_Connection *c, req_state *rs, const char *tail,
-                    char **out, const char **ct)
+static int h_mutate(gp_server *s, req_state *rs, const char *tail, char **out,
+                    const char **ct)
 {
     return webhook_review(rs->body.data ? rs->body.data : "", rs->body.len, s->webhook, out);
 }
@@ -547,36 +605,7 @@ static int match_route(const gp_server *s, const char *method, const char *url, 
     return -1;
 }
 
-/* ------------------------------------------------------------ MHD glue -- */
-
-static enum MHD_Result respond_to(struct MHD_Connection *conn, int status, char *body,
-                                  const char *ctype, const char *allow, const char *location,
-                                  bool close)
-{
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    if (close)   /* libmicrohttpd closes the connection once this answer is sent */
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (allow)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    if (status == 503)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (status == 401)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                "Mutual-TLS realm=\"gpupack\"");
-    if (location)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
-                               const char *ctype, const char *allow)
-{
-    return respond_to(conn, status, body, ctype, allow, NULL, false);
-}
+/* ------------------------------------------------------------ counters -- */
 
 /* Whether the answer to a verb closes its connection: a replica that does not
  * lead sends kube-scheduler back through the Service (hooks.keep_verb_connection). */
@@ -603,9 +632,21 @@ static void count(gp_server *s, int ri, int status, double start)
     metrics_observe(&s->latency[v], gp_mono_s() - start);
 }
 
+void srv_count_connection(gp_server *s, srv_proto p)
+{
+    atomic_fetch_add(&s->connections, 1);
+    atomic_fetch_add(&s->proto_connections[p], 1);
+}
+
+void srv_count_h2(gp_server *s, srv_h2_event e)
+{
+    atomic_fetch_add(&s->h2_events[e], 1);
+}
+
 /* ------------------------------------------------- client certificates -- */
 
-enum { AUTH_UNKNOWN, AUTH_OK, AUTH_NO_CERT, AUTH_UNTRUSTED };
+enum { AUTH_UNKNOWN = SRV_AUTH_UNKNOWN, AUTH_OK = SRV_AUTH_OK, AUTH_NO_CERT = SRV_AUTH_NO_CERT,
+       AUTH_UNTRUSTED = SRV_AUTH_UNTRUSTED };
 
 /* SHA-256 over the chain (each certificate's length and DER bytes). */
 static int chain_digest(const gnutls_datum_t *certs, unsigned n, unsigned char out[32])
@@ -649,15 +690,12 @@ static int chain_validity(const gnutls_datum_t *certs, unsigned n, time_t *nb, t
 }
 
 /* Verifies the TLS peer's certificate chain against --client-ca (the trust
- * libmicrohttpd gave GnuTLS): validity period, signatures, CA flags. The
- * handshake itself already proved the peer holds the certificate's key. */
-static int verify_peer(gp_server *s, struct MHD_Connection *conn)
+ * the session's credentials carry): validity period, signatures, CA flags.
+ * The handshake itself already proved the peer holds the certificate's key. */
+int srv_verify_session(gp_server *s, gnutls_session_t ses)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!ci || !ci->tls_session)
+    if (!ses)
         return AUTH_NO_CERT;
-    gnutls_session_t ses = (gnutls_session_t)ci->tls_session;
     unsigned int n = 0;
     const gnutls_datum_t *certs = gnutls_certificate_get_peers(ses, &n);
     if (!certs || n == 0)
@@ -702,65 +740,6 @@ static int verify_peer(gp_server *s, struct MHD_Connection *conn)
     return AUTH_OK;
 }
 
-/* AUTH_OK, or the refusal; checked once per connection (no renegotiation). */
-static int client_auth(gp_server *s, struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    conn_state *cs = ci ? ci->socket_context : NULL;
-    if (cs && cs->auth != AUTH_UNKNOWN)
-        return cs->auth;
-    int a = verify_peer(s, conn);
-    if (cs)
-        cs->auth = a;
-    return a;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe)
-{
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        gp_server *s = cls;
-        atomic_fetch_add(&s->connections, 1);
-        *socket_context = xcalloc(1, sizeof(conn_state));
-    } else {
-        free(*socket_context);
-        *socket_context = NULL;
-    }
-}
-
-/* Answers a verb call without a trusted client certificate; logs at most one
- * line per 10 s (a scanner must not flood the log). */
-static enum MHD_Result refuse_client(gp_server *s, struct MHD_Connection *conn, req_state *rs,
-                                     int auth, const char *url)
-{
-    bool none = auth == AUTH_NO_CERT;
-    unsigned long n = atomic_fetch_add(&s->refused[none ? 0 : 1], 1) + 1;
-    long long now = (long long)gp_mono_s(), last = atomic_load(&s->refused_logged_s);
-    if (now - last >= 10 && atomic_compare_exchange_strong(&s->refused_logged_s, &last, now)) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        char addr[INET6_ADDRSTRLEN] = "?";
-        if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr,
-                      sizeof addr);
-        else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, addr,
-                      sizeof addr);
-        LOG_WARN("refused %.100s from %s: %s (%lu such refusals so far)", url, addr,
-                 none ? "no client certificate" : "client certificate not signed by --client-ca",
-                 n);
-    }
-    int status = none ? 401 : 403;
-    count(s, rs->route, status, rs->start);
-    return respond(conn, status,
-                   error_json(none ? "this route needs a TLS client certificate signed by "
-                                     "gpupack's --client-ca (kube-scheduler: tlsConfig certFile/keyFile)"
-                                   : "the TLS client certificate is not trusted: not signed by "
-                                     "gpupack's --client-ca, expired, or not yet valid"),
-                   "application/json", NULL);
-}
-
 /* ------------------------------------------------------ memory budget -- */
 
 /* Reserves n more bytes of the in-flight budget for rs; false when full. */
@@ -787,10 +766,43 @@ static void release(gp_server *s, req_state *rs)
     rs->held = 0;
 }
 
-/* 413 when the request alone needs more than the whole budget, else 503 (retry). */
-static enum MHD_Result refuse_memory(gp_server *s, struct MHD_Connection *conn, req_state *rs,
-                                     size_t need)
+/* ------------------------------------------------------------ requests -- */
+
+static int answer(req_state *rs, gp_answer *a, int status, char *body)
 {
+    *a = (gp_answer){.status = status, .body = body, .ctype = "application/json"};
+    return 0;
+}
+
+/* Answers a verb call without a trusted client certificate; logs at most one
+ * line per 10 s (a scanner must not flood the log). */
+static int refuse_client(req_state *rs, const gp_peer *peer, int auth, gp_answer *a)
+{
+    gp_server *s = rs->s;
+    bool none = auth == AUTH_NO_CERT;
+    unsigned long n = atomic_fetch_add(&s->refused[none ? 0 : 1], 1) + 1;
+    long long now = (long long)gp_mono_s(), last = atomic_load(&s->refused_logged_s);
+    if (now - last >= 10 && atomic_compare_exchange_strong(&s->refused_logged_s, &last, now)) {
+        char addr[INET6_ADDRSTRLEN + 8] = "?";
+        if (peer->addr)
+            peer->addr(peer->ud, addr, sizeof addr);
+        LOG_WARN("refused %.100s from %s: %s (%lu such refusals so far)", rs->path, addr,
+                 none ? "no client certificate" : "client certificate not signed by --client-ca",
+                 n);
+    }
+    int status = none ? 401 : 403;
+    count(s, rs->route, status, rs->start);
+    return answer(rs, a, status,
+                  error_json(none ? "this route needs a TLS client certificate signed by "
+                                    "gpupack's --client-ca (kube-scheduler: tlsConfig certFile/keyFile)"
+                                  : "the TLS client certificate is not trusted: not signed by "
+                                    "gpupack's --client-ca, expired, or not yet valid"));
+}
+
+/* 413 when the request alone needs more than the whole budget, else 503 (retry). */
+static int refuse_memory(req_state *rs, size_t need, gp_answer *a)
+{
+    gp_server *s = rs->s;
     char msg[256];
     int status;
     if (need > s->max_inflight) {
@@ -811,7 +823,232 @@ static enum MHD_Result refuse_memory(gp_server *s, struct MHD_Connection *conn, 
     gp_buf_free(&rs->body);
     release(s, rs);
     count(s, rs->route, status, rs->start);
-    return respond(conn, status, error_json(msg), "application/json", NULL);
+    return answer(rs, a, status, error_json(msg));
+}
+
+static int refuse_size(req_state *rs, gp_answer *a)
+{
+    gp_server *s = rs->s;
+    atomic_fetch_add(&s->too_large, 1);
+    count(s, rs->route, 413, rs->start);
+    char msg[128];
+    snprintf(msg, sizeof msg, "request body larger than the limit of %zu bytes", s->max_body);
+    return answer(rs, a, 413, error_json(msg));
+}
+
+gp_req *srvreq_new(gp_server *s, void (*resume)(void *ud), void *ud)
+{
+    req_state *rs = xcalloc(1, sizeof *rs);
+    rs->s = s;
+    rs->start = gp_mono_s();
+    rs->resume = resume;
+    rs->resume_ud = ud;
+    rs->route = -1;
+    gp_buf_init(&rs->body, s->max_body);
+    return rs;
+}
+
+int srvreq_begin(gp_req *rs, const char *method, const char *path, const char *query,
+                 const char *content_length, const gp_peer *peer, gp_answer *a)
+{
+    gp_server *s = rs->s;
+    const char *tail;
+    bool known;
+    rs->path = xstrdup(path);
+    rs->query = query ? xstrdup(query) : NULL;
+    rs->route = match_route(s, method, path, &tail, &known);
+    if (rs->route < 0) {
+        count(s, -1, 404, rs->start);
+        char msg[700];
+        if (known) {
+            snprintf(msg, sizeof msg, "method %.16s is not allowed on %.200s", method, path);
+            answer(rs, a, 405, error_json(msg));
+            a->allow = strcmp(method, "GET") == 0 ? "POST" : "GET";
+            return 0;
+        }
+        if (s->webhook)
+            snprintf(msg, sizeof msg,
+                     "no route %.16s %.200s; the webhook listener serves POST /mutate and "
+                     "GET /healthz", method, path);
+        else
+            snprintf(msg, sizeof msg,
+                     "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
+                     "%.60s/bind, %.60s/preempt; GET /healthz, /readyz, /metrics, "
+                     "/inspect[/NODE], /ui; POST /explain",
+                     method, path, s->prefix, s->prefix, s->prefix, s->prefix);
+        return answer(rs, a, 404, error_json(msg));
+    }
+    if (routes[rs->route].authenticated && s->client_ca) {
+        int auth = peer->auth ? peer->auth(peer->ud) : AUTH_NO_CERT;
+        if (auth != AUTH_OK)
+            return refuse_client(rs, peer, auth, a);
+    }
+    unsigned long long clen = content_length ? strtoull(content_length, NULL, 10) : 0;
+    if (clen > s->max_body) {
+        rs->too_large = true;
+        return refuse_size(rs, a);
+    }
+    /* the body buffer grows by doubling: hold twice its size */
+    if (clen && !hold_at_least(s, rs, 2 * (size_t)clen + 512))
+        return refuse_memory(rs, 2 * (size_t)clen + 512, a);
+    return 1;
+}
+
+void srvreq_data(gp_req *rs, const void *p, size_t n)
+{
+    gp_server *s = rs->s;
+    if (rs->too_large || rs->busy || rs->route < 0)
+        return;   /* drained; the answer goes out once the body is read */
+    if (!hold_at_least(s, rs, 2 * (rs->body.len + n) + 512)) {
+        rs->busy = true;
+        gp_buf_free(&rs->body);
+        return;
+    }
+    if (gp_buf_append(&rs->body, p, n)) {
+        rs->too_large = true;
+        gp_buf_free(&rs->body);
+    }
+}
+
+int srvreq_end(gp_req *rs, gp_answer *a)
+{
+    gp_server *s = rs->s;
+    if (rs->busy)
+        return refuse_memory(rs, 0, a), 1;
+    if (rs->too_large)
+        return refuse_size(rs, a), 1;
+    const route *r = &routes[rs->route];
+    if (r->method[0] == 'P' && !rs->bind_queued) {   /* count before decoding: refuse what would not fit */
+        size_t need = rs->body.len <= 4096 ? jsoncost_bound(rs->body.len)
+                                           : jsoncost_estimate(rs->body.data, rs->body.len);
+        need += rs->body.cap;
+        if (!hold_at_least(s, rs, need))
+            return refuse_memory(rs, need, a), 1;
+    }
+    const char *tail = NULL;
+    if (is_prefix_route(r))
+        tail = rs->path + strlen(r->path);
+    char *out = NULL;
+    const char *ctype = "application/json";
+    int status = r->fn(s, rs, tail, &out, &ctype);
+    if (status == 0)
+        return 0;   /* waits: answered when a bind thread resumes it */
+    atomic_fetch_add(&s->body_in[r->v], rs->body.len);
+    atomic_fetch_add(&s->body_out[r->v], out ? strlen(out) : 0);
+    count(s, rs->route, status, rs->start);
+    *a = (gp_answer){.status = status, .body = out ? out : xstrdup(""), .ctype = ctype,
+                     .location = rs->location, .close = close_verb_connection(s, r->v)};
+    return 1;
+}
+
+bool srvreq_bind_pending(gp_req *rs)
+{
+    pthread_mutex_lock(&rs->s->bind_mu);
+    bool pending = rs->bind_queued && !rs->bind_answered;
+    pthread_mutex_unlock(&rs->s->bind_mu);
+    return pending;
+}
+
+void srvreq_free(gp_req *rs)
+{
+    if (!rs)
+        return;
+    gp_server *s = rs->s;
+    /* bind_answered may still hold the lock right after resuming us */
+    pthread_mutex_lock(&s->bind_mu);
+    pthread_mutex_unlock(&s->bind_mu);
+    release(s, rs);
+    gp_buf_free(&rs->body);
+    free(rs->bind_out);
+    free(rs->path);
+    free(rs->query);
+    free(rs);
+}
+
+/* ------------------------------------------------------------ MHD glue -- */
+
+static enum MHD_Result mhd_send(struct MHD_Connection *conn, gp_answer *a)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(a->body), a->body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->ctype);
+    if (a->close)   /* libmicrohttpd closes the connection once this answer is sent */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (a->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, a->allow);
+    if (a->status == 503)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (a->status == 401)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Mutual-TLS realm=\"gpupack\"");
+    if (a->location)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, a->location);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)a->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static conn_state *mhd_conn_state(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* SRV_AUTH_*, checked once per connection (no renegotiation): by libmicrohttpd's
+ * TLS session, or as the TLS front found it (a connection it handed over). */
+static int mhd_auth(void *ud)
+{
+    struct MHD_Connection *conn = ud;
+    conn_state *cs = mhd_conn_state(conn);
+    if (cs && cs->auth != AUTH_UNKNOWN)
+        return cs->auth;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    int a = AUTH_NO_CERT;
+    if (ci && ci->tls_session && cs && cs->server)
+        a = srv_verify_session(cs->server, (gnutls_session_t)ci->tls_session);
+    if (cs)
+        cs->auth = a;
+    return a;
+}
+
+static void mhd_addr(void *ud, char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(ud, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, buf,
+                  (socklen_t)len);
+    else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, buf,
+                  (socklen_t)len);
+}
+
+static void mhd_resume(void *ud)
+{
+    MHD_resume_connection(ud);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    gp_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_state *cs = xcalloc(1, sizeof *cs);
+        cs->server = s;
+        if (s->front) {   /* handed over by the TLS front, which checked the certificate */
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            cs->auth = ci ? tlsfront_auth_of(s->front, ci->connect_fd) : AUTH_NO_CERT;
+        } else {
+            srv_count_connection(s, SRV_PROTO_H1);
+        }
+        *socket_context = cs;
+    } else {
+        free(*socket_context);
+        *socket_context = NULL;
+    }
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -820,119 +1057,38 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     gp_server *s = cls;
     req_state *rs = *con_cls;
+    gp_answer a;
     if (!rs) {
-        rs = xcalloc(1, sizeof *rs);
-        rs->start = gp_mono_s();
-        gp_buf_init(&rs->body, s->max_body);
+        rs = srvreq_new(s, mhd_resume, conn);
+        rs->conn = conn;
         *con_cls = rs;
-        const char *tail;
-        bool known;
-        rs->route = match_route(s, method, url, &tail, &known);
-        if (rs->route < 0) {
-            count(s, -1, 404, rs->start);
-            char msg[700];
-            if (known) {
-                snprintf(msg, sizeof msg, "method %.16s is not allowed on %.200s", method, url);
-                return respond(conn, 405, error_json(msg), "application/json",
-                               strcmp(method, "GET") == 0 ? "POST" : "GET");
-            }
-            if (s->webhook)
-                snprintf(msg, sizeof msg,
-                         "no route %.16s %.200s; the webhook listener serves POST /mutate and "
-                         "GET /healthz", method, url);
-            else
-                snprintf(msg, sizeof msg,
-                         "no route %.16s %.200s; routes: POST %.60s/filter, %.60s/prioritize, "
-                         "%.60s/bind, %.60s/preempt; GET /healthz, /readyz, /metrics, "
-                         "/inspect[/NODE], /ui; POST /explain",
-                         method, url, s->prefix, s->prefix, s->prefix, s->prefix);
-            return respond(conn, 404, error_json(msg), "application/json", NULL);
-        }
-        if (routes[rs->route].authenticated && s->client_ca) {
-            int auth = client_auth(s, conn);
-            if (auth != AUTH_OK)
-                return refuse_client(s, conn, rs, auth, url);
-        }
+        gp_peer peer = {.auth = mhd_auth, .addr = mhd_addr, .ud = conn};
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-        unsigned long long clen = cl ? strtoull(cl, NULL, 10) : 0;
-        if (clen > s->max_body) {
-            rs->too_large = true;
-            atomic_fetch_add(&s->too_large, 1);
-            count(s, rs->route, 413, rs->start);
-            char msg[128];
-            snprintf(msg, sizeof msg, "request body larger than the limit of %zu bytes",
-                     s->max_body);
-            return respond(conn, 413, error_json(msg), "application/json", NULL);
+        if (!srvreq_begin(rs, method, url, NULL, cl, &peer, &a)) {
+            rs->answered = true;
+            return mhd_send(conn, &a);
         }
-        /* the body buffer grows by doubling: hold twice its size */
-        if (clen && !hold_at_least(s, rs, 2 * (size_t)clen + 512))
-            return refuse_memory(s, conn, rs, 2 * (size_t)clen + 512);
         return MHD_YES;
     }
     if (*upload_size) {
-        size_t n = *upload_size;
+        if (!rs->answered)
+            srvreq_data(rs, upload, *upload_size);
         *upload_size = 0;
-        if (rs->too_large || rs->busy)
-            return MHD_YES;   /* drained; the answer goes out once the body is read */
-        if (!hold_at_least(s, rs, 2 * (rs->body.len + n) + 512)) {
-            rs->busy = true;
-            gp_buf_free(&rs->body);
-            return MHD_YES;
-        }
-        if (gp_buf_append(&rs->body, upload, n)) {
-            rs->too_large = true;
-            gp_buf_free(&rs->body);
-        }
         return MHD_YES;
     }
-    if (rs->busy)
-        return refuse_memory(s, conn, rs, 0);
-    if (rs->too_large) {
-        atomic_fetch_add(&s->too_large, 1);
-        count(s, rs->route, 413, rs->start);
-        char msg[128];
-        snprintf(msg, sizeof msg, "request body larger than the limit of %zu bytes", s->max_body);
-        return respond(conn, 413, error_json(msg), "application/json", NULL);
-    }
-    const route *r = &routes[rs->route];
-    if (r->method[0] == 'P') {   /* count before decoding: refuse what would not fit */
-        size_t need = rs->body.len <= 4096 ? jsoncost_bound(rs->body.len)
-                                           : jsoncost_estimate(rs->body.data, rs->body.len);
-        need += rs->body.cap;
-        if (!hold_at_least(s, rs, need))
-            return refuse_memory(s, conn, rs, need);
-    }
-    const char *tail = NULL;
-    if (is_prefix_route(r))
-        tail = url + strlen(r->path);
-    char *out = NULL;
-    const char *ctype = "application/json";
-    int status = r->fn(s, conn, rs, tail, &out, &ctype);
-    if (status == 0)
+    if (rs->answered)
+        return MHD_YES;   /* answered at the start */
+    if (!srvreq_end(rs, &a))
         return MHD_YES;   /* suspended: answered when a bind thread resumes it */
-    atomic_fetch_add(&s->body_in[r->v], rs->body.len);
-    atomic_fetch_add(&s->body_out[r->v], out ? strlen(out) : 0);
-    count(s, rs->route, status, rs->start);
-    bool close = close_verb_connection(s, r->v);
-    return respond_to(conn, status, out, ctype, NULL, rs->location, close);
+    return mhd_send(conn, &a);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    gp_server *s = cls;
-    req_state *rs = *con_cls;
-    if (rs) {
-        /* bind_answered may still hold the lock right after resuming us */
-        pthread_mutex_lock(&s->bind_mu);
-        pthread_mutex_unlock(&s->bind_mu);
-        release(s, rs);
-        gp_buf_free(&rs->body);
-        free(rs->bind_out);
-        free(rs);
-        *con_cls = NULL;
-    }
+    srvreq_free(*con_cls);
+    *con_cls = NULL;
 }
 
 /* ------------------------------------------------------------ startup -- */
@@ -1024,6 +1180,7 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
                      MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    bool front = (cfg->tls_cert || cfg->tls_key) && !cfg->no_http2;
     unsigned threads = cfg->threads ? cfg->threads : 2;
     bool tls = cfg->tls_cert || cfg->tls_key;
     if (tls) {
@@ -1035,7 +1192,9 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
         s->tls_key = s->tls_cert ? gp_read_file(cfg->tls_key, 1 << 20, NULL, err) : NULL;
         if (!s->tls_key)
             goto fail;
-        flags |= MHD_USE_TLS;
+        /* with the front, libmicrohttpd serves plain HTTP/1.1 on the socket
+         * pairs the front hands it, and listens on nothing itself */
+        flags |= front ? MHD_USE_NO_LISTEN_SOCKET : MHD_USE_TLS;
     }
     if (cfg->client_ca) {
         if (!tls) {
@@ -1053,16 +1212,35 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
                  cfg->listen ? cfg->listen : "the port");
     }
     s->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)GP_MAX_CONNECTIONS,
-        MHD_OPTION_HTTPS_MEM_CERT, tls ? s->tls_cert : NULL, MHD_OPTION_HTTPS_MEM_KEY,
-        tls ? s->tls_key : NULL, MHD_OPTION_HTTPS_MEM_TRUST, s->client_ca, MHD_OPTION_END);
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        front ? NULL : (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)GP_MAX_CONNECTIONS, MHD_OPTION_HTTPS_MEM_CERT, tls && !front ? s->tls_cert : NULL,
+        MHD_OPTION_HTTPS_MEM_KEY, tls && !front ? s->tls_key : NULL, MHD_OPTION_HTTPS_MEM_TRUST,
+        front ? NULL : s->client_ca, MHD_OPTION_END);
     if (!s->d) {
         gp_fail(err, "cannot listen on %s (address in use, or not an address of this host?)",
                 cfg->listen);
         goto fail;
+    }
+    if (front) {
+        tlsfront_config fc = {.addr = (struct sockaddr *)&ss,
+                              .addrlen = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                                  : sizeof(struct sockaddr_in),
+                              .cert_pem = s->tls_cert, .key_pem = s->tls_key,
+                              .ca_pem = s->client_ca, .max_connections = GP_MAX_CONNECTIONS,
+                              .handshake_s = cfg->handshake_s, .idle_s = cfg->h2_idle_s,
+                              .request_s = cfg->h2_request_s};
+        gp_err ferr;
+        s->front = tlsfront_start(s, s->d, &fc, &ferr);
+        if (!s->front) {
+            MHD_stop_daemon(s->d);
+            gp_fail(err, "%s: %s", cfg->listen ? cfg->listen : "127.0.0.1:8765", ferr.msg);
+            goto fail;
+        }
+        s->port = tlsfront_port(s->front);
+        return s;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : 0;
@@ -1094,6 +1272,7 @@ void server_stop(gp_server *s)
     while (s->binds_suspended > 0)
         pthread_cond_wait(&s->bind_cv, &s->bind_mu);
     pthread_mutex_unlock(&s->bind_mu);
+    tlsfront_stop(s->front);   /* first: the connections it handed over end with it */
     if (s->d)
         MHD_stop_daemon(s->d);
     free(s->tls_cert);

@@ -1,0 +1,396 @@
+/* tlsfront.c -- TLS on the listener's port with ALPN: h2 to h2.c, http/1.1 to
+ * libmicrohttpd over a socket pair. One thread accepts; each connection has
+ * its own thread (the handshake, then HTTP/2 or the copying for HTTP/1.1), up
+ * to max_connections. */
+#include "http/tlsfront.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "http/h2.h"
+#include "http/srvreq.h"
+#include "lib/log.h"
+
+#define PUMP_CHUNK (16u << 10)
+#define IO_TIMEOUT_S 10           /* a record, or a write, stalled this long ends the connection */
+
+typedef struct fconn {
+    gp_tlsfront *f;
+    int fd, wake;
+    int mhd_fd;                   /* the pair's end libmicrohttpd got, or -1 */
+    int auth;                     /* SRV_AUTH_* (HTTP/1.1 hand-over) */
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    char addr_text[INET6_ADDRSTRLEN + 8];
+    pthread_t thread;
+    atomic_bool handshaking;      /* tlsfront_stop cuts these short */
+    atomic_bool done;
+    struct fconn *next;
+} fconn;
+
+struct gp_tlsfront {
+    gp_server *s;
+    struct MHD_Daemon *d;
+    tlsfront_config cfg;
+    gnutls_certificate_credentials_t cred;
+    gnutls_priority_t prio;
+    int lfd, port;
+    int stop_pipe[2];
+    pthread_t acceptor;
+    atomic_bool stopping;
+    pthread_mutex_t mu;           /* conns */
+    fconn *conns;
+    unsigned nconns;
+};
+
+static const gnutls_datum_t alpn[] = {{(unsigned char *)"h2", 2},
+                                      {(unsigned char *)"http/1.1", 8}};
+
+static void set_timeouts(int fd, unsigned s)
+{
+    struct timeval tv = {.tv_sec = s};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+    snprintf(buf, len, "?");
+    if (ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, buf, (socklen_t)len);
+    else if (ss->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, buf, (socklen_t)len);
+}
+
+/* Writes all of p to a plain socket; false when it stalls or fails. */
+static bool write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool tls_write_all(gnutls_session_t ses, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = gnutls_record_send(ses, p, n);
+        if (w == GNUTLS_E_INTERRUPTED)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* HTTP/1.1: libmicrohttpd serves the connection through a socket pair; this
+ * copies between it and the TLS session until either side ends. */
+static void pump(fconn *fc, gnutls_session_t ses)
+{
+    gp_tlsfront *f = fc->f;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        LOG_WARN("TLS front: socketpair: %s", strerror(errno));
+        return;
+    }
+    set_timeouts(pair[0], IO_TIMEOUT_S);
+    pthread_mutex_lock(&f->mu);
+    fc->mhd_fd = pair[1];
+    pthread_mutex_unlock(&f->mu);
+    if (MHD_add_connection(f->d, pair[1], (const struct sockaddr *)&fc->addr, fc->addrlen) !=
+        MHD_YES) {
+        LOG_WARN("TLS front: libmicrohttpd did not take the connection from %s", fc->addr_text);
+        pthread_mutex_lock(&f->mu);
+        fc->mhd_fd = -1;
+        pthread_mutex_unlock(&f->mu);
+        close(pair[0]);
+        return;   /* libmicrohttpd closed pair[1] */
+    }
+    char *buf = xmalloc(PUMP_CHUNK);
+    while (!atomic_load(&f->stopping)) {
+        struct pollfd pf[3] = {{.fd = fc->fd, .events = POLLIN},
+                               {.fd = pair[0], .events = POLLIN},
+                               {.fd = fc->wake, .events = POLLIN}};
+        int pr = gnutls_record_check_pending(ses) > 0 ? 1 : poll(pf, 3, -1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0 || (pf[2].revents & POLLIN))
+            break;
+        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || gnutls_record_check_pending(ses) > 0) {
+            ssize_t n = gnutls_record_recv(ses, buf, PUMP_CHUNK);
+            if (n == GNUTLS_E_INTERRUPTED)
+                continue;
+            if (n <= 0 || !write_all(pair[0], buf, (size_t)n))
+                break;
+        }
+        if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(pair[0], buf, PUMP_CHUNK);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0 || !tls_write_all(ses, buf, (size_t)n))
+                break;
+        }
+    }
+    free(buf);
+    close(pair[0]);   /* libmicrohttpd sees the end and closes its side */
+}
+
+static void *conn_main(void *arg)
+{
+    fconn *fc = arg;
+    gp_tlsfront *f = fc->f;
+    gnutls_session_t ses;
+    bool ok = gnutls_init(&ses, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) == GNUTLS_E_SUCCESS;
+    if (ok) {
+        gnutls_priority_set(ses, f->prio);
+        gnutls_credentials_set(ses, GNUTLS_CRD_CERTIFICATE, f->cred);
+        if (f->cfg.ca_pem)
+            gnutls_certificate_server_set_request(ses, GNUTLS_CERT_REQUEST);
+        gnutls_alpn_set_protocols(ses, alpn, GP_ARRAY_LEN(alpn), GNUTLS_ALPN_SERVER_PRECEDENCE);
+        gnutls_transport_set_int(ses, fc->fd);
+        gnutls_handshake_set_timeout(ses, f->cfg.handshake_s * 1000);
+        set_timeouts(fc->fd, f->cfg.handshake_s);
+        int rc;
+        atomic_store(&fc->handshaking, true);
+        do
+            rc = gnutls_handshake(ses);
+        while (rc < 0 && !gnutls_error_is_fatal(rc) && rc != GNUTLS_E_AGAIN &&
+               !atomic_load(&f->stopping));
+        atomic_store(&fc->handshaking, false);
+        ok = rc == GNUTLS_E_SUCCESS && !atomic_load(&f->stopping);
+        if (!ok && rc == GNUTLS_E_AGAIN)
+            srv_count_h2(f->s, SRV_H2_STALLED);
+        else if (!ok)
+            LOG_DEBUG("TLS front: handshake with %s failed: %s", fc->addr_text, gnutls_strerror(rc));
+    }
+    if (ok) {
+        set_timeouts(fc->fd, IO_TIMEOUT_S);
+        gnutls_datum_t proto = {0};
+        bool h2 = gnutls_alpn_get_selected_protocol(ses, &proto) == 0 && proto.size == 2 &&
+                  memcmp(proto.data, "h2", 2) == 0;
+        srv_count_connection(f->s, h2 ? SRV_PROTO_H2 : SRV_PROTO_H1);
+        if (h2) {
+            int one = 1;
+            setsockopt(fc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            h2_limits lim = {.idle_s = f->cfg.idle_s, .request_s = f->cfg.request_s};
+            h2_serve(f->s, ses, fc->fd, fc->wake, &f->stopping, &lim, fc->addr_text);
+        } else {
+            fc->auth = f->cfg.ca_pem ? srv_verify_session(f->s, ses) : SRV_AUTH_NO_CERT;
+            pump(fc, ses);
+        }
+        gnutls_bye(ses, GNUTLS_SHUT_WR);
+    }
+    if (ses)
+        gnutls_deinit(ses);
+    pthread_mutex_lock(&f->mu);
+    close(fc->fd);
+    fc->fd = -1;
+    atomic_store(&fc->done, true);
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Joins the connections that ended (all when `all`, after telling them to). */
+static void reap(gp_tlsfront *f, bool all)
+{
+    pthread_mutex_lock(&f->mu);
+    fconn **pp = &f->conns;
+    while (*pp) {
+        fconn *fc = *pp;
+        if (!all && !atomic_load(&fc->done)) {
+            pp = &fc->next;
+            continue;
+        }
+        *pp = fc->next;
+        f->nconns--;
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(fc->thread, NULL);
+        close(fc->wake);
+        free(fc);
+        pthread_mutex_lock(&f->mu);
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void *accept_main(void *arg)
+{
+    gp_tlsfront *f = arg;
+    while (!atomic_load(&f->stopping)) {
+        struct pollfd pf[2] = {{.fd = f->lfd, .events = POLLIN}, {.fd = f->stop_pipe[0], .events = POLLIN}};
+        if (poll(pf, 2, 1000) < 0 && errno != EINTR)
+            break;
+        reap(f, false);
+        if (!(pf[0].revents & POLLIN))
+            continue;
+        fconn *fc = xcalloc(1, sizeof *fc);
+        fc->addrlen = sizeof fc->addr;
+        fc->fd = accept4(f->lfd, (struct sockaddr *)&fc->addr, &fc->addrlen, SOCK_CLOEXEC);
+        if (fc->fd < 0) {
+            free(fc);
+            continue;
+        }
+        pthread_mutex_lock(&f->mu);
+        bool full = f->nconns >= f->cfg.max_connections;
+        pthread_mutex_unlock(&f->mu);
+        fc->wake = full ? -1 : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (full || fc->wake < 0) {
+            srv_count_h2(f->s, SRV_H2_REFUSED);
+            close(fc->fd);
+            if (fc->wake >= 0)
+                close(fc->wake);
+            free(fc);
+            continue;
+        }
+        fc->f = f;
+        fc->mhd_fd = -1;
+        addr_text(&fc->addr, fc->addr_text, sizeof fc->addr_text);
+        pthread_mutex_lock(&f->mu);
+        if (pthread_create(&fc->thread, NULL, conn_main, fc) != 0) {
+            pthread_mutex_unlock(&f->mu);
+            close(fc->fd);
+            close(fc->wake);
+            free(fc);
+            continue;
+        }
+        fc->next = f->conns;
+        f->conns = fc;
+        f->nconns++;
+        pthread_mutex_unlock(&f->mu);
+    }
+    return NULL;
+}
+
+int tlsfront_auth_of(gp_tlsfront *f, int fd)
+{
+    int auth = SRV_AUTH_NO_CERT;
+    pthread_mutex_lock(&f->mu);
+    for (fconn *fc = f->conns; fc; fc = fc->next)
+        if (fc->mhd_fd == fd && !atomic_load(&fc->done)) {
+            auth = fc->auth;
+            break;
+        }
+    pthread_mutex_unlock(&f->mu);
+    return auth;
+}
+
+gp_tlsfront *tlsfront_start(gp_server *s, struct MHD_Daemon *d, const tlsfront_config *cfg,
+                            gp_err *err)
+{
+    gp_tlsfront *f = xcalloc(1, sizeof *f);
+    f->s = s;
+    f->d = d;
+    f->cfg = *cfg;
+    f->lfd = f->stop_pipe[0] = f->stop_pipe[1] = -1;
+    if (!f->cfg.max_connections)
+        f->cfg.max_connections = 256;
+    if (!f->cfg.handshake_s)
+        f->cfg.handshake_s = 10;
+    pthread_mutex_init(&f->mu, NULL);
+    gnutls_datum_t crt = {(unsigned char *)cfg->cert_pem, (unsigned)strlen(cfg->cert_pem)};
+    gnutls_datum_t key = {(unsigned char *)cfg->key_pem, (unsigned)strlen(cfg->key_pem)};
+    int rc = gnutls_certificate_allocate_credentials(&f->cred);
+    if (rc == 0)
+        rc = gnutls_certificate_set_x509_key_mem(f->cred, &crt, &key, GNUTLS_X509_FMT_PEM);
+    if (rc < 0) {
+        gp_fail(err, "--tls-cert/--tls-key: %s", gnutls_strerror(rc));
+        goto fail;
+    }
+    if (cfg->ca_pem) {
+        gnutls_datum_t ca = {(unsigned char *)cfg->ca_pem, (unsigned)strlen(cfg->ca_pem)};
+        rc = gnutls_certificate_set_x509_trust_mem(f->cred, &ca, GNUTLS_X509_FMT_PEM);
+        if (rc <= 0) {
+            gp_fail(err, "--client-ca: %s", rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
+            goto fail;
+        }
+    }
+    if (gnutls_priority_init(&f->prio, "NORMAL", NULL) < 0) {
+        gp_fail(err, "TLS: cannot set the cipher priorities");
+        goto fail;
+    }
+    f->lfd = socket(cfg->addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (f->lfd < 0 || setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(f->lfd, cfg->addr, cfg->addrlen) != 0 || listen(f->lfd, 128) != 0) {
+        gp_fail(err, "cannot listen: %s (address in use, or not an address of this host?)",
+                strerror(errno));
+        goto fail;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(f->lfd, (struct sockaddr *)&ss, &sl) == 0)
+        f->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+    if (pipe2(f->stop_pipe, O_CLOEXEC) != 0 ||
+        pthread_create(&f->acceptor, NULL, accept_main, f) != 0) {
+        gp_fail(err, "TLS front: cannot start its thread");
+        goto fail;
+    }
+    return f;
+fail:
+    if (f->lfd >= 0)
+        close(f->lfd);
+    if (f->stop_pipe[0] >= 0) {
+        close(f->stop_pipe[0]);
+        close(f->stop_pipe[1]);
+    }
+    if (f->prio)
+        gnutls_priority_deinit(f->prio);
+    if (f->cred)
+        gnutls_certificate_free_credentials(f->cred);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+    return NULL;
+}
+
+int tlsfront_port(const gp_tlsfront *f)
+{
+    return f->port;
+}
+
+void tlsfront_stop(gp_tlsfront *f)
+{
+    if (!f)
+        return;
+    atomic_store(&f->stopping, true);
+    ssize_t w = write(f->stop_pipe[1], "x", 1);
+    (void)w;
+    pthread_join(f->acceptor, NULL);
+    close(f->lfd);
+    pthread_mutex_lock(&f->mu);
+    uint64_t one = 1;
+    for (fconn *fc = f->conns; fc; fc = fc->next) {
+        if (write(fc->wake, &one, sizeof one) < 0)
+            LOG_DEBUG("TLS front: cannot wake a connection: %s", strerror(errno));
+        if (fc->fd >= 0 && atomic_load(&fc->handshaking))
+            shutdown(fc->fd, SHUT_RDWR);   /* a handshake waits for no one at stop */
+    }
+    pthread_mutex_unlock(&f->mu);
+    reap(f, true);
+    close(f->stop_pipe[0]);
+    close(f->stop_pipe[1]);
+    gnutls_priority_deinit(f->prio);
+    gnutls_certificate_free_credentials(f->cred);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
