@@ -49,6 +49,38 @@ static long post(e2e_gp *g, const char *path, const char *cert, const char *body
     return status;
 }
 
+/* The counters that tell which protocol callers used, from one /metrics read
+ * (which is itself one connection and one request). */
+typedef struct proto_counts {
+    double h1, h2, streams;
+} proto_counts;
+
+static double series(const char *body, const char *name)
+{
+    size_t sl = strlen(name);
+    for (const char *p = body; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        if (strncmp(p, name, sl) == 0 && p[sl] == ' ')
+            return strtod(p + sl + 1, NULL);
+        p = nl ? nl + 1 : NULL;
+    }
+    return -1;
+}
+
+static proto_counts protocols(e2e_gp *g)
+{
+    long st;
+    char *m = e2e_gp_get(g, "/metrics", &st);
+    ck_assert_int_eq(st, 200);
+    proto_counts c = {
+        series(m, "gpupack_http_connections_by_protocol_total{protocol=\"http/1.1\"}"),
+        series(m, "gpupack_http_connections_by_protocol_total{protocol=\"h2\"}"),
+        series(m, "gpupack_http2_events_total{event=\"stream\"}")};
+    free(m);
+    ck_assert_msg(c.h1 >= 0 && c.h2 >= 0 && c.streams >= 0, "/metrics lacks the protocol counters");
+    return c;
+}
+
 START_TEST(scheduler_binds_over_mtls_and_strangers_are_refused)
 {
     e2e_world *w = e2e_world_up(NULL);
@@ -95,6 +127,28 @@ START_TEST(scheduler_binds_over_mtls_and_strangers_are_refused)
     free(before);
     free(after);
     json_decref(p0);
+    e2e_assert_consistent(w->cp, w->gp, 10, &v);
+
+    /* kube-scheduler speaks HTTP/2 to gpupack: 20 more pods (a filter and a bind
+     * each) come over at most one or two new connections, none of them HTTP/1.1
+     * (over HTTP/1.1 it opened about one per two binds: bench/results/scale.md) */
+    proto_counts c0 = protocols(w->gp);
+    enum { MORE = 20 };
+    for (int i = 0; i < MORE; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "h2-%d", i);
+        json_t *p = e2e_pod(NS, name);
+        e2e_pod_ctr(p, "main", false, "gpupack.io/gpu-mem", "512", NULL);
+        e2e_pod_create(w->cp, p);
+    }
+    ck_assert_int_eq(e2e_wait_bound(w->cp, NS, 3 + MORE, 90), 3 + MORE);
+    proto_counts c1 = protocols(w->gp);
+    e2e_log("over %d pods: %.0f new HTTP/2 connection(s) (one is this read), %.0f HTTP/1.1, "
+            "%.0f HTTP/2 requests", MORE, c1.h2 - c0.h2, c1.h1 - c0.h1, c1.streams - c0.streams);
+    ck_assert_msg(c1.h1 == c0.h1, "kube-scheduler opened %.0f HTTP/1.1 connection(s)", c1.h1 - c0.h1);
+    ck_assert_msg(c1.h2 - c0.h2 <= 3, "%.0f new HTTP/2 connections for %d pods", c1.h2 - c0.h2, MORE);
+    ck_assert_msg(c1.streams - c0.streams >= 2 * MORE, "only %.0f HTTP/2 requests for %d pods",
+                  c1.streams - c0.streams, MORE);
     e2e_assert_consistent(w->cp, w->gp, 10, &v);
     e2e_world_down(w);
 }
