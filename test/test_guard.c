@@ -71,6 +71,10 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
+/* The protocol the HTTPS calls of a test ask for (a loop test's index picks
+ * it): HTTP/2 through ALPN, or HTTP/1.1. Plain-HTTP calls use HTTP/1.1. */
+static bool use_h2;
+
 /* One request (body NULL = GET) presenting the client certificate `cert`
  * (a name under test/fixtures/tls/ without extension, or NULL for none). */
 static void http(const char *url, const char *cert, const char *body, size_t len, resp *r)
@@ -98,9 +102,14 @@ static void http(const char *url, const char *cert, const char *body, size_t len
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
     }
+    bool h2 = use_h2 && strncmp(url, "https:", 6) == 0;
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, h2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
     CURLcode rc = curl_easy_perform(h);
     ck_assert_msg(rc == CURLE_OK, "%s: %s", url, curl_easy_strerror(rc));
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    long v = 0;
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &v);
+    ck_assert_msg(v == (h2 ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_1_1), "%s: HTTP version %ld", url, v);
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(h);
 }
@@ -138,7 +147,8 @@ static const auth_case auth_cases[] = {
 
 START_TEST(verbs_need_a_trusted_client_certificate)
 {
-    const auth_case *c = &auth_cases[_i];
+    const auth_case *c = &auth_cases[_i % (int)GP_ARRAY_LEN(auth_cases)];
+    use_h2 = _i >= (int)GP_ARRAY_LEN(auth_cases);   /* each case over HTTP/1.1, then HTTP/2 */
     gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
                             .tls_key = TLS_DIR "server.key", .client_ca = TLS_DIR "ca.crt"};
     fixture f;
@@ -175,6 +185,7 @@ static double metric(const char *base, const char *name);   /* below */
  * trusted from the cache, and never a different one because of it. */
 START_TEST(verified_client_chains_are_remembered)
 {
+    use_h2 = _i;
     gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
                             .tls_key = TLS_DIR "server.key", .client_ca = TLS_DIR "ca.crt"};
     fixture f;
@@ -514,8 +525,8 @@ Suite *suite_guard(void)
     Suite *s = suite_create("guard");
     TCase *t = tcase_create("tls");
     tcase_set_timeout(t, 60);
-    tcase_add_loop_test(t, verbs_need_a_trusted_client_certificate, 0, (int)GP_ARRAY_LEN(auth_cases));
-    tcase_add_test(t, verified_client_chains_are_remembered);
+    tcase_add_loop_test(t, verbs_need_a_trusted_client_certificate, 0, 2 * (int)GP_ARRAY_LEN(auth_cases));
+    tcase_add_loop_test(t, verified_client_chains_are_remembered, 0, 2);
     tcase_add_test(t, stalled_tls_handshakes_do_not_spin);
     tcase_add_test(t, client_ca_needs_tls);
     tcase_add_test(t, inspect_hides_pod_uids_unless_asked);

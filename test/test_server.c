@@ -1,4 +1,6 @@
-/* test_server.c -- the HTTP front on port 0, driven with libcurl: routes, limits, errors, races. */
+/* test_server.c -- the HTTP front on port 0, driven with libcurl: routes, limits, errors, races,
+ * each over every carrier: plain HTTP/1.1 (libmicrohttpd), HTTP/1.1 over the TLS front (handed to
+ * libmicrohttpd) and HTTP/2 over the TLS front (h2.c). */
 #include <check.h>
 #include <curl/curl.h>
 #include <pthread.h>
@@ -10,6 +12,12 @@
 #include "pack/clusterfile.h"
 #include "http/server.h"
 #include "testutil.h"
+
+/* The carrier the tests of one run use (a loop test's index picks it). */
+enum { PLAIN, TLS_H1, TLS_H2, CARRIERS };
+static int carrier;
+static const char *const carrier_names[CARRIERS] = {"http/1.1", "https http/1.1", "https h2"};
+#define TLS_DIR "test/fixtures/tls/"
 
 typedef struct fixture {
     gp_cluster *c;
@@ -27,10 +35,15 @@ static void fx_start_hooks(fixture *f, const char *prefix, size_t max_body,
     ck_assert_msg(clusterfile_load(f->c, "examples/cluster.yaml", 1024, NULL, &err) == 0, "%s", err.msg);
     f->e = extender_new(f->c, NULL);
     gp_server_config cfg = {.listen = "127.0.0.1:0", .url_prefix = prefix, .max_body = max_body};
+    if (carrier != PLAIN) {
+        cfg.tls_cert = TLS_DIR "server.crt";
+        cfg.tls_key = TLS_DIR "server.key";
+    }
     f->s = server_start(&cfg, f->e, f->c, hooks, &err);
     ck_assert_msg(f->s != NULL, "%s", err.msg);
     ck_assert_int_gt(server_port(f->s), 0);
-    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", server_port(f->s));
+    snprintf(f->base, sizeof f->base, "%s://127.0.0.1:%d", carrier == PLAIN ? "http" : "https",
+             server_port(f->s));
 }
 
 static void fx_start(fixture *f, const char *prefix, size_t max_body)
@@ -56,12 +69,31 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
     return gp_buf_append(b, p, sz * n) ? 0 : sz * n;
 }
 
+/* The carrier's options on a reset handle. */
+static void use_carrier(CURL *h)
+{
+    if (carrier != PLAIN)
+        curl_easy_setopt(h, CURLOPT_CAINFO, TLS_DIR "ca.crt");
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
+                     carrier == TLS_H2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+}
+
+/* The request went over the carrier asked for. */
+static void check_carrier(CURL *h, const char *url)
+{
+    long v = 0;
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &v);
+    ck_assert_msg(v == (carrier == TLS_H2 ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_1_1),
+                  "%s: HTTP version %ld over %s", url, v, carrier_names[carrier]);
+}
+
 /* One request; body NULL = GET. chunked: send the body without Content-Length. */
 static void http(CURL *h, const char *method, const char *url, const char *body, size_t len,
                  bool chunked, resp *r)
 {
     gp_buf_init(&r->body, 64u << 20);
     curl_easy_reset(h);
+    use_carrier(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -77,8 +109,10 @@ static void http(CURL *h, const char *method, const char *url, const char *body,
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
     }
     CURLcode rc = curl_easy_perform(h);
-    ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, url, curl_easy_strerror(rc));
+    ck_assert_msg(rc == CURLE_OK, "%s %s over %s: %s", method, url, carrier_names[carrier],
+                  curl_easy_strerror(rc));
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    check_carrier(h, url);
     curl_slist_free_all(hdrs);
 }
 
@@ -95,6 +129,7 @@ static char *read_text(const char *path)
 
 START_TEST(verbs_over_http)
 {
+    carrier = _i;
     fixture f;
     fx_start(&f, NULL, 0);
     CURL *h = curl_easy_init();
@@ -172,6 +207,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 
 START_TEST(standby_closes_verb_connections)
 {
+    carrier = _i;
     fixture f;
     gp_server_hooks hooks = {.keep_verb_connection = keep_if_leading};
     fx_start_hooks(&f, NULL, 0, &hooks);
@@ -204,6 +240,7 @@ START_TEST(standby_closes_verb_connections)
         resp r;
         gp_buf_init(&r.body, 64u << 20);
         curl_easy_reset(h);
+        use_carrier(h);
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &r.body);
@@ -218,8 +255,13 @@ START_TEST(standby_closes_verb_connections)
         ck_assert_msg(rc == CURLE_OK, "%s: %s", url, curl_easy_strerror(rc));
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
         ck_assert_int_eq(r.status, 200);
+        check_carrier(h, url);
         long fresh = -1;
         curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &fresh);
+        /* HTTP/2 has no Connection header: a GOAWAY follows the answer instead,
+         * which the next step's fresh connection shows */
+        if (carrier == TLS_H2)
+            close = st->close;
         ck_assert_msg(close == st->close, "step %zu %s: Connection: close %d, want %d", i, st->path,
                       close, st->close);
         /* a connection is reused unless the previous answer closed it */
@@ -263,7 +305,8 @@ static const route_case routes[] = {
 
 START_TEST(routes_and_errors)
 {
-    const route_case *c = &routes[_i];
+    const route_case *c = &routes[_i % (int)GP_ARRAY_LEN(routes)];
+    carrier = _i / (int)GP_ARRAY_LEN(routes);
     fixture f;
     fx_start(&f, NULL, 0);
     CURL *h = curl_easy_init();
@@ -287,6 +330,7 @@ END_TEST
 
 START_TEST(oversized_bodies_get_413)
 {
+    carrier = _i;
     fixture f;
     fx_start(&f, NULL, 4096);
     CURL *h = curl_easy_init();
@@ -320,6 +364,7 @@ END_TEST
 
 START_TEST(url_prefix)
 {
+    carrier = _i;
     fixture f;
     fx_start(&f, "/gpupack/", 0);
     CURL *h = curl_easy_init();
@@ -399,6 +444,7 @@ static void *http_client(void *arg)
 
 START_TEST(concurrent_http_binds_never_overcommit)
 {
+    carrier = _i;
     fixture f;
     fx_start(&f, NULL, 0);
     enum { N = 6 };
@@ -432,13 +478,14 @@ Suite *suite_server(void)
     Suite *s = suite_create("server");
     TCase *t = tcase_create("http");
     tcase_set_timeout(t, 60);
-    tcase_add_test(t, verbs_over_http);
-    tcase_add_loop_test(t, routes_and_errors, 0, (int)(sizeof routes / sizeof routes[0]));
-    tcase_add_test(t, oversized_bodies_get_413);
-    tcase_add_test(t, url_prefix);
+    /* every test but listen_errors once per carrier */
+    tcase_add_loop_test(t, verbs_over_http, 0, CARRIERS);
+    tcase_add_loop_test(t, routes_and_errors, 0, CARRIERS * (int)GP_ARRAY_LEN(routes));
+    tcase_add_loop_test(t, oversized_bodies_get_413, 0, CARRIERS);
+    tcase_add_loop_test(t, url_prefix, 0, CARRIERS);
     tcase_add_test(t, listen_errors);
-    tcase_add_test(t, concurrent_http_binds_never_overcommit);
-    tcase_add_test(t, standby_closes_verb_connections);
+    tcase_add_loop_test(t, concurrent_http_binds_never_overcommit, 0, CARRIERS);
+    tcase_add_loop_test(t, standby_closes_verb_connections, 0, CARRIERS);
     suite_add_tcase(s, t);
     return s;
 }

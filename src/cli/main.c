@@ -430,10 +430,11 @@ static int start_listeners(const serve_opts *o, app *a, gp_extender *e, gp_clust
     *s = server_start(&scfg, e, c, &hooks, err);
     if (!*s)
         return -1;
-    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d, %s)%s%s", o->listen,
-             server_port(*s),
-             !o->tls_cert ? "HTTP/1.1" : o->http2 ? "HTTPS: HTTP/2 and HTTP/1.1" : "HTTPS: HTTP/1.1",
-             o->url_prefix ? ", verbs under " : "", o->url_prefix ? o->url_prefix : "");
+    /* "(port N)" right after the address: scripts and tests read the port from it */
+    LOG_INFO("gpupack " GPUPACK_VERSION " listening on %s (port %d)%s%s; %s", o->listen,
+             server_port(*s), o->url_prefix ? ", verbs under " : "",
+             o->url_prefix ? o->url_prefix : "",
+             !o->tls_cert ? "HTTP/1.1" : o->http2 ? "HTTPS: HTTP/2 and HTTP/1.1" : "HTTPS: HTTP/1.1");
     if (!o->webhook_listen)
         return 0;
     gp_server_config wcfg = {.listen = o->webhook_listen, .max_body = o->max_body,
