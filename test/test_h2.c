@@ -289,6 +289,8 @@ static void headers(raw *r, uint32_t stream, bool end_stream, const char *const 
     gp_buf_free(&b);
 }
 
+static uint32_t last_error;   /* of the last RST_STREAM or GOAWAY read */
+
 /* Reads frames until one of `type` (on `stream`, or any stream when stream
  * is -1) comes, for up to `secs`; returns whether it came. Answers SETTINGS. */
 static bool wait_frame(raw *r, uint8_t type, long stream, int secs)
@@ -318,6 +320,10 @@ static bool wait_frame(raw *r, uint8_t type, long stream, int secs)
         }
         if (h[3] == 4 && !(h[4] & 1))
             frame(r, 4, 1, 0, NULL, 0);   /* ACK the server's SETTINGS */
+        if (h[3] == 3 && len >= 4)   /* RST_STREAM: the error code */
+            last_error = (uint32_t)payload[0] << 24 | (uint32_t)payload[1] << 16 | (uint32_t)payload[2] << 8 | payload[3];
+        if (h[3] == 7 && len >= 8)   /* GOAWAY: the error code after the last stream id */
+            last_error = (uint32_t)payload[4] << 24 | (uint32_t)payload[5] << 16 | (uint32_t)payload[6] << 8 | payload[7];
         if (h[3] == type && (stream < 0 || id == (uint32_t)stream))
             return true;
     }
@@ -354,9 +360,10 @@ START_TEST(stalled_request_is_reset)
     raw_open(&r, server_port(f.s), "h2");
     preface(&r);
     static const char *const post[] = {":method", "POST", ":scheme", "https", ":path", "/filter",
-                                       "content-length", "100", NULL};
+                                       ":authority", "127.0.0.1", "content-length", "100", NULL};
     headers(&r, 1, false, post);   /* ... and no DATA */
     ck_assert_msg(wait_frame(&r, F_RST_STREAM, 1, 10), "no RST_STREAM for the stalled request");
+    ck_assert_uint_eq(last_error, 8);   /* CANCEL: gpupack's limit, not a protocol error */
     headers(&r, 3, true, healthz);
     ck_assert_msg(wait_frame(&r, F_HEADERS, 3, 10), "no answer on the same connection afterwards");
     raw_close(&r);
@@ -377,6 +384,7 @@ START_TEST(idle_connection_gets_goaway)
     headers(&r, 1, true, healthz);
     ck_assert(wait_frame(&r, F_HEADERS, 1, 10));
     ck_assert_msg(wait_frame(&r, F_GOAWAY, 0, 10), "no GOAWAY on an idle connection");
+    ck_assert_uint_eq(last_error, 0);   /* NO_ERROR: a graceful end */
     ck_assert_msg(closed_within(&r, 15), "the idle connection stayed open after its GOAWAY");
     raw_close(&r);
     fx_stop(&f);
@@ -396,7 +404,8 @@ START_TEST(oversized_headers_reset_the_stream)
     path[0] = '/';
     memset(path + 1, 'a', 9999);
     path[10000] = '\0';
-    const char *const long_path[] = {":method", "GET", ":scheme", "https", ":path", path, NULL};
+    const char *const long_path[] = {":method", "GET", ":scheme", "https", ":path", path,
+                                     ":authority", "127.0.0.1", NULL};
     headers(&r, 1, true, long_path);
     ck_assert_msg(wait_frame(&r, F_RST_STREAM, 1, 10), "no RST_STREAM for a 10,000-byte :path");
     headers(&r, 3, true, healthz);

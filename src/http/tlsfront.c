@@ -156,6 +156,26 @@ static void pump(fconn *fc, gnutls_session_t ses)
     close(pair[0]);   /* libmicrohttpd sees the end and closes its side */
 }
 
+/* Ends the connection gracefully: close_notify, no more writes, and what the
+ * client still sends (the rest of a body answered early) is read and dropped
+ * for up to 2 s, so that the kernel does not reset the connection -- and
+ * throw away an answer the client has not read yet -- when it is closed with
+ * unread data. */
+static void linger(fconn *fc, gnutls_session_t ses)
+{
+    gnutls_bye(ses, GNUTLS_SHUT_WR);
+    shutdown(fc->fd, SHUT_WR);
+    struct timeval tv = {.tv_usec = 200000};
+    setsockopt(fc->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    double end = gp_mono_s() + 2;
+    while (gp_mono_s() < end && !atomic_load(&fc->f->stopping)) {
+        ssize_t n = recv(fc->fd, buf, sizeof buf, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            break;
+    }
+}
+
 static void *conn_main(void *arg)
 {
     fconn *fc = arg;
@@ -199,7 +219,7 @@ static void *conn_main(void *arg)
             fc->auth = f->cfg.ca_pem ? srv_verify_session(f->s, ses) : SRV_AUTH_NO_CERT;
             pump(fc, ses);
         }
-        gnutls_bye(ses, GNUTLS_SHUT_WR);
+        linger(fc, ses);
     }
     if (ses)
         gnutls_deinit(ses);
