@@ -128,6 +128,10 @@ static void pump(fconn *fc, gnutls_session_t ses)
         return;   /* libmicrohttpd closed pair[1] */
     }
     char *buf = xmalloc(PUMP_CHUNK);
+    /* false once libmicrohttpd closed its side for reading (it answered a
+     * request early, 413 say): its answer still goes out, the rest of the
+     * client's body is dropped */
+    bool to_mhd = true;
     while (!atomic_load(&f->stopping)) {
         struct pollfd pf[3] = {{.fd = fc->fd, .events = POLLIN},
                                {.fd = pair[0], .events = POLLIN},
@@ -137,19 +141,24 @@ static void pump(fconn *fc, gnutls_session_t ses)
             continue;
         if (pr < 0 || (pf[2].revents & POLLIN))
             break;
-        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || gnutls_record_check_pending(ses) > 0) {
-            ssize_t n = gnutls_record_recv(ses, buf, PUMP_CHUNK);
-            if (n == GNUTLS_E_INTERRUPTED)
-                continue;
-            if (n <= 0 || !write_all(pair[0], buf, (size_t)n))
-                break;
-        }
+        /* libmicrohttpd's side first: an answer it wrote before closing must
+         * reach the client before the client's next bytes fail to go in */
         if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(pair[0], buf, PUMP_CHUNK);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0 || !tls_write_all(ses, buf, (size_t)n))
                 break;
+            continue;   /* drain it before reading the client again */
+        }
+        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || gnutls_record_check_pending(ses) > 0) {
+            ssize_t n = gnutls_record_recv(ses, buf, PUMP_CHUNK);
+            if (n == GNUTLS_E_INTERRUPTED)
+                continue;
+            if (n <= 0)
+                break;
+            if (to_mhd && !write_all(pair[0], buf, (size_t)n))
+                to_mhd = false;
         }
     }
     free(buf);
