@@ -105,6 +105,45 @@ START_TEST(filter_prioritize_bind_real_sample)
 }
 END_TEST
 
+/* Embedded mode (no Binding is posted): a bind of a pod that asks no GPUs
+ * records its host resources and answers; its job, with the empty annotation
+ * set a plain Binding would carry, is freed (LeakSanitizer and valgrind
+ * reported it lost before; found by fuzz_h2). */
+START_TEST(embedded_bind_of_cpu_only_pod)
+{
+    gp_cluster *c = real_cluster();
+    gp_extender *e = extender_new(c, NULL);
+    json_t *filter = tu_load_json(tu_captured("wire/extender/cache-true/001-filter.json"));
+    json_t *body = json_object_get(filter, "body");
+    json_t *pod = json_object_get(body, "Pod");
+    json_t *ctrs = json_object_get(json_object_get(pod, "spec"), "containers");
+    size_t i;
+    json_t *ctr;
+    json_array_foreach(ctrs, i, ctr)
+        json_object_del(ctr, "resources");   /* no GPU asked */
+    json_object_set_new(json_object_get(pod, "metadata"), "uid", json_string("cpu-only-1"));
+    char *fb = json_dumps(body, JSON_COMPACT);
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, fb, &out), 200);
+    const char *node = json_string_value(json_array_get(json_object_get(out, "NodeNames"), 0));
+    ck_assert_ptr_nonnull(node);
+    const char *name = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+    const char *ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
+    char *bb = xasprintf("{\"PodName\":\"%s\",\"PodNamespace\":\"%s\",\"PodUID\":\"cpu-only-1\","
+                         "\"Node\":\"%s\"}", name, ns ? ns : "default", node);
+    json_decref(out);
+    ck_assert_int_eq(call(extender_bind, e, bb, &out), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(total_used(c), 0);   /* no GPU memory held */
+    free(bb);
+    free(fb);
+    json_decref(filter);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 START_TEST(multi_container_init_pod_sample)
 {
     gp_cluster *c = real_cluster();
@@ -1014,6 +1053,7 @@ Suite *suite_extender(void)
     TCase *t = tcase_create("verbs");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, filter_prioritize_bind_real_sample);
+    tcase_add_test(t, embedded_bind_of_cpu_only_pod);
     tcase_add_test(t, pending_pods_past_the_limit);
     tcase_add_test(t, relist_forgets_pending_pods_gone);
     tcase_add_test(t, deleted_pending_pod_forgotten_after_grace);

@@ -296,6 +296,8 @@ static const route_case routes[] = {
     {"GET", "/filter", NULL, 405, "method GET is not allowed"},
     {"POST", "/healthz", "{}", 405, "not allowed"},
     {"GET", "/nothing", NULL, 404, "no route"},
+    /* a path that is not UTF-8 once decoded: answered, not a crash (fuzz_h2) */
+    {"GET", "/%ff%fe%C3", NULL, 404, "no route GET /???"},
     {"DELETE", "/bind", NULL, 405, "not allowed"},
     {"POST", "/filter", "{", 400, "not valid JSON"},
     {"POST", "/filter", "", 400, "not valid JSON"},

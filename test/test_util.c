@@ -187,12 +187,36 @@ START_TEST(strmap_drop_if_keeps_the_rest)
 }
 END_TEST
 
+/* Ill-formed UTF-8 becomes '?', byte by byte; well-formed text is kept. */
+START_TEST(utf8_scrub_table)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain", "plain"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82"},
+        {"\xff\xfe", "??"},
+        {"cut \xe2\x82", "cut ??"},              /* a character cut by %.Ns */
+        {"\xc0\xaf", "??"},                        /* overlong '/' */
+        {"\xed\xa0\x80", "???"},                   /* a surrogate */
+        {"\xf4\x90\x80\x80", "????"},               /* past U+10FFFF */
+        {"a\x80" "b", "a?b"},                       /* a lone continuation byte */
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(cases); i++) {
+        char *s = xstrdup(cases[i].in);
+        ck_assert_str_eq(gp_utf8_scrub(s), cases[i].out);
+        free(s);
+    }
+}
+END_TEST
+
 Suite *suite_util(void);
 Suite *suite_util(void)
 {
     Suite *s = suite_create("util");
     TCase *t = tcase_create("buf");
     tcase_add_test(t, buf_appends_within_limit);
+    tcase_add_test(t, utf8_scrub_table);
     tcase_add_test(t, buf_error_sticks);
     tcase_add_test(t, buf_printf_long);
     tcase_add_test(t, strlcpy_truncates);

@@ -95,6 +95,14 @@ static inline const char *gp_s(long long n)
 /* Bounded copy; always terminates dst (dstsize > 0). Returns strlen(src). */
 size_t gp_strlcpy(char *dst, const char *src, size_t dstsize);
 
+/* The length (1-4) of the well-formed UTF-8 sequence at p (strict, as jansson
+ * checks: no overlong forms, no surrogates, at most U+10FFFF), or -1. */
+int gp_utf8_seq(const char *p, const char *end);
+/* Makes s valid UTF-8 in place: each byte of an ill-formed sequence (text
+ * from a client, or a multi-byte character cut by a bounded %.Ns) becomes
+ * '?'. Returns s. */
+char *gp_utf8_scrub(char *s);
+
 /* FNV-1a over n bytes, continuing from h (start with GP_FNV_OFFSET). For
  * hash tables and change fingerprints, not for security. */
 #define GP_FNV_OFFSET UINT64_C(14695981039346656037)

@@ -1,4 +1,4 @@
-/* h2.c -- one HTTP/2 connection over a TLS session: nghttp2 frames it, each
+/* h2.c -- one HTTP/2 connection (over TLS: tlsfront.c): nghttp2 frames it, each
  * stream is a request to the listener (srvreq.h). The connection's thread
  * reads, answers what can be answered at once (filter, prioritize, probes) and
  * leaves binds to the bind threads: a bind's stream stays open and its answer
@@ -44,9 +44,9 @@ typedef struct h2_stream {
 
 struct h2_conn {
     gp_server *s;
-    gnutls_session_t ses;
+    const h2_io *io;
     nghttp2_session *ng;
-    int fd, wake;
+    int wake;
     const char *peer_addr;
     int auth;                   /* SRV_AUTH_*, cached */
     h2_limits lim;
@@ -145,7 +145,7 @@ static int conn_auth(void *ud)
 {
     h2_conn *c = ud;
     if (c->auth == SRV_AUTH_UNKNOWN)
-        c->auth = srv_verify_session(c->s, c->ses);
+        c->auth = c->io->auth ? c->io->auth(c->io->ud) : SRV_AUTH_NO_CERT;
     return c->auth;
 }
 
@@ -153,6 +153,29 @@ static void conn_addr(void *ud, char *buf, size_t len)
 {
     h2_conn *c = ud;
     snprintf(buf, len, "%s", c->peer_addr);
+}
+
+static int hexval(char h)
+{
+    return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                          : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+}
+
+/* Decodes %XX in place, as libmicrohttpd does to HTTP/1.1 paths, so that a
+ * path routes the same over both (a malformed escape stays as it is). */
+static void percent_decode(char *p)
+{
+    char *w = p;
+    for (; *p; p++) {
+        int hi, lo;
+        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+            *w++ = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            *w++ = *p;
+        }
+    }
+    *w = '\0';
 }
 
 /* The request's headers are in: route, certificate and size rules. */
@@ -163,6 +186,8 @@ static void stream_begin(h2_conn *c, h2_stream *st)
     char *q = st->path ? strchr(st->path, '?') : NULL;
     if (q)
         *q++ = '\0';
+    if (st->path)
+        percent_decode(st->path);
     gp_peer peer = {.auth = conn_auth, .addr = conn_addr, .ud = c};
     if (!srvreq_begin(st->rq, st->method, st->path ? st->path : "", q,
                       st->clen[0] ? st->clen : NULL, &peer, &st->a))
@@ -280,11 +305,9 @@ static bool flush(h2_conn *c)
         if (n == 0)
             return true;
         for (ssize_t off = 0; off < n;) {
-            ssize_t w = gnutls_record_send(c->ses, data + off, (size_t)(n - off));
-            if (w == GNUTLS_E_INTERRUPTED)
-                continue;
+            ssize_t w = c->io->send(c->io->ud, data + off, (size_t)(n - off));
             if (w <= 0)
-                return false;   /* GNUTLS_E_AGAIN: the send time-out passed */
+                return false;   /* the send time-out passed, or the peer left */
             off += w;
         }
     }
@@ -345,19 +368,18 @@ static void serve_loop(h2_conn *c, atomic_bool *stopping)
         }
         if (atomic_load(stopping) && !c->streams)
             break;
-        struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->wake, .events = POLLIN}};
-        int timeout = gnutls_record_check_pending(c->ses) > 0 ? 0 : 1000;
+        bool pending = c->io->pending && c->io->pending(c->io->ud);
+        struct pollfd pf[2] = {{.fd = c->io->fd, .events = POLLIN}, {.fd = c->wake, .events = POLLIN}};
+        int timeout = pending ? 0 : 1000;
         int pr = poll(pf, 2, timeout);
         if (pr < 0 && errno != EINTR)
             break;
         double now = gp_mono_s();
         if (pf[1].revents & POLLIN)
             drain_ready(c);
-        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || gnutls_record_check_pending(c->ses) > 0) {
-            ssize_t n = gnutls_record_recv(c->ses, buf, H2_READ_CHUNK);
-            if (n == GNUTLS_E_INTERRUPTED)
-                continue;
-            if (n == GNUTLS_E_AGAIN) {   /* a record started and stalled past the time-out */
+        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || pending) {
+            ssize_t n = c->io->recv(c->io->ud, buf, H2_READ_CHUNK);
+            if (n == H2_IO_STALLED) {   /* a record started and stalled past the time-out */
                 srv_count_h2(c->s, SRV_H2_STALLED);
                 break;
             }
@@ -383,10 +405,10 @@ static void serve_loop(h2_conn *c, atomic_bool *stopping)
     free(buf);
 }
 
-void h2_serve(gp_server *s, gnutls_session_t ses, int fd, int wake, atomic_bool *stopping,
+void h2_serve(gp_server *s, const h2_io *io, int wake, atomic_bool *stopping,
               const h2_limits *lim, const char *peer_addr)
 {
-    h2_conn c = {.s = s, .ses = ses, .fd = fd, .wake = wake, .peer_addr = peer_addr};
+    h2_conn c = {.s = s, .io = io, .wake = wake, .peer_addr = peer_addr};
     c.lim.max_streams = lim && lim->max_streams ? lim->max_streams : 128;
     c.lim.idle_s = lim && lim->idle_s ? lim->idle_s : 60;
     c.lim.request_s = lim && lim->request_s ? lim->request_s : 60;

@@ -146,9 +146,15 @@ static char *dump(json_t *j)
     return s;
 }
 
+/* {"Error": msg}. msg may carry what a client sent (a path, a method), cut
+ * by a bounded %.Ns: it is made valid UTF-8 first, or jansson would refuse
+ * it (an HTTP/1.1 GET /%ff stopped gpupack so before; found by fuzz_h2). */
 static char *error_json(const char *msg)
 {
-    return dump(json_pack("{s:s}", "Error", msg));
+    char *m = gp_utf8_scrub(xstrdup(msg));
+    char *s = dump(json_pack("{s:s}", "Error", m));
+    free(m);
+    return s;
 }
 
 typedef int (*verb_fn)(gp_extender *, const char *, size_t, char **);

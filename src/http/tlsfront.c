@@ -162,6 +162,9 @@ static void pump(fconn *fc, gnutls_session_t ses)
         }
     }
     free(buf);
+    pthread_mutex_lock(&f->mu);
+    fc->mhd_fd = -1;   /* libmicrohttpd may close its end, and the number be reused, from now on */
+    pthread_mutex_unlock(&f->mu);
     close(pair[0]);   /* libmicrohttpd sees the end and closes its side */
 }
 
@@ -183,6 +186,49 @@ static void linger(fconn *fc, gnutls_session_t ses)
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
             break;
     }
+}
+
+/* ---------------------------------------------- HTTP/2 over the session -- */
+
+typedef struct tls_io {
+    fconn *fc;
+    gnutls_session_t ses;
+} tls_io;
+
+static ssize_t tls_recv(void *ud, void *buf, size_t n)
+{
+    tls_io *t = ud;
+    for (;;) {
+        ssize_t r = gnutls_record_recv(t->ses, buf, n);
+        if (r == GNUTLS_E_INTERRUPTED)
+            continue;
+        if (r == GNUTLS_E_AGAIN)
+            return H2_IO_STALLED;   /* the receive time-out passed inside a record */
+        return r < 0 ? -1 : r;
+    }
+}
+
+static ssize_t tls_send(void *ud, const void *buf, size_t n)
+{
+    tls_io *t = ud;
+    for (;;) {
+        ssize_t w = gnutls_record_send(t->ses, buf, n);
+        if (w == GNUTLS_E_INTERRUPTED)
+            continue;
+        return w < 0 ? -1 : w;
+    }
+}
+
+static bool tls_pending(void *ud)
+{
+    tls_io *t = ud;
+    return gnutls_record_check_pending(t->ses) > 0;
+}
+
+static int tls_auth(void *ud)
+{
+    tls_io *t = ud;
+    return t->fc->f->cfg.ca_pem ? srv_verify_session(t->fc->f->s, t->ses) : SRV_AUTH_NO_CERT;
 }
 
 static void *conn_main(void *arg)
@@ -223,7 +269,10 @@ static void *conn_main(void *arg)
             int one = 1;
             setsockopt(fc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             h2_limits lim = {.idle_s = f->cfg.idle_s, .request_s = f->cfg.request_s};
-            h2_serve(f->s, ses, fc->fd, fc->wake, &f->stopping, &lim, fc->addr_text);
+            tls_io t = {fc, ses};
+            h2_io io = {.recv = tls_recv, .send = tls_send, .pending = tls_pending,
+                        .auth = tls_auth, .ud = &t, .fd = fc->fd};
+            h2_serve(f->s, &io, fc->wake, &f->stopping, &lim, fc->addr_text);
         } else {
             fc->auth = f->cfg.ca_pem ? srv_verify_session(f->s, ses) : SRV_AUTH_NO_CERT;
             pump(fc, ses);

@@ -85,17 +85,10 @@ static int skip_string(scan *s)
         }
         /* UTF-8: the length from the lead byte, continuation bytes, no
          * overlong forms, no surrogates, at most U+10FFFF */
-        int n = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : -1;
-        if (n < 0 || s->end - s->p <= n)
+        int n = gp_utf8_seq(s->p, s->end);
+        if (n < 0)
             return -1;
-        unsigned char c1 = (unsigned char)s->p[1];
-        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
-            (c == 0xF4 && c1 > 0x8F))
-            return -1;
-        for (int i = 1; i <= n; i++)
-            if (((unsigned char)s->p[i] & 0xC0) != 0x80)
-                return -1;
-        s->p += n + 1;
+        s->p += n;
     }
     return -1;
 }

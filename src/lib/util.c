@@ -229,6 +229,39 @@ size_t gp_strlcpy(char *dst, const char *src, size_t dstsize)
     return len;
 }
 
+int gp_utf8_seq(const char *p, const char *end)
+{
+    if (p >= end)
+        return -1;
+    unsigned char c = (unsigned char)*p;
+    if (c < 0x80)
+        return 1;
+    int n = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : -1;
+    if (n < 0 || end - p <= n)
+        return -1;
+    unsigned char c1 = (unsigned char)p[1];
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+        (c == 0xF4 && c1 > 0x8F))
+        return -1;
+    for (int i = 1; i <= n; i++)
+        if (((unsigned char)p[i] & 0xC0) != 0x80)
+            return -1;
+    return n + 1;
+}
+
+char *gp_utf8_scrub(char *s)
+{
+    char *end = s + strlen(s);
+    for (char *p = s; p < end;) {
+        int n = gp_utf8_seq(p, end);
+        if (n < 0)
+            *p++ = '?';
+        else
+            p += n;
+    }
+    return s;
+}
+
 uint64_t gp_fnv1a(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;

@@ -1215,6 +1215,14 @@ typedef struct bind_job {
     gp_assignment a;        /* last member (large) */
 } bind_job;
 
+/* A job that is not handed to a bind thread (refused, or nothing to post). */
+static void bind_job_free(bind_job *j)
+{
+    json_decref(j->ann);
+    json_decref(j->dra_pod);
+    free(j);
+}
+
 static void log_bound(const char *ns, const char *name, const char *node, const gp_assignment *a,
                       const char *policy)
 {
@@ -1356,14 +1364,14 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     policy_set_unref(set);
     if (msg[0]) {
         *out = bind_failed(e, ns, name, node, msg);
-        free(j);
+        bind_job_free(j);
     } else if (bound_there) {
         *out = error_body("");
-        free(j);
+        bind_job_free(j);
     } else if (!e->binds) {
         log_bound(ns, name, node, &j->a, view.name);
         *out = error_body("");
-        free(j);
+        bind_job_free(j);   /* embedded: no Binding goes out, its annotations neither */
     } else {
         j->e = e;
         gp_strlcpy(j->ns, ns, sizeof j->ns);
