@@ -391,8 +391,7 @@ START_TEST(idle_connection_gets_goaway)
 }
 END_TEST
 
-/* A :path past its bound resets that stream only; header blocks past the
- * server's list size, likewise. */
+/* A :path past its bound resets that stream only; the connection goes on. */
 START_TEST(oversized_headers_reset_the_stream)
 {
     fixture f;

@@ -75,27 +75,22 @@ static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, buf, (socklen_t)len);
 }
 
-/* Writes all of p to a plain socket; false when it stalls or fails. */
-static bool write_all(int fd, const char *p, size_t n)
+static ssize_t plain_send(void *ud, const void *buf, size_t n)
 {
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    for (;;) {
+        ssize_t w = send(*(int *)ud, buf, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
+        return w;
     }
-    return true;
 }
 
-static bool tls_write_all(gnutls_session_t ses, const char *p, size_t n)
+/* Writes all of p with snd; false when the peer stalls past the time-out or fails. */
+static bool send_all(ssize_t (*snd)(void *ud, const void *buf, size_t n), void *ud, const char *p,
+                     size_t n)
 {
     while (n) {
-        ssize_t w = gnutls_record_send(ses, p, n);
-        if (w == GNUTLS_E_INTERRUPTED)
-            continue;
+        ssize_t w = snd(ud, p, n);
         if (w <= 0)
             return false;
         p += w;
@@ -104,91 +99,7 @@ static bool tls_write_all(gnutls_session_t ses, const char *p, size_t n)
     return true;
 }
 
-/* HTTP/1.1: libmicrohttpd serves the connection through a socket pair; this
- * copies between it and the TLS session until either side ends. */
-static void pump(fconn *fc, gnutls_session_t ses)
-{
-    gp_tlsfront *f = fc->f;
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-        LOG_WARN("TLS front: socketpair: %s", strerror(errno));
-        return;
-    }
-    set_timeouts(pair[0], IO_TIMEOUT_S);
-    pthread_mutex_lock(&f->mu);
-    fc->mhd_fd = pair[1];
-    pthread_mutex_unlock(&f->mu);
-    if (MHD_add_connection(f->d, pair[1], (const struct sockaddr *)&fc->addr, fc->addrlen) !=
-        MHD_YES) {
-        LOG_WARN("TLS front: libmicrohttpd did not take the connection from %s", fc->addr_text);
-        pthread_mutex_lock(&f->mu);
-        fc->mhd_fd = -1;
-        pthread_mutex_unlock(&f->mu);
-        close(pair[0]);
-        return;   /* libmicrohttpd closed pair[1] */
-    }
-    char *buf = xmalloc(PUMP_CHUNK);
-    /* false once libmicrohttpd closed its side for reading (it answered a
-     * request early, 413 say): its answer still goes out, the rest of the
-     * client's body is dropped */
-    bool to_mhd = true;
-    while (!atomic_load(&f->stopping)) {
-        struct pollfd pf[3] = {{.fd = fc->fd, .events = POLLIN},
-                               {.fd = pair[0], .events = POLLIN},
-                               {.fd = fc->wake, .events = POLLIN}};
-        int pr = gnutls_record_check_pending(ses) > 0 ? 1 : poll(pf, 3, -1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0 || (pf[2].revents & POLLIN))
-            break;
-        /* libmicrohttpd's side first: an answer it wrote before closing must
-         * reach the client before the client's next bytes fail to go in */
-        if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = read(pair[0], buf, PUMP_CHUNK);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0 || !tls_write_all(ses, buf, (size_t)n))
-                break;
-            continue;   /* drain it before reading the client again */
-        }
-        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || gnutls_record_check_pending(ses) > 0) {
-            ssize_t n = gnutls_record_recv(ses, buf, PUMP_CHUNK);
-            if (n == GNUTLS_E_INTERRUPTED)
-                continue;
-            if (n <= 0)
-                break;
-            if (to_mhd && !write_all(pair[0], buf, (size_t)n))
-                to_mhd = false;
-        }
-    }
-    free(buf);
-    pthread_mutex_lock(&f->mu);
-    fc->mhd_fd = -1;   /* libmicrohttpd may close its end, and the number be reused, from now on */
-    pthread_mutex_unlock(&f->mu);
-    close(pair[0]);   /* libmicrohttpd sees the end and closes its side */
-}
-
-/* Ends the connection gracefully: close_notify, no more writes, and what the
- * client still sends (the rest of a body answered early) is read and dropped
- * for up to 2 s, so that the kernel does not reset the connection -- and
- * throw away an answer the client has not read yet -- when it is closed with
- * unread data. */
-static void linger(fconn *fc, gnutls_session_t ses)
-{
-    gnutls_bye(ses, GNUTLS_SHUT_WR);
-    shutdown(fc->fd, SHUT_WR);
-    struct timeval tv = {.tv_usec = 200000};
-    setsockopt(fc->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char buf[4096];
-    double end = gp_mono_s() + 2;
-    while (gp_mono_s() < end && !atomic_load(&fc->f->stopping)) {
-        ssize_t n = recv(fc->fd, buf, sizeof buf, 0);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-            break;
-    }
-}
-
-/* ---------------------------------------------- HTTP/2 over the session -- */
+/* ------------------------------------------------- the TLS session's I/O -- */
 
 typedef struct tls_io {
     fconn *fc;
@@ -229,6 +140,91 @@ static int tls_auth(void *ud)
 {
     tls_io *t = ud;
     return t->fc->f->cfg.ca_pem ? srv_verify_session(t->fc->f->s, t->ses) : SRV_AUTH_NO_CERT;
+}
+
+/* HTTP/1.1: libmicrohttpd serves the connection through a socket pair; this
+ * copies between it and the TLS session until either side ends. */
+static void pump(fconn *fc, gnutls_session_t ses)
+{
+    gp_tlsfront *f = fc->f;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        LOG_WARN("TLS front: socketpair: %s", strerror(errno));
+        return;
+    }
+    set_timeouts(pair[0], IO_TIMEOUT_S);
+    pthread_mutex_lock(&f->mu);
+    fc->mhd_fd = pair[1];
+    pthread_mutex_unlock(&f->mu);
+    if (MHD_add_connection(f->d, pair[1], (const struct sockaddr *)&fc->addr, fc->addrlen) !=
+        MHD_YES) {
+        LOG_WARN("TLS front: libmicrohttpd did not take the connection from %s", fc->addr_text);
+        pthread_mutex_lock(&f->mu);
+        fc->mhd_fd = -1;
+        pthread_mutex_unlock(&f->mu);
+        close(pair[0]);
+        return;   /* libmicrohttpd closed pair[1] */
+    }
+    tls_io t = {fc, ses};
+    char *buf = xmalloc(PUMP_CHUNK);
+    /* false once libmicrohttpd closed its side for reading (it answered a
+     * request early, 413 say): its answer still goes out, the rest of the
+     * client's body is dropped */
+    bool to_mhd = true;
+    while (!atomic_load(&f->stopping)) {
+        struct pollfd pf[3] = {{.fd = fc->fd, .events = POLLIN},
+                               {.fd = pair[0], .events = POLLIN},
+                               {.fd = fc->wake, .events = POLLIN}};
+        int pr = gnutls_record_check_pending(ses) > 0 ? 1 : poll(pf, 3, -1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0 || (pf[2].revents & POLLIN))
+            break;
+        /* libmicrohttpd's side first: an answer it wrote before closing must
+         * reach the client before the client's next bytes fail to go in */
+        if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(pair[0], buf, PUMP_CHUNK);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0 || !send_all(tls_send, &t, buf, (size_t)n))
+                break;
+            continue;   /* drain it before reading the client again */
+        }
+        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || gnutls_record_check_pending(ses) > 0) {
+            ssize_t n = gnutls_record_recv(ses, buf, PUMP_CHUNK);
+            if (n == GNUTLS_E_INTERRUPTED)
+                continue;
+            if (n <= 0)
+                break;
+            if (to_mhd && !send_all(plain_send, &pair[0], buf, (size_t)n))
+                to_mhd = false;
+        }
+    }
+    free(buf);
+    pthread_mutex_lock(&f->mu);
+    fc->mhd_fd = -1;   /* libmicrohttpd may close its end, and the number be reused, from now on */
+    pthread_mutex_unlock(&f->mu);
+    close(pair[0]);   /* libmicrohttpd sees the end and closes its side */
+}
+
+/* Ends the connection gracefully: close_notify, no more writes, and what the
+ * client still sends (the rest of a body answered early) is read and dropped
+ * for up to 2 s, so that the kernel does not reset the connection -- and
+ * throw away an answer the client has not read yet -- when it is closed with
+ * unread data. */
+static void linger(fconn *fc, gnutls_session_t ses)
+{
+    gnutls_bye(ses, GNUTLS_SHUT_WR);
+    shutdown(fc->fd, SHUT_WR);
+    struct timeval tv = {.tv_usec = 200000};
+    setsockopt(fc->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    double end = gp_mono_s() + 2;
+    while (gp_mono_s() < end && !atomic_load(&fc->f->stopping)) {
+        ssize_t n = recv(fc->fd, buf, sizeof buf, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            break;
+    }
 }
 
 static void *conn_main(void *arg)
