@@ -231,7 +231,7 @@ static void *conn_main(void *arg)
 {
     fconn *fc = arg;
     gp_tlsfront *f = fc->f;
-    gnutls_session_t ses;
+    gnutls_session_t ses = NULL;
     bool ok = gnutls_init(&ses, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) == GNUTLS_E_SUCCESS;
     if (ok) {
         gnutls_priority_set(ses, f->prio);
