@@ -34,6 +34,11 @@ typedef struct h2_io {
     int fd;                     /* what poll() waits on for reading */
 } h2_io;
 
+/* Writes all n bytes of p with snd (an h2_io's send, or the TLS front's
+ * HTTP/1.1 pump's); false when the peer stalls past its time-out or fails. */
+bool h2_send_all(ssize_t (*snd)(void *ud, const void *buf, size_t n), void *ud, const void *p,
+                 size_t n);
+
 /* Serves the connection until the client ends it, a limit or an error ends it,
  * or *stopping is set (then a GOAWAY goes out first). `wake` is an eventfd the
  * caller may write to make the loop look at *stopping. Returns when every

@@ -9,6 +9,7 @@
 #include <gnutls/gnutls.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "http/server.h"
 
@@ -55,11 +56,12 @@ int srvreq_end(gp_req *rq, gp_answer *a);
 /* Frees the request (its memory budget goes back). Waits out a bind thread
  * that is answering it right now; never call it while a bind is queued. */
 void srvreq_free(gp_req *rq);
-/* Whether a bind thread still owes this request its answer. */
-bool srvreq_bind_pending(gp_req *rq);
 
 /* The TLS peer's certificate chain against --client-ca: SRV_AUTH_*. */
 int srv_verify_session(gp_server *s, gnutls_session_t ses);
+
+/* A client's IPv4 or IPv6 address as text ("?" for other families), for log lines. */
+void srv_addr_text(const struct sockaddr *sa, char *buf, size_t len);
 
 /* The carriers' counters (server_metrics renders them). */
 typedef enum { SRV_PROTO_H1, SRV_PROTO_H2 } srv_proto;

@@ -106,6 +106,17 @@ static ssize_t body_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
     return (ssize_t)n;
 }
 
+/* A graceful GOAWAY (once): streams already begun are answered, no new
+ * ones are taken, and the connection ends when they are done. */
+static void goaway(h2_conn *c)
+{
+    if (c->goaway)
+        return;
+    c->goaway = true;
+    nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->ng),
+                          NGHTTP2_NO_ERROR, NULL, 0);
+}
+
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
 
 /* Sends st->a on its stream; a GOAWAY follows when the answer says the caller
@@ -133,11 +144,8 @@ static void stream_answer(h2_conn *c, h2_stream *st)
     if (nghttp2_submit_response(c->ng, st->id, nv, n, &prd) != 0)
         c->failed = true;
     if (st->a.close && !c->goaway) {
-        c->goaway = true;
         srv_count_h2(c->s, SRV_H2_GOAWAY);
-        nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE,
-                              nghttp2_session_get_last_proc_stream_id(c->ng), NGHTTP2_NO_ERROR,
-                              NULL, 0);
+        goaway(c);
     }
 }
 
@@ -294,6 +302,20 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void 
 
 /* ------------------------------------------------------------ the loop -- */
 
+bool h2_send_all(ssize_t (*snd)(void *ud, const void *buf, size_t n), void *ud, const void *p,
+                 size_t n)
+{
+    const char *q = p;
+    while (n) {
+        ssize_t w = snd(ud, q, n);
+        if (w <= 0)
+            return false;
+        q += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
 /* Writes what nghttp2 has queued; false when the peer does not take it. */
 static bool flush(h2_conn *c)
 {
@@ -304,12 +326,8 @@ static bool flush(h2_conn *c)
             return false;
         if (n == 0)
             return true;
-        for (ssize_t off = 0; off < n;) {
-            ssize_t w = c->io->send(c->io->ud, data + off, (size_t)(n - off));
-            if (w <= 0)
-                return false;   /* the send time-out passed, or the peer left */
-            off += w;
-        }
+        if (!h2_send_all(c->io->send, c->io->ud, data, (size_t)n))
+            return false;   /* the send time-out passed, or the peer left */
     }
 }
 
@@ -360,10 +378,7 @@ static void serve_loop(h2_conn *c, atomic_bool *stopping)
         if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng))
             break;
         if (atomic_load(stopping) && !c->goaway) {
-            c->goaway = true;
-            nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE,
-                                  nghttp2_session_get_last_proc_stream_id(c->ng),
-                                  NGHTTP2_NO_ERROR, NULL, 0);
+            goaway(c);
             continue;
         }
         if (atomic_load(stopping) && !c->streams)
@@ -394,10 +409,7 @@ static void serve_loop(h2_conn *c, atomic_bool *stopping)
         }
         reap_slow_requests(c, now);
         if (!c->streams && now - last_rx > c->lim.idle_s && !c->goaway) {
-            c->goaway = true;   /* idle: the client opens a new connection when it needs one */
-            nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE,
-                                  nghttp2_session_get_last_proc_stream_id(c->ng),
-                                  NGHTTP2_NO_ERROR, NULL, 0);
+            goaway(c);   /* idle: the client opens a new connection when it needs one */
         } else if (!c->streams && c->goaway && now - last_rx > c->lim.idle_s + 5) {
             break;   /* a client that never closes after the GOAWAY */
         }

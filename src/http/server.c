@@ -651,9 +651,6 @@ void srv_count_h2(gp_server *s, srv_h2_event e)
 
 /* ------------------------------------------------- client certificates -- */
 
-enum { AUTH_UNKNOWN = SRV_AUTH_UNKNOWN, AUTH_OK = SRV_AUTH_OK, AUTH_NO_CERT = SRV_AUTH_NO_CERT,
-       AUTH_UNTRUSTED = SRV_AUTH_UNTRUSTED };
-
 /* SHA-256 over the chain (each certificate's length and DER bytes). */
 static int chain_digest(const gnutls_datum_t *certs, unsigned n, unsigned char out[32])
 {
@@ -701,11 +698,11 @@ static int chain_validity(const gnutls_datum_t *certs, unsigned n, time_t *nb, t
 int srv_verify_session(gp_server *s, gnutls_session_t ses)
 {
     if (!ses)
-        return AUTH_NO_CERT;
+        return SRV_AUTH_NO_CERT;
     unsigned int n = 0;
     const gnutls_datum_t *certs = gnutls_certificate_get_peers(ses, &n);
     if (!certs || n == 0)
-        return AUTH_NO_CERT;
+        return SRV_AUTH_NO_CERT;
     unsigned char dg[32];
     bool digested = chain_digest(certs, n, dg) == 0;
     time_t now = time(NULL);
@@ -723,13 +720,13 @@ int srv_verify_session(gp_server *s, gnutls_session_t ses)
         pthread_mutex_unlock(&s->trust_mu);
         if (hit) {
             atomic_fetch_add(&s->chain_checks[1], 1);
-            return AUTH_OK;
+            return SRV_AUTH_OK;
         }
     }
     atomic_fetch_add(&s->chain_checks[0], 1);
     unsigned int status = 0;
     if (gnutls_certificate_verify_peers2(ses, &status) != GNUTLS_E_SUCCESS || status != 0)
-        return AUTH_UNTRUSTED;
+        return SRV_AUTH_UNTRUSTED;
     time_t nb, na;
     if (digested && chain_validity(certs, n, &nb, &na) == 0) {
         pthread_mutex_lock(&s->trust_mu);
@@ -743,7 +740,7 @@ int srv_verify_session(gp_server *s, gnutls_session_t ses)
         slot->used = gp_mono_s();
         pthread_mutex_unlock(&s->trust_mu);
     }
-    return AUTH_OK;
+    return SRV_AUTH_OK;
 }
 
 /* ------------------------------------------------------ memory budget -- */
@@ -774,7 +771,7 @@ static void release(gp_server *s, req_state *rs)
 
 /* ------------------------------------------------------------ requests -- */
 
-static int answer(req_state *rs, gp_answer *a, int status, char *body)
+static int answer(gp_answer *a, int status, char *body)
 {
     *a = (gp_answer){.status = status, .body = body, .ctype = "application/json"};
     return 0;
@@ -785,7 +782,7 @@ static int answer(req_state *rs, gp_answer *a, int status, char *body)
 static int refuse_client(req_state *rs, const gp_peer *peer, int auth, gp_answer *a)
 {
     gp_server *s = rs->s;
-    bool none = auth == AUTH_NO_CERT;
+    bool none = auth == SRV_AUTH_NO_CERT;
     unsigned long n = atomic_fetch_add(&s->refused[none ? 0 : 1], 1) + 1;
     long long now = (long long)gp_mono_s(), last = atomic_load(&s->refused_logged_s);
     if (now - last >= 10 && atomic_compare_exchange_strong(&s->refused_logged_s, &last, now)) {
@@ -798,7 +795,7 @@ static int refuse_client(req_state *rs, const gp_peer *peer, int auth, gp_answer
     }
     int status = none ? 401 : 403;
     count(s, rs->route, status, rs->start);
-    return answer(rs, a, status,
+    return answer(a, status,
                   error_json(none ? "this route needs a TLS client certificate signed by "
                                     "gpupack's --client-ca (kube-scheduler: tlsConfig certFile/keyFile)"
                                   : "the TLS client certificate is not trusted: not signed by "
@@ -829,7 +826,7 @@ static int refuse_memory(req_state *rs, size_t need, gp_answer *a)
     gp_buf_free(&rs->body);
     release(s, rs);
     count(s, rs->route, status, rs->start);
-    return answer(rs, a, status, error_json(msg));
+    return answer(a, status, error_json(msg));
 }
 
 static int refuse_size(req_state *rs, gp_answer *a)
@@ -839,7 +836,7 @@ static int refuse_size(req_state *rs, gp_answer *a)
     count(s, rs->route, 413, rs->start);
     char msg[128];
     snprintf(msg, sizeof msg, "request body larger than the limit of %zu bytes", s->max_body);
-    return answer(rs, a, 413, error_json(msg));
+    return answer(a, 413, error_json(msg));
 }
 
 gp_req *srvreq_new(gp_server *s, void (*resume)(void *ud), void *ud)
@@ -868,7 +865,7 @@ int srvreq_begin(gp_req *rs, const char *method, const char *path, const char *q
         char msg[700];
         if (known) {
             snprintf(msg, sizeof msg, "method %.16s is not allowed on %.200s", method, path);
-            answer(rs, a, 405, error_json(msg));
+            answer(a, 405, error_json(msg));
             a->allow = strcmp(method, "GET") == 0 ? "POST" : "GET";
             return 0;
         }
@@ -882,11 +879,11 @@ int srvreq_begin(gp_req *rs, const char *method, const char *path, const char *q
                      "%.60s/bind, %.60s/preempt; GET /healthz, /readyz, /metrics, "
                      "/inspect[/NODE], /ui; POST /explain",
                      method, path, s->prefix, s->prefix, s->prefix, s->prefix);
-        return answer(rs, a, 404, error_json(msg));
+        return answer(a, 404, error_json(msg));
     }
     if (routes[rs->route].authenticated && s->client_ca) {
-        int auth = peer->auth ? peer->auth(peer->ud) : AUTH_NO_CERT;
-        if (auth != AUTH_OK)
+        int auth = peer->auth ? peer->auth(peer->ud) : SRV_AUTH_NO_CERT;
+        if (auth != SRV_AUTH_OK)
             return refuse_client(rs, peer, auth, a);
     }
     unsigned long long clen = content_length ? strtoull(content_length, NULL, 10) : 0;
@@ -947,14 +944,6 @@ int srvreq_end(gp_req *rs, gp_answer *a)
     return 1;
 }
 
-bool srvreq_bind_pending(gp_req *rs)
-{
-    pthread_mutex_lock(&rs->s->bind_mu);
-    bool pending = rs->bind_queued && !rs->bind_answered;
-    pthread_mutex_unlock(&rs->s->bind_mu);
-    return pending;
-}
-
 void srvreq_free(gp_req *rs)
 {
     if (!rs)
@@ -1007,11 +996,11 @@ static int mhd_auth(void *ud)
 {
     struct MHD_Connection *conn = ud;
     conn_state *cs = mhd_conn_state(conn);
-    if (cs && cs->auth != AUTH_UNKNOWN)
+    if (cs && cs->auth != SRV_AUTH_UNKNOWN)
         return cs->auth;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    int a = AUTH_NO_CERT;
+    int a = SRV_AUTH_NO_CERT;
     if (ci && ci->tls_session && cs && cs->server)
         a = srv_verify_session(cs->server, (gnutls_session_t)ci->tls_session);
     if (cs)
@@ -1019,16 +1008,20 @@ static int mhd_auth(void *ud)
     return a;
 }
 
+void srv_addr_text(const struct sockaddr *sa, char *buf, size_t len)
+{
+    snprintf(buf, len, "?");
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
+}
+
 static void mhd_addr(void *ud, char *buf, size_t len)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(ud, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, buf,
-                  (socklen_t)len);
-    else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, buf,
-                  (socklen_t)len);
+    srv_addr_text(ci ? ci->client_addr : NULL, buf, len);
 }
 
 static void mhd_resume(void *ud)
@@ -1046,7 +1039,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (s->front) {   /* handed over by the TLS front, which checked the certificate */
             const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-            cs->auth = ci ? tlsfront_auth_of(s->front, ci->connect_fd) : AUTH_NO_CERT;
+            cs->auth = ci ? tlsfront_auth_of(s->front, ci->connect_fd) : SRV_AUTH_NO_CERT;
         } else {
             srv_count_connection(s, SRV_PROTO_H1);
         }
@@ -1186,9 +1179,9 @@ gp_server *server_start(const gp_server_config *cfg, gp_extender *e, gp_cluster 
                      MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    bool front = (cfg->tls_cert || cfg->tls_key) && !cfg->no_http2;
     unsigned threads = cfg->threads ? cfg->threads : 2;
     bool tls = cfg->tls_cert || cfg->tls_key;
+    bool front = tls && !cfg->no_http2;
     if (tls) {
         if (!cfg->tls_cert || !cfg->tls_key) {
             gp_fail(err, "TLS needs both --tls-cert and --tls-key");

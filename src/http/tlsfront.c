@@ -66,15 +66,6 @@ static void set_timeouts(int fd, unsigned s)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-    snprintf(buf, len, "?");
-    if (ss->ss_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, buf, (socklen_t)len);
-    else if (ss->ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, buf, (socklen_t)len);
-}
-
 static ssize_t plain_send(void *ud, const void *buf, size_t n)
 {
     for (;;) {
@@ -83,20 +74,6 @@ static ssize_t plain_send(void *ud, const void *buf, size_t n)
             continue;
         return w;
     }
-}
-
-/* Writes all of p with snd; false when the peer stalls past the time-out or fails. */
-static bool send_all(ssize_t (*snd)(void *ud, const void *buf, size_t n), void *ud, const char *p,
-                     size_t n)
-{
-    while (n) {
-        ssize_t w = snd(ud, p, n);
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
 }
 
 /* ------------------------------------------------- the TLS session's I/O -- */
@@ -186,7 +163,7 @@ static void pump(fconn *fc, gnutls_session_t ses)
             ssize_t n = read(pair[0], buf, PUMP_CHUNK);
             if (n < 0 && errno == EINTR)
                 continue;
-            if (n <= 0 || !send_all(tls_send, &t, buf, (size_t)n))
+            if (n <= 0 || !h2_send_all(tls_send, &t, buf, (size_t)n))
                 break;
             continue;   /* drain it before reading the client again */
         }
@@ -196,7 +173,7 @@ static void pump(fconn *fc, gnutls_session_t ses)
                 continue;
             if (n <= 0)
                 break;
-            if (to_mhd && !send_all(plain_send, &pair[0], buf, (size_t)n))
+            if (to_mhd && !h2_send_all(plain_send, &pair[0], buf, (size_t)n))
                 to_mhd = false;
         }
     }
@@ -338,7 +315,7 @@ static void *accept_main(void *arg)
         }
         fc->f = f;
         fc->mhd_fd = -1;
-        addr_text(&fc->addr, fc->addr_text, sizeof fc->addr_text);
+        srv_addr_text((const struct sockaddr *)&fc->addr, fc->addr_text, sizeof fc->addr_text);
         pthread_mutex_lock(&f->mu);
         if (pthread_create(&fc->thread, NULL, conn_main, fc) != 0) {
             pthread_mutex_unlock(&f->mu);
