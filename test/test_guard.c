@@ -18,38 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pack/clusterfile.h"
 #include "http/server.h"
 #include "testutil.h"
 #include "lib/yamljson.h"
 
 #define TLS_DIR "test/fixtures/tls/"
 
-typedef struct fixture {
-    gp_cluster *c;
-    gp_extender *e;
-    gp_server *s;
-    char base[64];
-} fixture;
-
-static void fx_start(fixture *f, const gp_server_config *cfg, bool tls)
-{
-    memset(f, 0, sizeof *f);
-    f->c = cluster_new();
-    gp_err err;
-    ck_assert_msg(clusterfile_load(f->c, "examples/cluster.yaml", 1024, NULL, &err) == 0, "%s", err.msg);
-    f->e = extender_new(f->c, NULL);
-    f->s = server_start(cfg, f->e, f->c, NULL, &err);
-    ck_assert_msg(f->s != NULL, "%s", err.msg);
-    snprintf(f->base, sizeof f->base, "%s://127.0.0.1:%d", tls ? "https" : "http", server_port(f->s));
-}
-
-static void fx_stop(fixture *f)
-{
-    server_stop(f->s);
-    extender_free(f->e);
-    cluster_free(f->c);
-}
+typedef tu_listener fixture;
 
 typedef struct resp {
     long status;
@@ -152,7 +127,7 @@ START_TEST(verbs_need_a_trusted_client_certificate)
     gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
                             .tls_key = TLS_DIR "server.key", .client_ca = TLS_DIR "ca.crt"};
     fixture f;
-    fx_start(&f, &cfg, true);
+    tu_listener_start(&f, &cfg, NULL);
     size_t len = 0;
     char *body = c->path[1] == 'f' || c->path[1] == 'p' ? read_text("examples/filter-request.json", &len)
                  : c->path[1] == 'b'                    ? read_text("test/fixtures/tls/bind-new-pod.json", &len)
@@ -175,7 +150,7 @@ START_TEST(verbs_need_a_trusted_client_certificate)
     gp_buf_free(&r.body);
     gp_buf_free(&after.body);
     free(body);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -189,7 +164,7 @@ START_TEST(verified_client_chains_are_remembered)
     gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
                             .tls_key = TLS_DIR "server.key", .client_ca = TLS_DIR "ca.crt"};
     fixture f;
-    fx_start(&f, &cfg, true);
+    tu_listener_start(&f, &cfg, NULL);
     size_t len;
     char *body = read_text("examples/filter-request.json", &len);
     char url[128];
@@ -212,7 +187,7 @@ START_TEST(verified_client_chains_are_remembered)
     /* six calls and three /metrics reads, each on its own connection */
     ck_assert_double_eq(metric(f.base, "gpupack_http_connections_total"), 9);
     free(body);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -259,7 +234,7 @@ START_TEST(stalled_tls_handshakes_do_not_spin)
     gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
                             .tls_key = TLS_DIR "server.key", .client_ca = TLS_DIR "ca.crt"};
     fixture f;
-    fx_start(&f, &cfg, true);
+    tu_listener_start(&f, &cfg, NULL);
     int silent = tcp_connect(server_port(f.s));
     int hello = tcp_connect(server_port(f.s));
     gnutls_certificate_credentials_t cred;
@@ -286,7 +261,7 @@ START_TEST(stalled_tls_handshakes_do_not_spin)
     gnutls_certificate_free_credentials(cred);
     close(hello);
     close(silent);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -314,7 +289,7 @@ START_TEST(inspect_hides_pod_uids_unless_asked)
     for (int show = 0; show < 2; show++) {
         gp_server_config cfg = {.listen = "127.0.0.1:0", .show_uids = show};
         fixture f;
-        fx_start(&f, &cfg, false);
+        tu_listener_start(&f, &cfg, NULL);
         for (size_t i = 0; i < GP_ARRAY_LEN(paths); i++) {
             char url[128];
             snprintf(url, sizeof url, "%s%s", f.base, paths[i]);
@@ -327,7 +302,7 @@ START_TEST(inspect_hides_pod_uids_unless_asked)
                           r.body.data);
             gp_buf_free(&r.body);
         }
-        fx_stop(&f);
+        tu_listener_stop(&f);
     }
 }
 END_TEST
@@ -354,7 +329,7 @@ START_TEST(amplifying_body_is_refused_before_decoding)
 {
     gp_server_config cfg = {.listen = "127.0.0.1:0"};
     fixture f;
-    fx_start(&f, &cfg, false);
+    tu_listener_start(&f, &cfg, NULL);
     size_t len;
     char *body = repeat("{\"Pod\":{},\"Nodes\":{\"items\":[", "{}", 1000000, "]}}", &len);
     char url[128];
@@ -365,7 +340,7 @@ START_TEST(amplifying_body_is_refused_before_decoding)
     ck_assert_msg(strstr(r.body.data, "--max-inflight"), "%s", r.body.data);
     gp_buf_free(&r.body);
     free(body);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -376,10 +351,7 @@ static double metric(const char *base, const char *name)
     snprintf(url, sizeof url, "%s/metrics", base);
     resp r;
     http(url, NULL, NULL, 0, &r);
-    char key[128];
-    snprintf(key, sizeof key, "\n%s ", name);
-    const char *p = strstr(r.body.data, key);
-    double v = p ? atof(p + strlen(key)) : -1;
+    double v = tu_metric_in(r.body.data, name);
     gp_buf_free(&r.body);
     return v;
 }
@@ -390,7 +362,7 @@ START_TEST(inflight_budget_answers_503_then_recovers)
 {
     gp_server_config cfg = {.listen = "127.0.0.1:0", .max_inflight = 256u << 10};
     fixture f;
-    fx_start(&f, &cfg, false);
+    tu_listener_start(&f, &cfg, NULL);
     /* a slow client: announces 100,000 bytes, sends a few */
     int fd = tcp_connect(server_port(f.s));
     const char *head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -426,7 +398,7 @@ START_TEST(inflight_budget_answers_503_then_recovers)
     gp_buf_free(&r.body);
     gp_buf_free(&padded);
     free(req);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 

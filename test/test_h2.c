@@ -17,38 +17,18 @@
 #include <unistd.h>
 
 #include "http/server.h"
-#include "pack/clusterfile.h"
 #include "testutil.h"
 
 #define TLS_DIR "test/fixtures/tls/"
 
-typedef struct fixture {
-    gp_cluster *c;
-    gp_extender *e;
-    gp_server *s;
-    char base[64];
-} fixture;
+typedef tu_listener fixture;
 
 static void fx_start(fixture *f, unsigned idle_s, unsigned request_s)
 {
-    memset(f, 0, sizeof *f);
-    f->c = cluster_new();
-    gp_err err;
-    ck_assert_msg(clusterfile_load(f->c, "examples/cluster.yaml", 1024, NULL, &err) == 0, "%s", err.msg);
-    f->e = extender_new(f->c, NULL);
     gp_server_config cfg = {.listen = "127.0.0.1:0", .tls_cert = TLS_DIR "server.crt",
                             .tls_key = TLS_DIR "server.key", .h2_idle_s = idle_s,
                             .h2_request_s = request_s};
-    f->s = server_start(&cfg, f->e, f->c, NULL, &err);
-    ck_assert_msg(f->s != NULL, "%s", err.msg);
-    snprintf(f->base, sizeof f->base, "https://127.0.0.1:%d", server_port(f->s));
-}
-
-static void fx_stop(fixture *f)
-{
-    server_stop(f->s);
-    extender_free(f->e);
-    cluster_free(f->c);
+    tu_listener_start(f, &cfg, NULL);
 }
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -79,16 +59,7 @@ static char *get_h1(const fixture *f, const char *path)
 static double metric(const fixture *f, const char *series)
 {
     char *m = get_h1(f, "/metrics");
-    double v = -1;
-    size_t sl = strlen(series);
-    for (const char *p = m; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        if (strncmp(p, series, sl) == 0 && p[sl] == ' ') {
-            v = strtod(p + sl + 1, NULL);
-            break;
-        }
-        p = nl ? nl + 1 : NULL;
-    }
+    double v = tu_metric_in(m, series);
     free(m);
     return v;
 }
@@ -188,7 +159,7 @@ START_TEST(many_requests_share_one_connection)
     /* one HTTP/2 connection carried the 60 requests */
     ck_assert_double_eq(metric(&f, "gpupack_http_connections_by_protocol_total{protocol=\"h2\"}"), 1);
     ck_assert_double_eq(metric(&f, "gpupack_http2_events_total{event=\"stream\"}"), 2 * N);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -368,7 +339,7 @@ START_TEST(stalled_request_is_reset)
     ck_assert_msg(wait_frame(&r, F_HEADERS, 3, 10), "no answer on the same connection afterwards");
     raw_close(&r);
     ck_assert_double_ge(metric(&f, "gpupack_http2_events_total{event=\"stalled\"}"), 1);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -387,7 +358,7 @@ START_TEST(idle_connection_gets_goaway)
     ck_assert_uint_eq(last_error, 0);   /* NO_ERROR: a graceful end */
     ck_assert_msg(closed_within(&r, 15), "the idle connection stayed open after its GOAWAY");
     raw_close(&r);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -411,7 +382,7 @@ START_TEST(oversized_headers_reset_the_stream)
     ck_assert_msg(wait_frame(&r, F_HEADERS, 3, 10), "no answer on the same connection afterwards");
     free(path);
     raw_close(&r);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -433,7 +404,7 @@ START_TEST(bad_preface_ends_the_connection)
     headers(&r, 1, true, healthz);
     ck_assert(wait_frame(&r, F_HEADERS, 1, 10));
     raw_close(&r);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -460,7 +431,7 @@ START_TEST(no_alpn_is_http11)
     buf[have] = '\0';
     ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%s", buf);
     raw_close(&r);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "pack/clusterfile.h"
 #include "http/server.h"
 #include "testutil.h"
 
@@ -19,43 +18,22 @@ static int carrier;
 static const char *const carrier_names[CARRIERS] = {"http/1.1", "https http/1.1", "https h2"};
 #define TLS_DIR "test/fixtures/tls/"
 
-typedef struct fixture {
-    gp_cluster *c;
-    gp_extender *e;
-    gp_server *s;
-    char base[64];
-} fixture;
+typedef tu_listener fixture;
 
 static void fx_start_hooks(fixture *f, const char *prefix, size_t max_body,
                            const gp_server_hooks *hooks)
 {
-    memset(f, 0, sizeof *f);
-    f->c = cluster_new();
-    gp_err err;
-    ck_assert_msg(clusterfile_load(f->c, "examples/cluster.yaml", 1024, NULL, &err) == 0, "%s", err.msg);
-    f->e = extender_new(f->c, NULL);
     gp_server_config cfg = {.listen = "127.0.0.1:0", .url_prefix = prefix, .max_body = max_body};
     if (carrier != PLAIN) {
         cfg.tls_cert = TLS_DIR "server.crt";
         cfg.tls_key = TLS_DIR "server.key";
     }
-    f->s = server_start(&cfg, f->e, f->c, hooks, &err);
-    ck_assert_msg(f->s != NULL, "%s", err.msg);
-    ck_assert_int_gt(server_port(f->s), 0);
-    snprintf(f->base, sizeof f->base, "%s://127.0.0.1:%d", carrier == PLAIN ? "http" : "https",
-             server_port(f->s));
+    tu_listener_start(f, &cfg, hooks);
 }
 
 static void fx_start(fixture *f, const char *prefix, size_t max_body)
 {
     fx_start_hooks(f, prefix, max_body, NULL);
-}
-
-static void fx_stop(fixture *f)
-{
-    server_stop(f->s);
-    extender_free(f->e);
-    cluster_free(f->c);
 }
 
 typedef struct resp {
@@ -183,7 +161,7 @@ START_TEST(verbs_over_http)
     free(filter);
     free(bind);
     curl_easy_cleanup(h);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -277,7 +255,7 @@ START_TEST(standby_closes_verb_connections)
     free(filter);
     free(bind);
     curl_easy_cleanup(h);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -326,7 +304,7 @@ START_TEST(routes_and_errors)
     }
     gp_buf_free(&r.body);
     curl_easy_cleanup(h);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -360,7 +338,7 @@ START_TEST(oversized_bodies_get_413)
     gp_cluster_stats st;
     cluster_stats(f.c, &st);
     ck_assert_uint_eq(st.pods_bound, 1);   /* only the pod from the cluster file */
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -387,7 +365,7 @@ START_TEST(url_prefix)
     gp_buf_free(&r.body);
     free(filter);
     curl_easy_cleanup(h);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 
@@ -470,7 +448,7 @@ START_TEST(concurrent_http_binds_never_overcommit)
         ck_assert_int_eq(n->gpus[g].core_used, 400);
     }
     cluster_unlock(f.c);
-    fx_stop(&f);
+    tu_listener_stop(&f);
 }
 END_TEST
 

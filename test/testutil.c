@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "lib/yamljson.h"
+#include "pack/clusterfile.h"
 
 #include <check.h>
 #include <curl/curl.h>
@@ -187,4 +188,38 @@ void tu_server_stop(tu_server *s)
     waitpid(s->pid, NULL, 0);
     pthread_join(s->reader, NULL);   /* the log ends with the server */
     fclose(s->log);
+}
+
+void tu_listener_start(tu_listener *l, const gp_server_config *cfg, const gp_server_hooks *hooks)
+{
+    memset(l, 0, sizeof *l);
+    l->c = cluster_new();
+    gp_err err;
+    ck_assert_msg(clusterfile_load(l->c, "examples/cluster.yaml", 1024, NULL, &err) == 0, "%s",
+                  err.msg);
+    l->e = extender_new(l->c, NULL);
+    l->s = server_start(cfg, l->e, l->c, hooks, &err);
+    ck_assert_msg(l->s != NULL, "%s", err.msg);
+    ck_assert_int_gt(server_port(l->s), 0);
+    snprintf(l->base, sizeof l->base, "%s://127.0.0.1:%d", cfg->tls_cert ? "https" : "http",
+             server_port(l->s));
+}
+
+void tu_listener_stop(tu_listener *l)
+{
+    server_stop(l->s);
+    extender_free(l->e);
+    cluster_free(l->c);
+}
+
+double tu_metric_in(const char *text, const char *series)
+{
+    size_t sl = strlen(series);
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        if (strncmp(p, series, sl) == 0 && p[sl] == ' ')
+            return strtod(p + sl + 1, NULL);
+        p = nl ? nl + 1 : NULL;
+    }
+    return -1;
 }

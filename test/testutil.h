@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "http/server.h"
 #include "pack/cluster.h"
 #include "model/gpu.h"
 
@@ -52,5 +53,21 @@ typedef struct tu_server {
 } tu_server;
 void tu_server_start(tu_server *s, const char *const *args);
 void tu_server_stop(tu_server *s);   /* SIGTERM, reap, join the reader */
+
+/* The listener in process on port 0, over examples/cluster.yaml (embedded
+ * mode): what the HTTP suites (server, guard, h2) start. base is
+ * http(s)://127.0.0.1:PORT, https when cfg gives a certificate. */
+typedef struct tu_listener {
+    gp_cluster *c;
+    gp_extender *e;
+    gp_server *s;
+    char base[64];
+} tu_listener;
+void tu_listener_start(tu_listener *l, const gp_server_config *cfg, const gp_server_hooks *hooks);
+void tu_listener_stop(tu_listener *l);
+
+/* The value of one series ("name" or "name{labels}", exactly as written) in
+ * Prometheus text, or -1 when it is not there. */
+double tu_metric_in(const char *text, const char *series);
 
 #endif

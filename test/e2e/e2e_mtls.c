@@ -55,27 +55,15 @@ typedef struct proto_counts {
     double h1, h2, streams;
 } proto_counts;
 
-static double series(const char *body, const char *name)
-{
-    size_t sl = strlen(name);
-    for (const char *p = body; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        if (strncmp(p, name, sl) == 0 && p[sl] == ' ')
-            return strtod(p + sl + 1, NULL);
-        p = nl ? nl + 1 : NULL;
-    }
-    return -1;
-}
-
 static proto_counts protocols(e2e_gp *g)
 {
     long st;
     char *m = e2e_gp_get(g, "/metrics", &st);
     ck_assert_int_eq(st, 200);
     proto_counts c = {
-        series(m, "gpupack_http_connections_by_protocol_total{protocol=\"http/1.1\"}"),
-        series(m, "gpupack_http_connections_by_protocol_total{protocol=\"h2\"}"),
-        series(m, "gpupack_http2_events_total{event=\"stream\"}")};
+        e2e_metric_in(m, "gpupack_http_connections_by_protocol_total{protocol=\"http/1.1\"}"),
+        e2e_metric_in(m, "gpupack_http_connections_by_protocol_total{protocol=\"h2\"}"),
+        e2e_metric_in(m, "gpupack_http2_events_total{event=\"stream\"}")};
     free(m);
     ck_assert_msg(c.h1 >= 0 && c.h2 >= 0 && c.streams >= 0, "/metrics lacks the protocol counters");
     return c;

@@ -560,20 +560,23 @@ char *e2e_gp_get(e2e_gp *g, const char *path, long *status)
     return e2e_gp_post(g, path, NULL, status);
 }
 
+double e2e_metric_in(const char *text, const char *series)
+{
+    size_t sl = strlen(series);
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        if (strncmp(p, series, sl) == 0 && p[sl] == ' ')
+            return strtod(p + sl + 1, NULL);
+        p = nl ? nl + 1 : NULL;
+    }
+    return -1;
+}
+
 double e2e_gp_metric(e2e_gp *g, const char *series)
 {
     long st;
     char *body = e2e_gp_get(g, "/metrics", &st);
-    double v = -1;
-    size_t sl = strlen(series);
-    for (char *p = body; p && *p;) {
-        char *nl = strchr(p, '\n');
-        if (strncmp(p, series, sl) == 0 && p[sl] == ' ') {
-            v = strtod(p + sl + 1, NULL);
-            break;
-        }
-        p = nl ? nl + 1 : NULL;
-    }
+    double v = e2e_metric_in(body, series);
     free(body);
     return v;
 }

@@ -158,6 +158,8 @@ const char *const *e2e_shipped_gp_args(void);
 /* A sample of /metrics: the line starting with `series` (name plus labels,
  * e.g. "gpupack_pods{state=\"bound\"}"); -1 when absent. */
 double e2e_gp_metric(e2e_gp *g, const char *series);
+/* One series' value in Prometheus text already read (several from one read), or -1. */
+double e2e_metric_in(const char *text, const char *series);
 /* GPUs /inspect shows pod ns/name on (0: gpupack holds nothing for it); -1 when
  * /inspect does not answer. */
 int e2e_gp_pod_gpus(e2e_gp *g, const char *ns, const char *name);
