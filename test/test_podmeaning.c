@@ -52,7 +52,7 @@ static void decode(ctx *x, const json_t *pod, decoded *d)
     gp_policy_set *set = extender_policies(x->e);
     gp_policy_view view;
     gp_err err = {0};
-    d->rc = extender_pod_request(x->e, pod, set, &d->req, &view, &err);
+    d->rc = extender_pod_request_json(x->e, pod, set, &d->req, &view, &err);
     if (d->rc == 0)
         gp_strlcpy(d->policy, view.name, sizeof d->policy);
     else

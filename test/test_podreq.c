@@ -390,17 +390,69 @@ START_TEST(rejects)
 }
 END_TEST
 
-START_TEST(labels)
+/* The pod decoded once (model/pod.h): identity, policy, labels, priority and
+ * controller, as podreq_decode reads them, with the same errors. */
+START_TEST(pod_decoded_once)
 {
-    json_t *pod = squote_json("{'metadata':{'labels':{'tier':'inference'}}}");
-    const json_t *l = podreq_labels(pod);
-    ck_assert_ptr_nonnull(l);
-    ck_assert_str_eq(json_string_value(json_object_get(l, "tier")), "inference");
+    json_t *pod = squote_json(
+        "{'metadata':{'name':'p','uid':'u1','labels':{'tier':'inference'},"
+        "'annotations':{'gpupack.io/policy':'gold','gpupack.io/gpu-model':'A100'},"
+        "'creationTimestamp':'2026-01-02T03:04:05Z',"
+        "'ownerReferences':[{'kind':'ReplicaSet','uid':'rs1','controller':true}]},"
+        "'spec':{'priority':7,'preemptionPolicy':'Never','containers':[{'name':'c','resources':"
+        "{'limits':{'gpupack.io/gpu-mem':'3072'}}}]}}");
+    gp_pod p;
+    gp_err err = {{0}};
+    ck_assert_int_eq(pod_decode(pod, &p, &err), 0);
+    ck_assert_ptr_eq(p.json, pod);
+    ck_assert_str_eq(p.ns, "default");
+    ck_assert_str_eq(p.name, "p");
+    ck_assert_str_eq(p.uid, "u1");
+    ck_assert_str_eq(p.policy, "gold");
+    ck_assert_str_eq(p.models, "A100");
+    ck_assert_str_eq(json_string_value(json_object_get(p.labels, "tier")), "inference");
+    ck_assert_int_eq(p.prio.priority, 7);
+    ck_assert(p.prio.never);
+    ck_assert_int_gt(p.prio.start_ns, 0);
+    ck_assert_str_eq(p.prio.owner.uid, "rs1");
+    /* the request under a policy's names carries what the pod decode found */
+    gp_resource_names names;
+    podreq_default_names(&names);
+    gp_pod_req a, b;
+    ck_assert_msg(podreq_of(&p, &names, &a, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(podreq_decode(pod, &names, &b, &err), 0);
+    ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0);
+    ck_assert_int_eq(a.nctrs, 1);
+    ck_assert_int_eq(a.priority, 7);
+    ck_assert_str_eq(a.owner, "rs1");
+    ck_assert_str_eq(a.policy, "gold");
+    ck_assert_str_eq(a.models, "A100");
     json_decref(pod);
-    pod = squote_json("{'metadata':{'labels':'x'}}");
-    ck_assert_ptr_null(podreq_labels(pod));
+
+    /* labels that are not an object count as none */
+    pod = squote_json("{'metadata':{'name':'p','labels':'x'}}");
+    ck_assert_int_eq(pod_decode(pod, &p, &err), 0);
+    ck_assert_ptr_null(p.labels);
     json_decref(pod);
-    ck_assert_ptr_null(podreq_labels(NULL));
+
+    static const struct {
+        const char *json, *msg;
+    } bad[] = {
+        {"[]", "Pod: must be an object"},
+        {"{'spec':{}}", "Pod.metadata: missing"},
+        {"{'metadata':{'name':3}}", "Pod.metadata.name: must be a string"},
+        {"{'metadata':{'name':'p','annotations':[]}}", "Pod.metadata.annotations: must be an object"},
+        {"{'metadata':{'name':'p','annotations':{'gpupack.io/policy':1}}}",
+         "annotation gpupack.io/policy: must be a string"},
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(bad); i++) {
+        pod = squote_json(bad[i].json);
+        ck_assert_msg(pod_decode(pod, &p, &err) == -1, "%s accepted", bad[i].json);
+        ck_assert_msg(strstr(err.msg, bad[i].msg), "%s: \"%s\" lacks \"%s\"", bad[i].json, err.msg,
+                      bad[i].msg);
+        json_decref(pod);
+    }
+    ck_assert_int_eq(pod_decode(NULL, &p, &err), -1);
 }
 END_TEST
 
@@ -489,7 +541,7 @@ Suite *suite_podreq(void)
     tcase_add_loop_test(t, decodes, 0, (int)GP_ARRAY_LEN(ok_cases));
     tcase_add_test(t, limits);
     tcase_add_loop_test(t, rejects, 0, (int)GP_ARRAY_LEN(bad_cases));
-    tcase_add_test(t, labels);
+    tcase_add_test(t, pod_decoded_once);
     suite_add_tcase(s, t);
     TCase *b = tcase_create("bugs");
     tcase_add_test(b, bug_aliyun_sum_overflow);

@@ -41,9 +41,6 @@ typedef struct gp_pod_prio {
  * take the defaults above. */
 void podprio_decode(const json_t *pod, gp_pod_prio *out);
 
-/* Just spec.priority (0 when absent or malformed). */
-int32_t podprio_priority(const json_t *pod);
-
 /* Compacts metadata.labels (string values only) into out (GP_LABELS_MAX
  * bytes). Returns false when some pairs did not fit (they are left out). */
 bool podprio_labels(const json_t *pod, char *out, size_t outlen);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "model/gpu.h"
+#include "model/pod.h"
 #include "model/resnames.h"
 #include "lib/util.h"
 
@@ -25,6 +26,11 @@ void podreq_default_names(gp_resource_names *n);
 int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out,
                   gp_err *err) GP_WUR;
 
+/* The same from a pod already decoded (model/pod.h): what the verbs call once
+ * they know the policy that governs the pod (its resource names). */
+int podreq_of(const gp_pod *p, const gp_resource_names *names, gp_pod_req *out,
+              gp_err *err) GP_WUR;
+
 /* The pod's host requests as kube-scheduler counts them: per resource, the
  * larger of the regular containers' sum and the biggest init container
  * (requests, limits as a fallback). cpu in milli-CPU, memory in MiB; 0 when
@@ -40,8 +46,5 @@ void podreq_host(const json_t *pod, int64_t *cpu_milli, int64_t *mem_mib);
 int podreq_container(const json_t *pod, bool init_list, size_t index,
                      const gp_resource_names *names, gp_ctr_req *out, gp_profile *profile,
                      gp_err *err) GP_WUR;
-
-/* The pod's labels object (borrowed from pod; NULL when absent). */
-const json_t *podreq_labels(const json_t *pod);
 
 #endif

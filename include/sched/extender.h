@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "model/pod.h"
 #include "pack/cluster.h"
 #include "policy/policy.h"
 #include "lib/util.h"
@@ -47,7 +48,7 @@ typedef struct gp_preempt_hooks {
      * filter's verdict on each; set (referenced by the caller) holds the view.
      * Returns the index of a node whose failure reason becomes `reason`, or -1.
      * Called from request threads. */
-    long (*nofit)(void *ud, const json_t *pod, const gp_pod_req *req, const gp_policy_view *view,
+    long (*nofit)(void *ud, const gp_pod *pod, const gp_pod_req *req, const gp_policy_view *view,
                   gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
                   size_t n, char *reason, size_t len);
     /* kube-scheduler's preemptVerb: ExtenderPreemptionArgs (borrowed) -> the
@@ -148,8 +149,11 @@ gp_policy_set *extender_policies(gp_extender *e);
 /* The pod's request under the policy of `set` that governs it, as filter
  * decodes it (`view` points into `set`: keep the set referenced while using
  * it). Returns 0, or -1 with why the pod cannot be scheduled as it stands. */
-int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+int extender_pod_request(gp_extender *e, const gp_pod *pod, gp_policy_set *set, gp_pod_req *req,
                          gp_policy_view *view, gp_err *err) GP_WUR;
+/* The same for a pod not decoded yet (model/pod.h decodes it here). */
+int extender_pod_request_json(gp_extender *e, const json_t *pod, gp_policy_set *set,
+                              gp_pod_req *req, gp_policy_view *view, gp_err *err) GP_WUR;
 
 /* Counters for /metrics. */
 typedef struct gp_extender_stats {

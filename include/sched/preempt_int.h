@@ -228,7 +228,7 @@ bool pre_plan_over(gp_preempt *p, plan *pl);
 long pre_index_of(const char *const *nodes, size_t n, const char *name);
 void pre_rebuild_one(gp_preempt *p, const char *uid, pmeta *m);
 /* filter's hook (gp_preempt_hooks.nofit) */
-long pre_on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const gp_policy_view *view,
+long pre_on_nofit(void *ud, const gp_pod *pod, const gp_pod_req *req, const gp_policy_view *view,
                   gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
                   size_t n, char *reason, size_t len);
 

@@ -14,6 +14,7 @@
 #include "act/requeue.h"
 #include "kube/apiversion.h"
 #include "model/k8s_obs.h"
+#include "model/pod.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
 #include "lib/log.h"
@@ -243,7 +244,7 @@ static int place_bound(gp_live *l, gp_extender *e, const json_t *pod, const char
     gp_policy_view view;
     gp_node *copy = NULL;
     int rc = -1;
-    if (extender_pod_request(e, pod, set, &req, &view, err) < 0)
+    if (extender_pod_request_json(e, pod, set, &req, &view, err) < 0)
         goto done;
     rc = 2;
     if (req.nctrs == 0)
@@ -453,8 +454,10 @@ void live_refresh_pod_claims(gp_live *l, const json_t *pod)
     for (int i = 0; i < pc.n; i++)
         if (pc.c[i].claim[0])
             names[n++] = pc.c[i].claim;
-    const char *ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
-    dra_feed_refresh_claims(l->dra, ns ? ns : "default", names, n, GP_BINDER_TIMEOUT_S / 2);
+    gp_pod pd;
+    if (pod_decode(pod, &pd, &err) < 0)
+        return;
+    dra_feed_refresh_claims(l->dra, pd.ns, names, n, GP_BINDER_TIMEOUT_S / 2);
 }
 
 static void live_refused(void *ud, const char *uid, const char *ns, const char *name)

@@ -14,7 +14,8 @@ static int64_t time_at(const json_t *o, const char *a, const char *b)
     return gp_rfc3339_parse(json_string_value(gp_json_at(o, a, b)), &ns) == 0 ? ns : 0;
 }
 
-int32_t podprio_priority(const json_t *pod)
+/* Just spec.priority (0 when absent or malformed). */
+static int32_t priority_of(const json_t *pod)
 {
     const json_t *p = gp_json_at(pod, "spec", "priority");
     if (!json_is_integer(p))
@@ -26,7 +27,7 @@ int32_t podprio_priority(const json_t *pod)
 void podprio_decode(const json_t *pod, gp_pod_prio *out)
 {
     memset(out, 0, sizeof *out);
-    out->priority = podprio_priority(pod);
+    out->priority = priority_of(pod);
     const char *pp = json_string_value(gp_json_at(pod, "spec", "preemptionPolicy"));
     out->never = pp && strcmp(pp, "Never") == 0;
     out->start_ns = time_at(pod, "status", "startTime");

@@ -6,12 +6,11 @@
 #include <string.h>
 
 #include "model/formats.h"
+#include "model/pod.h"
 #include "model/quantity.h"
 
-#define ANN_GPU_MODEL "gpupack.io/gpu-model"
 #define MAX_GPU_MEM_MIB (16LL * 1024 * 1024)   /* 16 TiB per GPU: beyond any real GPU */
 #define MAX_HOST_MILLI (INT64_MAX / 4)         /* host requests saturate here */
-#define ANN_POLICY "gpupack.io/policy"
 
 void podreq_default_names(gp_resource_names *n)
 {
@@ -24,12 +23,6 @@ void podreq_default_names(gp_resource_names *n)
     n->aliyun_unit_mib = 1024;
     n->formats = GP_FORMATS_OTHER;
     n->nvidia_gpu = false;
-}
-
-const json_t *podreq_labels(const json_t *pod)
-{
-    const json_t *l = json_object_get(json_object_get(pod, "metadata"), "labels");
-    return json_is_object(l) ? l : NULL;
 }
 
 /* Host cpu/memory in thousandths, clamped to 0..MAX_HOST_MILLI (these only
@@ -336,41 +329,27 @@ too_many:
     return gp_fail(err, "%s: pod has more than %d GPU containers", where, GP_MAX_CTRS);
 }
 
-static int copy_str(char *dst, size_t len, const json_t *v, const char *what, gp_err *err)
-{
-    if (!v)
-        return 0;
-    if (!json_is_string(v))
-        return gp_fail(err, "%s: must be a string", what);
-    if (strlen(json_string_value(v)) >= len)
-        return gp_fail(err, "%s: longer than %zu characters", what, len - 1);
-    gp_strlcpy(dst, json_string_value(v), len);
-    return 0;
-}
-
 int podreq_decode(const json_t *pod, const gp_resource_names *names, gp_pod_req *out, gp_err *err)
 {
+    gp_pod p;
+    if (pod_decode(pod, &p, err)) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    return podreq_of(&p, names, out, err);
+}
+
+int podreq_of(const gp_pod *p, const gp_resource_names *names, gp_pod_req *out, gp_err *err)
+{
     memset(out, 0, sizeof *out);
-    if (!json_is_object(pod))
-        return gp_fail(err, "Pod: must be an object");
-    const json_t *md = json_object_get(pod, "metadata");
-    if (!json_is_object(md))
-        return gp_fail(err, "Pod.metadata: missing or not an object");
-    if (copy_str(out->name, sizeof out->name, json_object_get(md, "name"), "Pod.metadata.name", err) ||
-        copy_str(out->ns, sizeof out->ns, json_object_get(md, "namespace"),
-                 "Pod.metadata.namespace", err) ||
-        copy_str(out->uid, sizeof out->uid, json_object_get(md, "uid"), "Pod.metadata.uid", err))
-        return -1;
-    if (!out->ns[0])
-        gp_strlcpy(out->ns, "default", sizeof out->ns);
-    const json_t *ann = json_object_get(md, "annotations");
-    if (ann && !json_is_object(ann))
-        return gp_fail(err, "Pod.metadata.annotations: must be an object");
-    if (copy_str(out->models, sizeof out->models, json_object_get(ann, ANN_GPU_MODEL),
-                 "annotation " ANN_GPU_MODEL, err) ||
-        copy_str(out->policy, sizeof out->policy, json_object_get(ann, ANN_POLICY),
-                 "annotation " ANN_POLICY, err))
-        return -1;
+    const json_t *pod = p->json;
+    gp_strlcpy(out->name, p->name, sizeof out->name);
+    gp_strlcpy(out->ns, p->ns, sizeof out->ns);
+    gp_strlcpy(out->uid, p->uid, sizeof out->uid);
+    gp_strlcpy(out->policy, p->policy, sizeof out->policy);
+    out->priority = p->prio.priority;
+    gp_strlcpy(out->owner, p->prio.owner.uid, sizeof out->owner);
+    gp_strlcpy(out->models, p->models, sizeof out->models);
 
     const json_t *spec = json_object_get(pod, "spec");
     if (!json_is_object(spec))

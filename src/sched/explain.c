@@ -328,7 +328,8 @@ json_t *explain_pod(gp_extender *e, gp_cluster *c, const json_t *pod, gp_err *er
         gp_fail(err, "expected a Pod object");
         goto done;
     }
-    if (extender_pod_request(e, pod, set, &req, &view, err))
+    gp_pod pd;
+    if (pod_decode(pod, &pd, err) || extender_pod_request(e, &pd, set, &req, &view, err))
         goto done;
     /* filter over every node the store knows, as kube-scheduler would ask */
     gp_buf body;
@@ -370,11 +371,8 @@ json_t *explain_pod(gp_extender *e, gp_cluster *c, const json_t *pod, gp_err *er
             json_object_set_new(nd, "hint", json_string(hint));
         }
     }
-    const json_t *md = json_object_get(pod, "metadata");
-    const char *ns = json_string_value(json_object_get(md, "namespace"));
-    const char *name = json_string_value(json_object_get(md, "name"));
     char id[2 * GP_NAME_MAX + 2];
-    snprintf(id, sizeof id, "%s/%s", ns ? ns : "default", name ? name : "?");
+    snprintf(id, sizeof id, "%s/%s", pd.ns, pd.name[0] ? pd.name : "?");
     json_object_set_new(out, "pod", json_string(id));
     json_object_set_new(out, "policy", json_string(view.name));
     json_object_set_new(out, "managed", json_boolean(req.nctrs > 0));

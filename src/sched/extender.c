@@ -19,7 +19,6 @@
 #include "lib/keycache.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
-#include "model/podprio.h"
 #include "model/podreq.h"
 #include "lib/strmap.h"
 #include "lib/workq.h"
@@ -316,9 +315,9 @@ static json_t *recall(gp_extender *e, const char *uid)
 
 void extender_note_pod(gp_extender *e, const json_t *pod)
 {
-    const json_t *uid = json_object_get(json_object_get(pod, "metadata"), "uid");
-    if (json_is_string(uid))
-        remember(e, pod, json_string_value(uid));
+    const char *uid = pod_uid(pod);
+    if (uid)
+        remember(e, pod, uid);
 }
 
 void extender_forget_pod(gp_extender *e, const char *uid)
@@ -375,30 +374,31 @@ gp_policy_set *extender_policies(gp_extender *e)
 
 /* The pod's request under the policy that governs it. Returns 0, or -1 with
  * a message (the pod cannot be scheduled by gpupack as it stands). */
-int extender_pod_request(gp_extender *e, const json_t *pod, gp_policy_set *set, gp_pod_req *req,
+int extender_pod_request(gp_extender *e, const gp_pod *pod, gp_policy_set *set, gp_pod_req *req,
                          gp_policy_view *view, gp_err *err)
 {
-    const json_t *md = json_object_get(pod, "metadata");
-    const json_t *ns = json_object_get(md, "namespace");
-    const json_t *ask = json_object_get(json_object_get(md, "annotations"), "gpupack.io/policy");
-    if (policy_select(set, json_is_string(ns) ? json_string_value(ns) : "default",
-                      podreq_labels(pod), json_is_string(ask) ? json_string_value(ask) : NULL,
-                      time(NULL), view, err))
+    if (policy_select(set, pod->ns, pod->labels, pod->policy[0] ? pod->policy : NULL, time(NULL),
+                      view, err))
         return -1;
-    if (podreq_decode(pod, &view->names, req, err))
+    if (podreq_of(pod, &view->names, req, err))
         return -1;
-    req->priority = podprio_priority(pod);   /* which preemption claims it must respect */
-    gp_pod_owner owner;
-    podprio_owner(pod, &owner);               /* whose held places it may take */
-    gp_strlcpy(req->owner, owner.uid, sizeof req->owner);
     gp_err why;
     if (req->nctrs == 0 && e->cfg.dra_request &&
-        e->cfg.dra_request(e->cfg.dra_ud, pod, req, &why) == 1) {
+        e->cfg.dra_request(e->cfg.dra_ud, pod->json, req, &why) == 1) {
         atomic_fetch_add(&e->n_dra_unpredicted, 1);
         LOG_DEBUG("pod %s/%s: its claims are served without GPU packing: %s", req->ns, req->name,
                   why.msg);
     }
     return 0;
+}
+
+int extender_pod_request_json(gp_extender *e, const json_t *pod, gp_policy_set *set,
+                              gp_pod_req *req, gp_policy_view *view, gp_err *err)
+{
+    gp_pod p;
+    if (pod_decode(pod, &p, err))
+        return -1;
+    return extender_pod_request(e, &p, set, req, view, err);
 }
 
 /* The nodes of a request: names from NodeNames, or from
@@ -915,8 +915,9 @@ typedef enum { ASSESSED, BAD_POD } assess_result;
  * decide_in_filter) may be read afterwards. */
 /* No node fits a pod that asks GPUs: preemption may start or be under way;
  * its word replaces the reason of one node. */
-static void offer_preemption(gp_extender *e, const verb_args *va, const gp_pod_req *req,
-                             const gp_policy_view *view, gp_policy_set *set, verdicts *vs)
+static void offer_preemption(gp_extender *e, const verb_args *va, const gp_pod *pod,
+                             const gp_pod_req *req, const gp_policy_view *view,
+                             gp_policy_set *set, verdicts *vs)
 {
     const node_list *nl = &va->nl;
     for (size_t i = 0; i < nl->n; i++)
@@ -926,7 +927,7 @@ static void offer_preemption(gp_extender *e, const verb_args *va, const gp_pod_r
     for (size_t i = 0; i < nl->n; i++)
         unres[i] = vs->v[i].unresolvable;
     char reason[300];
-    long at = e->cfg.preempt.nofit(e->cfg.preempt.ud, va->pod, req, view, set, nl->names, unres,
+    long at = e->cfg.preempt.nofit(e->cfg.preempt.ud, pod, req, view, set, nl->names, unres,
                                    nl->n, reason, sizeof reason);
     if (at >= 0 && (size_t)at < nl->n) {
         vs->v[at].unresolvable = false;
@@ -935,10 +936,11 @@ static void offer_preemption(gp_extender *e, const verb_args *va, const gp_pod_r
     free(unres);
 }
 
-/* The pod of one verb call, decoded once: its request under the policy that
- * governs it, and the policy set the view points into (referenced until
- * pod_done). */
+/* The pod of one verb call, decoded once (model/pod.h): its request under the
+ * policy that governs it, and the policy set the view points into (referenced
+ * until pod_done). */
 typedef struct verb_pod {
+    gp_pod pod;
     gp_policy_set *set;
     gp_policy_view view;
     gp_pod_req req;
@@ -957,7 +959,8 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
         vs->v[i] = (verdict){0};
     vp->set = policies_get(e);
     gp_policy_view *view = &vp->view;
-    if (extender_pod_request(e, va->pod, vp->set, &vp->req, view, err))
+    if (pod_decode(va->pod, &vp->pod, err) ||
+        extender_pod_request(e, &vp->pod, vp->set, &vp->req, view, err))
         return BAD_POD;
     /* pods without GPU containers too: where their CPU and memory go
      * decides what GPU pods can still use (fragmentation-aware policies
@@ -970,7 +973,7 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
                                                     : REASONS_ALL;
     evaluate(e, &vp->req, view, &va->nl, scores || view->decide_in_filter, reasons, vs);
     if (may_preempt && e->cfg.preempt.nofit && vp->req.nctrs > 0)
-        offer_preemption(e, va, &vp->req, view, vp->set, vs);
+        offer_preemption(e, va, &vp->pod, &vp->req, view, vp->set, vs);
     return ASSESSED;
 }
 
@@ -1084,9 +1087,9 @@ char *extender_preempt_echo(const json_t *args)
         size_t i;
         json_t *p;
         json_array_foreach(json_object_get(v, "Pods"), i, p) {
-            json_t *uid = json_object_get(json_object_get(p, "metadata"), "uid");
-            if (json_is_string(uid))
-                json_array_append_new(pods, json_pack("{s:O}", "UID", uid));
+            const char *uid = pod_uid(p);
+            if (uid)
+                json_array_append_new(pods, json_pack("{s:s}", "UID", uid));
         }
         json_t *n = json_object_get(v, "NumPDBViolations");
         json_object_set_new(res, node, json_pack("{s:o,s:I}", "Pods", pods, "NumPDBViolations",
@@ -1305,6 +1308,7 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
     gp_pod_req req;
     gp_policy_view view;
     gp_err err;
+    gp_pod *pd = xcalloc(1, sizeof *pd);   /* rv "" unless decoded */
     bind_job *j = xcalloc(1, sizeof *j);
     bool bound_there = false;   /* a retried bind of a pod the watch showed bound there */
     if (!pod) {
@@ -1321,7 +1325,7 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
             snprintf(msg, sizeof msg,
                      "gpupack has not seen pod %.200s/%.200s (uid %s) in a filter call or the watch",
                      ns, name, uid);
-    } else if (extender_pod_request(e, pod, set, &req, &view, &err)) {
+    } else if (pod_decode(pod, pd, &err) || extender_pod_request(e, pd, set, &req, &view, &err)) {
         snprintf(msg, sizeof msg, "pod %.200s/%.200s: %.500s", ns, name, err.msg);
     } else if (req.nctrs == 0) {
         /* a pod that asks no GPUs: its CPU and memory are recorded on the node
@@ -1379,14 +1383,13 @@ int extender_bind_start(gp_extender *e, const char *body, size_t len, gp_bind_do
         gp_strlcpy(j->uid, uid, sizeof j->uid);
         gp_strlcpy(j->node, node, sizeof j->node);
         gp_strlcpy(j->policy, view.name, sizeof j->policy);
-        const char *rv = json_string_value(
-            json_object_get(json_object_get(pod, "metadata"), "resourceVersion"));
-        gp_strlcpy(j->rv, rv && strlen(rv) < sizeof j->rv ? rv : "", sizeof j->rv);
+        gp_strlcpy(j->rv, pd->rv, sizeof j->rv);
         j->done = done;
         j->ud = ud;
         workq_push(e->binds, bind_run, j);
         status = 0;
     }
+    free(pd);
     json_decref(pod);
 done:
     json_decref(args);

@@ -154,8 +154,7 @@ size_t pre_list_victims(gp_preempt *p, const plan *pl, bool only_present, char *
 
 const char *pre_uid_of(const json_t *pod)
 {
-    const char *u = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
-    return u && *u && strlen(u) < GP_UID_MAX ? u : NULL;
+    return pod_uid(pod);
 }
 
 
@@ -227,10 +226,19 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     const char *uid = pre_uid_of(pod);
     if (!uid)
         return;
-    const json_t *md = json_object_get(pod, "metadata");
     const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
     bool terminal = deleted || (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
     const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+    gp_pod *pd = NULL;   /* what is kept of a pod that stays, decoded before the lock */
+    if (!terminal) {
+        gp_err err;
+        pd = xmalloc(sizeof *pd);
+        if (pod_decode(pod, pd, &err)) {
+            LOG_DEBUG("preemption: pod %s not kept: %s", uid, err.msg);
+            free(pd);
+            return;
+        }
+    }
     pthread_mutex_lock(&p->mu);
     plan *pl = strmap_get(p->plans, uid);
     if (terminal) {
@@ -247,15 +255,13 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
         strmap_put(p->meta, uid, m);
     }
     m->list_gen = p->list_gen;
-    const char *ns = json_string_value(json_object_get(md, "namespace"));
-    const char *name = json_string_value(json_object_get(md, "name"));
-    if (!m->ns || strcmp(m->ns, ns ? ns : "default") != 0) {
+    if (!m->ns || strcmp(m->ns, pd->ns) != 0) {
         free(m->ns);
-        m->ns = xstrdup(ns ? ns : "default");
+        m->ns = xstrdup(pd->ns);
     }
-    if (!m->name || (name && strcmp(m->name, name) != 0)) {
+    if (!m->name || (pd->name[0] && strcmp(m->name, pd->name) != 0)) {
         free(m->name);
-        m->name = xstrdup(name ? name : "?");
+        m->name = xstrdup(pd->name[0] ? pd->name : "?");
     }
     char labels[GP_LABELS_MAX];
     (void)podprio_labels(pod, labels, sizeof labels);
@@ -269,8 +275,7 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
         memcpy(m->labels, labels, ll);
         m->labels_len = ll;
     }
-    gp_pod_prio *pp = xmalloc(sizeof *pp);
-    podprio_decode(pod, pp);
+    const gp_pod_prio *pp = &pd->prio;
     m->priority = pp->priority;
     m->start_ns = pp->start_ns;
     m->deletion_ns = pp->deletion_ns;
@@ -279,7 +284,6 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     bool renominated = pp->nominated[0] && (!m->nominated || strcmp(m->nominated, pp->nominated) != 0);
     free(m->nominated);
     m->nominated = pp->nominated[0] ? xstrdup(pp->nominated) : NULL;
-    free(pp);
     m->bound = node && *node;
     json_decref(m->pending);
     m->pending = NULL;
@@ -301,6 +305,7 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     }
 out:
     pthread_mutex_unlock(&p->mu);
+    free(pd);
 }
 
 /* ------------------------------------------------------------ PDB feed -- */
@@ -486,7 +491,7 @@ static void replan(gp_preempt *p, plan *pl, const char *blocked_uid)
         gp_pod_req *req = xmalloc(sizeof *req);
         gp_policy_view view;
         gp_err err;
-        if (extender_pod_request(e, old->pod, set, req, &view, &err) == 0) {
+        if (extender_pod_request_json(e, old->pod, set, req, &view, &err) == 0) {
             const char *nodes[ALTS_MAX + 1];
             size_t n = 0;
             nodes[n++] = old->node;   /* the same node without the blocked pod first */
@@ -643,7 +648,9 @@ static void dra_parked_round(gp_preempt *p)
         gp_pod_req *req = xmalloc(sizeof *req);
         gp_policy_view view;
         gp_err err;
-        if (extender_pod_request(e, pods[i], set, req, &view, &err) == 0 && req->dra &&
+        gp_pod pod;
+        if (pod_decode(pods[i], &pod, &err) == 0 &&
+            extender_pod_request(e, &pod, set, req, &view, &err) == 0 && req->dra &&
             req->nctrs > 0) {
             /* every node the store knows: preemption's own candidate limit applies */
             size_t nn = 0, cap = 64;
@@ -674,7 +681,7 @@ static void dra_parked_round(gp_preempt *p)
                 for (size_t k = 0; k < nn; k++)
                     list[k] = names[k];
                 char reason[300] = "";
-                (void)pre_on_nofit(p, pods[i], req, &view, set, list, NULL, nn, reason, sizeof reason);
+                (void)pre_on_nofit(p, &pod, req, &view, set, list, NULL, nn, reason, sizeof reason);
                 if (reason[0])
                     LOG_INFO("pod %s/%s (ResourceClaims, parked by kube-scheduler): %s", req->ns,
                              req->name, reason);

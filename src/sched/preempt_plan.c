@@ -480,13 +480,12 @@ long pre_index_of(const char *const *nodes, size_t n, const char *name)
 }
 
 /* filter's hook: no node fits a pod that asks GPUs. */
-long pre_on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const gp_policy_view *view,
+long pre_on_nofit(void *ud, const gp_pod *pod, const gp_pod_req *req, const gp_policy_view *view,
                   gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
                   size_t n, char *reason, size_t len)
 {
     gp_preempt *p = ud;
-    gp_pod_prio pp;
-    podprio_decode(pod, &pp);
+    const gp_pod_prio *pp = &pod->prio;
     long at = -1;
     pthread_mutex_lock(&p->mu);
     plan *pl = strmap_get(p->plans, req->uid);
@@ -513,16 +512,16 @@ long pre_on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const gp_p
         pre_finish(p, pl, &p->replanned, "its victims are gone but the pod still does not fit");
     }
     char why[200];
-    if (pre_not_eligible(&pp, view, why, sizeof why))
+    if (pre_not_eligible(pp, view, why, sizeof why))
         goto consolidate;
-    plan_query q = {req, view, set, true, false, pp.nominated[0] ? pp.nominated : NULL, NULL, 0, NULL};
+    plan_query q = {req, view, set, true, false, pp->nominated[0] ? pp->nominated : NULL, NULL, 0, NULL};
     node_plan best;
     char alts[ALTS_MAX][GP_NAME_MAX];
     int nalts;
     if (pre_plan_nodes(p, &q, nodes, unresolvable, n, &best, alts, &nalts) == 0)
         goto consolidate;
     gp_err err;
-    pl = pre_commit(p, pod, req, &best, alts, nalts, NULL, &err);
+    pl = pre_commit(p, pod->json, req, &best, alts, nalts, NULL, &err);
     pre_node_plan_clear(&best);
     if (!pl) {
         LOG_WARN("preemption for %s/%s not started: %s", req->ns, req->name, err.msg);
@@ -542,7 +541,7 @@ long pre_on_nofit(void *ud, const json_t *pod, const gp_pod_req *req, const gp_p
     at = pre_index_of(nodes, n, pl->node);
     goto out;
 consolidate:   /* preemption does not apply: moving pods may */
-    at = pre_try_consolidate(p, pod, &pp, req, view, set, nodes, unresolvable, n, reason, len);
+    at = pre_try_consolidate(p, pod->json, pp, req, view, set, nodes, unresolvable, n, reason, len);
 out:
     pthread_mutex_unlock(&p->mu);
     return at;
@@ -560,7 +559,7 @@ void pre_rebuild_one(gp_preempt *p, const char *uid, pmeta *m)
     gp_pod_req *req = xmalloc(sizeof *req);
     gp_policy_view view;
     gp_err err;
-    if (extender_pod_request(e, m->pending, set, req, &view, &err) == 0 && req->nctrs > 0) {
+    if (extender_pod_request_json(e, m->pending, set, req, &view, &err) == 0 && req->nctrs > 0) {
         plan_query q = {req, &view, set, false, true, NULL, NULL, 0, NULL};
         node_plan np;
         const char *node = m->nominated;

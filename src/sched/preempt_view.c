@@ -36,7 +36,9 @@ static int on_process(void *ud, const json_t *args, char **out)
     gp_pod_req *req = xmalloc(sizeof *req);
     gp_policy_view view;
     gp_err err;
-    if (extender_pod_request(e, pod, set, req, &view, &err) || req->nctrs == 0) {
+    gp_pod pd;
+    if (pod_decode(pod, &pd, &err) || extender_pod_request(e, &pd, set, req, &view, &err) ||
+        req->nctrs == 0) {
         /* no GPUs asked (or gpupack cannot read them): kube-scheduler's ordinary preemption */
         free(req);
         policy_set_unref(set);
@@ -62,17 +64,14 @@ static int on_process(void *ud, const json_t *args, char **out)
             size_t i;
             const json_t *x;
             json_array_foreach(pods, i, x) {
-                const json_t *u = form ? json_object_get(json_object_get(x, "metadata"), "uid")
-                                       : json_object_get(x, "UID");
-                if (json_is_string(u))
-                    pr->uids[pr->n++] = json_string_value(u);
+                const char *u = form ? pod_uid(x) : json_string_value(json_object_get(x, "UID"));
+                if (u)
+                    pr->uids[pr->n++] = u;
             }
         }
     }
-    gp_pod_prio pp;
-    podprio_decode(pod, &pp);
     char why[200];
-    bool may_evict = !pre_not_eligible(&pp, &view, why, sizeof why);
+    bool may_evict = !pre_not_eligible(&pd.prio, &view, why, sizeof why);
     json_t *res = json_object();
     pthread_mutex_lock(&p->mu);
     plan *pl = strmap_get(p->plans, req->uid);
@@ -172,13 +171,14 @@ static json_t *preempt_status(gp_preempt *p, const json_t *pod)
     gp_policy_view view;
     gp_err err;
     json_t *out = NULL;
-    if (extender_pod_request(e, pod, set, req, &view, &err) || req->nctrs == 0) {
+    gp_pod pd;
+    if (pod_decode(pod, &pd, &err) || extender_pod_request(e, &pd, set, req, &view, &err) ||
+        req->nctrs == 0) {
         out = json_pack("{s:s,s:s}", "state", "none", "message",
                         "the pod asks no GPUs: kube-scheduler's own preemption applies");
         goto done;
     }
-    gp_pod_prio pp;
-    podprio_decode(pod, &pp);
+    const gp_pod_prio *pp = &pd.prio;
     pthread_mutex_lock(&p->mu);
     plan *pl = uid ? strmap_get(p->plans, uid) : NULL;
     if (pl) {
@@ -205,7 +205,7 @@ static json_t *preempt_status(gp_preempt *p, const json_t *pod)
         goto done;
     }
     char why[200];
-    const char *ne = pre_not_eligible(&pp, &view, why, sizeof why);
+    const char *ne = pre_not_eligible(pp, &view, why, sizeof why);
     if (ne) {
         pthread_mutex_unlock(&p->mu);
         out = json_pack("{s:s,s:s}", "state", "not-eligible", "message", ne);
@@ -223,7 +223,7 @@ static json_t *preempt_status(gp_preempt *p, const json_t *pod)
     const char **ptrs = xmalloc((nn ? nn : 1) * sizeof *ptrs);
     for (size_t i = 0; i < nn; i++)
         ptrs[i] = names[i];
-    plan_query q = {req, &view, set, true, false, pp.nominated[0] ? pp.nominated : NULL, NULL, 0, NULL};
+    plan_query q = {req, &view, set, true, false, pp->nominated[0] ? pp->nominated : NULL, NULL, 0, NULL};
     node_plan best;
     if (pre_plan_nodes(p, &q, ptrs, NULL, nn, &best, NULL, NULL) == 0) {
         out = json_pack("{s:s,s:s}", "state", "cannot", "message",

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "model/gpu.h"
 #include "model/podreq.h"
@@ -24,7 +25,9 @@ static void decode(const json_t *pod, const gp_resource_names *names)
     for (int i = 0; i < req.nctrs; i++)
         (void)gp_ctr_mem_on(&req.ctrs[i], 40960);
     (void)gp_model_allowed(req.models, "A100-SXM4-40GB");
-    (void)podreq_labels(pod);
+    gp_pod p;
+    if (pod_decode(pod, &p, &err) == 0 && (strcmp(p.uid, req.uid) != 0 || strcmp(p.ns, req.ns) != 0))
+        abort();   /* the request is built from the one pod decode */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
