@@ -427,6 +427,26 @@ START_TEST(pod_decoded_once)
     ck_assert_str_eq(a.owner, "rs1");
     ck_assert_str_eq(a.policy, "gold");
     ck_assert_str_eq(a.models, "A100");
+    ck_assert_str_eq(p.node, "");
+    ck_assert(!p.finished && !p.sched_false);
+    ck_assert_uint_eq(p.nclaims, 0);
+    json_decref(pod);
+
+    /* the watch's fields: bound node, phase, PodScheduled, claims */
+    pod = squote_json("{'metadata':{'name':'q','namespace':'ns','resourceVersion':'42'},"
+                      "'spec':{'nodeName':'n1','resourceClaims':[{'name':'a'},{'name':'b'}]},"
+                      "'status':{'phase':'Failed','conditions':[{'type':'Ready','status':'False'},"
+                      "{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}");
+    ck_assert_int_eq(pod_decode(pod, &p, &err), 0);
+    ck_assert_str_eq(p.ns, "ns");
+    ck_assert_str_eq(p.rv, "42");
+    ck_assert_str_eq(p.node, "n1");
+    ck_assert(p.finished && p.sched_false);
+    ck_assert_uint_eq(p.nclaims, 2);
+    ck_assert_str_eq(json_string_value(json_object_get(pod_condition(pod, "PodScheduled"), "reason")),
+                     "Unschedulable");
+    ck_assert_ptr_null(pod_condition(pod, "Initialized"));
+    ck_assert_ptr_null(pod_uid(pod));   /* no uid */
     json_decref(pod);
 
     /* labels that are not an object count as none */

@@ -29,6 +29,11 @@ typedef struct gp_pod {
     const json_t *annotations;    /* metadata.annotations (borrowed; NULL = none) */
     gp_pod_prio prio;             /* priority, preemptionPolicy, start and deletion times,
                                    * grace period, nominated node, controller */
+    char node[GP_NAME_MAX];       /* spec.nodeName; "" = not bound (or longer than this) */
+    bool finished;                /* status.phase Succeeded or Failed */
+    bool sched_false;             /* its PodScheduled condition is False: kube-scheduler tried
+                                   * it and found no node (it keeps it until something changes) */
+    size_t nclaims;               /* entries of spec.resourceClaims */
 } gp_pod;
 
 /* Decodes `pod` (borrowed; out->json points at it, so keep it alive while out
@@ -43,5 +48,8 @@ int pod_decode(const json_t *pod, gp_pod *out, gp_err *err) GP_WUR;
  * for the callers that need only the pod's identity (watch events, the
  * victims kube-scheduler proposes). */
 const char *pod_uid(const json_t *pod);
+
+/* The pod's status condition of that type (borrowed), or NULL. */
+const json_t *pod_condition(const json_t *pod, const char *type);
 
 #endif

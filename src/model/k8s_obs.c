@@ -9,6 +9,7 @@
 #include "model/annotations.h"
 #include "model/formats.h"
 #include "model/heldrec.h"
+#include "model/pod.h"
 #include "model/podreq.h"
 
 
@@ -41,20 +42,6 @@ static bool list_wants_gpu(const json_t *ctrs)
         }
     }
     return false;
-}
-
-/* The PodScheduled condition in status.conditions (borrowed), or NULL. */
-/* The pod's condition of that type, or NULL. */
-static const json_t *pod_condition(const json_t *pod, const char *want)
-{
-    size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
-        const char *type = gp_json_str_at(c, "type", NULL);
-        if (type && strcmp(type, want) == 0)
-            return c;
-    }
-    return NULL;
 }
 
 int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod_view *out, gp_err *err)

@@ -49,7 +49,28 @@ int pod_decode(const json_t *pod, gp_pod *out, gp_err *err)
     const json_t *labels = json_object_get(md, "labels");
     out->labels = json_is_object(labels) ? labels : NULL;
     podprio_decode(pod, &out->prio);
+    const json_t *spec = json_object_get(pod, "spec");
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    if (node && strlen(node) < sizeof out->node)
+        gp_strlcpy(out->node, node, sizeof out->node);
+    out->nclaims = json_array_size(json_object_get(spec, "resourceClaims"));
+    const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    out->finished = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+    const char *st = json_string_value(json_object_get(pod_condition(pod, "PodScheduled"), "status"));
+    out->sched_false = st && strcmp(st, "False") == 0;
     return 0;
+}
+
+const json_t *pod_condition(const json_t *pod, const char *type)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
 }
 
 const char *pod_uid(const json_t *pod)

@@ -179,20 +179,6 @@ void pre_finish(gp_preempt *p, plan *pl, atomic_ulong *outcome, const char *why)
 }
 
 
-/* kube-scheduler tried the pod and found no node: PodScheduled False. */
-static bool pod_parked(const json_t *pod)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *st = json_string_value(json_object_get(c, "status"));
-        if (t && st && strcmp(t, "PodScheduled") == 0)
-            return strcmp(st, "False") == 0;
-    }
-    return false;
-}
-
 /* The pod's record of a consolidation's held places (model/heldrec.h): kept
  * while it has one, and held again here once the pods are listed (a restart,
  * the standby following the leader's plans). Locked. */
@@ -226,19 +212,16 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     const char *uid = pre_uid_of(pod);
     if (!uid)
         return;
-    const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-    bool terminal = deleted || (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
-    const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
-    gp_pod *pd = NULL;   /* what is kept of a pod that stays, decoded before the lock */
-    if (!terminal) {
-        gp_err err;
-        pd = xmalloc(sizeof *pd);
-        if (pod_decode(pod, pd, &err)) {
-            LOG_DEBUG("preemption: pod %s not kept: %s", uid, err.msg);
-            free(pd);
-            return;
-        }
+    gp_pod *pd = xmalloc(sizeof *pd);   /* decoded before the lock */
+    gp_err err;
+    bool decoded = pod_decode(pod, pd, &err) == 0;
+    bool terminal = deleted || (decoded && pd->finished);
+    if (!terminal && !decoded) {
+        LOG_DEBUG("preemption: pod %s not kept: %s", uid, err.msg);
+        free(pd);
+        return;
     }
+    const char *node = pd->node;
     pthread_mutex_lock(&p->mu);
     plan *pl = strmap_get(p->plans, uid);
     if (terminal) {
@@ -287,8 +270,7 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     m->bound = node && *node;
     json_decref(m->pending);
     m->pending = NULL;
-    const json_t *claims = json_object_get(json_object_get(pod, "spec"), "resourceClaims");
-    bool parked = !m->bound && !m->deletion_ns && json_array_size(claims) > 0 && pod_parked(pod);
+    bool parked = !m->bound && !m->deletion_ns && pd->nclaims > 0 && pd->sched_false;
     json_decref(m->dra_parked);
     m->dra_parked = parked ? k8s_obs_trim_pod(pod) : NULL;
     if (!parked)
