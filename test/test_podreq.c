@@ -465,9 +465,20 @@ START_TEST(pod_decoded_once)
         {"{'metadata':{'name':'p','annotations':{'gpupack.io/policy':1}}}",
          "annotation gpupack.io/policy: must be a string"},
     };
+    /* a bad annotation of gpupack's: an error, but who the pod is still holds */
+    pod = squote_json("{'metadata':{'name':'p','namespace':'n','annotations':{'gpupack.io/gpu-model':7}},"
+                      "'spec':{'priority':5,'nodeName':'n1'}}");
+    ck_assert_int_eq(pod_decode(pod, &p, &err), -1);
+    ck_assert(strstr(err.msg, "gpupack.io/gpu-model"));
+    ck_assert(p.identified);
+    ck_assert_str_eq(p.name, "p");
+    ck_assert_int_eq(p.prio.priority, 5);
+    ck_assert_str_eq(p.node, "n1");
+    json_decref(pod);
     for (size_t i = 0; i < GP_ARRAY_LEN(bad); i++) {
         pod = squote_json(bad[i].json);
         ck_assert_msg(pod_decode(pod, &p, &err) == -1, "%s accepted", bad[i].json);
+        ck_assert(!p.identified || strstr(bad[i].msg, "annotation"));
         ck_assert_msg(strstr(err.msg, bad[i].msg), "%s: \"%s\" lacks \"%s\"", bad[i].json, err.msg,
                       bad[i].msg);
         json_decref(pod);

@@ -533,6 +533,28 @@ END_TEST
  * pod: it was deleted while no watch ran, and no DELETED will come. What
  * preemption keeps of it goes, and the plan of a preemptor the LIST does not
  * show ends; the pods it shows stay, and so does their plan. */
+/* A pod whose gpupack.io/gpu-model annotation is malformed (filter refuses it)
+ * is still a pod on a GPU with a priority: preemption keeps knowing it. */
+START_TEST(malformed_annotation_still_known)
+{
+    world *w = issue_scene(60);
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    size_t before = st.pods_known;
+    json_t *j = pod_json("odd", 500, "n1", G / 4, 1, NULL, NULL);
+    json_object_set_new(json_object_get(j, "metadata"), "annotations",
+                        json_pack("{s:i}", "gpupack.io/gpu-model", 7));
+    preempt_pod_event(w->p, false, j);
+    preempt_stats(w->p, &st);
+    ck_assert_uint_eq(st.pods_known, before + 1);
+    preempt_pod_event(w->p, true, j);   /* and forgets it when it goes */
+    preempt_stats(w->p, &st);
+    ck_assert_uint_eq(st.pods_known, before);
+    json_decref(j);
+    world_free(w);
+}
+END_TEST
+
 static void relist(world *w, const char *const *names)
 {
     preempt_pods_listing(w->p, false, gp_mono_s());   /* the LIST asks its first page now */
@@ -1141,6 +1163,7 @@ Suite *suite_preempt(void)
     tcase_add_test(t, pdb_and_429);
     tcase_add_test(t, reservation_ends);
     tcase_add_test(t, relist_forgets_the_unlisted);
+    tcase_add_test(t, malformed_annotation_still_known);
     tcase_add_test(t, api_outage_retries);
     tcase_add_test(t, renudge_while_unbound);
     tcase_add_test(t, restart_rebuilds_reservation);

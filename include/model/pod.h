@@ -34,6 +34,8 @@ typedef struct gp_pod {
     bool sched_false;             /* its PodScheduled condition is False: kube-scheduler tried
                                    * it and found no node (it keeps it until something changes) */
     size_t nclaims;               /* entries of spec.resourceClaims */
+    bool identified;              /* all but policy, models and annotations decoded: what a
+                                   * failure in the annotations (decoded last) leaves usable */
 } gp_pod;
 
 /* Decodes `pod` (borrowed; out->json points at it, so keep it alive while out
@@ -41,7 +43,10 @@ typedef struct gp_pod {
  * not an object, has no metadata object, or its name, namespace, uid,
  * gpupack.io/policy or gpupack.io/gpu-model annotation is not a string or is too long; annotations
  * that are not an object are an error too. Absent fields are "" (namespace
- * "default"); priority and times take podprio's defaults. */
+ * "default"); priority and times take podprio's defaults. The annotations are
+ * decoded last: when only they fail, out->identified is still true and every
+ * field but policy, models and annotations holds (what preemption's memory of
+ * every pod reads, whatever its annotations). */
 int pod_decode(const json_t *pod, gp_pod *out, gp_err *err) GP_WUR;
 
 /* Just metadata.uid of a pod (borrowed; NULL when absent, empty or too long):

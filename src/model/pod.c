@@ -37,15 +37,6 @@ int pod_decode(const json_t *pod, gp_pod *out, gp_err *err)
     const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
     if (rv && strlen(rv) < sizeof out->rv)
         gp_strlcpy(out->rv, rv, sizeof out->rv);
-    const json_t *ann = json_object_get(md, "annotations");
-    if (ann && !json_is_object(ann))
-        return gp_fail(err, "Pod.metadata.annotations: must be an object");
-    out->annotations = ann;
-    if (copy_str(out->models, sizeof out->models, json_object_get(ann, ANN_GPU_MODEL),
-                 "annotation " ANN_GPU_MODEL, err) ||
-        copy_str(out->policy, sizeof out->policy, json_object_get(ann, ANN_POLICY),
-                 "annotation " ANN_POLICY, err))
-        return -1;
     const json_t *labels = json_object_get(md, "labels");
     out->labels = json_is_object(labels) ? labels : NULL;
     podprio_decode(pod, &out->prio);
@@ -58,6 +49,17 @@ int pod_decode(const json_t *pod, gp_pod *out, gp_err *err)
     out->finished = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
     const char *st = json_string_value(json_object_get(pod_condition(pod, "PodScheduled"), "status"));
     out->sched_false = st && strcmp(st, "False") == 0;
+    out->identified = true;
+    /* last: a malformed annotation of gpupack's leaves everything above decoded */
+    const json_t *ann = json_object_get(md, "annotations");
+    if (ann && !json_is_object(ann))
+        return gp_fail(err, "Pod.metadata.annotations: must be an object");
+    out->annotations = ann;
+    if (copy_str(out->models, sizeof out->models, json_object_get(ann, ANN_GPU_MODEL),
+                 "annotation " ANN_GPU_MODEL, err) ||
+        copy_str(out->policy, sizeof out->policy, json_object_get(ann, ANN_POLICY),
+                 "annotation " ANN_POLICY, err))
+        return -1;
     return 0;
 }
 

@@ -214,7 +214,8 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
         return;
     gp_pod *pd = xmalloc(sizeof *pd);   /* decoded before the lock */
     gp_err err;
-    bool decoded = pod_decode(pod, pd, &err) == 0;
+    /* identified: a malformed annotation of gpupack's does not hide the pod's priority */
+    bool decoded = pod_decode(pod, pd, &err) == 0 || pd->identified;
     bool terminal = deleted || (decoded && pd->finished);
     if (!terminal && !decoded) {
         LOG_DEBUG("preemption: pod %s not kept: %s", uid, err.msg);
