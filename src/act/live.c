@@ -455,7 +455,7 @@ void live_refresh_pod_claims(gp_live *l, const json_t *pod)
         if (pc.c[i].claim[0])
             names[n++] = pc.c[i].claim;
     gp_pod pd;
-    if (pod_decode(pod, &pd, &err) < 0)
+    if (pod_decode(pod, &pd, &err) < 0 && !pd.identified)
         return;
     dra_feed_refresh_claims(l->dra, pd.ns, names, n, GP_BINDER_TIMEOUT_S / 2);
 }
