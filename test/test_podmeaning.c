@@ -153,6 +153,24 @@ static void compare_obs(ctx *x, const char *origin, const json_t *full, const js
              a->wants_gpu, b->wants_gpu, a->obs.assign != NULL, b->obs.assign != NULL,
              (long long)a->obs.cpu_milli, (long long)b->obs.cpu_milli, a->parked, b->parked,
              a->sched_error, b->sched_error);
+    /* the one decode the watch hands to preemption (model/pod.h) */
+    const gp_pod *pa = &a->pod, *pb = &b->pod;
+    if (strcmp(pa->ns, pb->ns) || strcmp(pa->name, pb->name) || strcmp(pa->uid, pb->uid) ||
+        strcmp(pa->rv, pb->rv) || strcmp(pa->policy, pb->policy) || strcmp(pa->models, pb->models) ||
+        strcmp(pa->node, pb->node) || pa->finished != pb->finished || pa->sched_false != pb->sched_false ||
+        pa->nclaims != pb->nclaims || pa->identified != pb->identified ||
+        pa->prio.priority != pb->prio.priority || pa->prio.never != pb->prio.never ||
+        pa->prio.start_ns != pb->prio.start_ns || pa->prio.deletion_ns != pb->prio.deletion_ns ||
+        pa->prio.grace_s != pb->prio.grace_s || strcmp(pa->prio.nominated, pb->prio.nominated) ||
+        strcmp(pa->prio.owner.kind, pb->prio.owner.kind) || strcmp(pa->prio.owner.uid, pb->prio.owner.uid) ||
+        ((pa->labels || pb->labels) && !json_equal(pa->labels, pb->labels)))
+        differ(x, "LIST trim, pod_decode", origin,
+               "priority %d/%d start %lld/%lld owner %s/%s nominated %s/%s claims %zu/%zu "
+               "PodScheduled False %d/%d rv %s/%s",
+               (int)pa->prio.priority, (int)pb->prio.priority, (long long)pa->prio.start_ns,
+               (long long)pb->prio.start_ns, pa->prio.owner.uid, pb->prio.owner.uid,
+               pa->prio.nominated, pb->prio.nominated, pa->nclaims, pb->nclaims, pa->sched_false,
+               pb->sched_false, pa->rv, pb->rv);
 }
 
 /* The scanner path of one ExtenderArgs body, against jansson on the same bytes. */

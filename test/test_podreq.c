@@ -441,12 +441,15 @@ START_TEST(pod_decoded_once)
     ck_assert_str_eq(p.ns, "ns");
     ck_assert_str_eq(p.rv, "42");
     ck_assert_str_eq(p.node, "n1");
-    ck_assert(p.finished && p.sched_false);
+    ck_assert(p.finished && !p.sched_false);   /* bound: its PodScheduled does not count */
     ck_assert_uint_eq(p.nclaims, 2);
     ck_assert_str_eq(json_string_value(json_object_get(pod_condition(pod, "PodScheduled"), "reason")),
                      "Unschedulable");
     ck_assert_ptr_null(pod_condition(pod, "Initialized"));
     ck_assert_ptr_null(pod_uid(pod));   /* no uid */
+    json_object_del(json_object_get(pod, "spec"), "nodeName");
+    ck_assert_int_eq(pod_decode(pod, &p, &err), 0);
+    ck_assert(p.sched_false && !p.node[0]);
     json_decref(pod);
 
     /* labels that are not an object count as none */

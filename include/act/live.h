@@ -63,7 +63,7 @@ void live_set_warn(gp_live *l, gp_live_warn warn);
  * before gpupack_cluster_ready turns 1 after the first). From the reflectors'
  * threads. Set before live_start; borrows ud; a NULL function is skipped. */
 typedef struct gp_live_pod_observer {
-    void (*apply)(void *ud, bool deleted, const json_t *pod);
+    void (*apply)(void *ud, bool deleted, const json_t *pod, const gp_pod *decoded);
     void (*listing)(void *ud, bool end, double since);   /* since: at the start, when the
                                                           * LIST asked its first page (monotonic) */
     void (*synced)(void *ud);

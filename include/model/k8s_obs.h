@@ -13,10 +13,13 @@
 #include "lib/jsonkeep.h"
 #include "model/gpu.h"
 #include "model/inventory.h"
+#include "model/pod.h"
 #include "lib/util.h"
 
 /* A decoded pod. obs points into this struct: never copy it by value. */
 typedef struct gp_pod_view {
+    gp_pod pod;                      /* the one decode (model/pod.h), handed on to the watch's
+                                      * observers; pod.json is the object given */
     gp_pod_obs obs;
     gp_assignment assign;            /* valid when obs.assign != NULL */
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX], node[GP_NAME_MAX];

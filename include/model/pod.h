@@ -31,8 +31,9 @@ typedef struct gp_pod {
                                    * grace period, nominated node, controller */
     char node[GP_NAME_MAX];       /* spec.nodeName; "" = not bound (or longer than this) */
     bool finished;                /* status.phase Succeeded or Failed */
-    bool sched_false;             /* its PodScheduled condition is False: kube-scheduler tried
-                                   * it and found no node (it keeps it until something changes) */
+    bool sched_false;             /* not bound and its PodScheduled condition is False:
+                                   * kube-scheduler tried it and found no node (it keeps it
+                                   * until something changes) */
     size_t nclaims;               /* entries of spec.resourceClaims */
     bool identified;              /* all but policy, models and annotations decoded: what a
                                    * failure in the annotations (decoded last) leaves usable */

@@ -104,8 +104,10 @@ gp_preempt_hooks preempt_hooks(gp_preempt *p);
 int preempt_start(gp_preempt *p, gp_extender *e, bool worker, gp_err *err) GP_WUR;
 
 /* The pod watch (live.h's observer): every pod object, and the end of a
- * full LIST. */
+ * full LIST. preempt_pod_seen takes the pod already decoded (model/pod.h;
+ * the watch decodes each object once, k8s_obs); preempt_pod_event decodes it. */
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod);
+void preempt_pod_seen(gp_preempt *p, bool deleted, const json_t *pod, const gp_pod *decoded);
 void preempt_pods_synced(gp_preempt *p);
 /* A full pod LIST begins (end false; since: when it asked its first page,
  * pre_now_s's clock) or has been applied (end true): at its end, the pods it

@@ -362,7 +362,7 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
             requeue_moving_event(l->rq);
     }
     if (l->observer.apply)
-        l->observer.apply(l->observer.ud, type == GP_WATCH_DELETED, obj);
+        l->observer.apply(l->observer.ud, type == GP_WATCH_DELETED, obj, &v->pod);
     gp_extender *e = atomic_load(&l->ext);
     if (e && v->pending)   /* every pod may reach bind (no managedResources) */
         extender_note_pod(e, obj);

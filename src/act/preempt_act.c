@@ -66,9 +66,9 @@ gp_preempt_io preempt_act_io(gp_preempt_act *a)
     return (gp_preempt_io){a, act_evict, act_nominate, act_event, act_nudge};
 }
 
-static void observe_pod(void *ud, bool deleted, const json_t *pod)
+static void observe_pod(void *ud, bool deleted, const json_t *pod, const gp_pod *decoded)
 {
-    preempt_pod_event(ud, deleted, pod);
+    preempt_pod_seen(ud, deleted, pod, decoded);
 }
 
 static void observe_listing(void *ud, bool end, double since)

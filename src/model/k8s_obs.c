@@ -47,20 +47,19 @@ static bool list_wants_gpu(const json_t *ctrs)
 int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod_view *out, gp_err *err)
 {
     memset(out, 0, sizeof *out);
-    const json_t *md = json_object_get(pod, "metadata");
-    const char *uid = gp_json_str_at(md, "uid", NULL), *name = gp_json_str_at(md, "name", NULL);
-    const char *ns = gp_json_str_at(md, "namespace", NULL);
-    if (!json_is_object(pod) || !uid || !*uid || !name || !*name)
+    const gp_pod *p = &out->pod;
+    gp_err perr;
+    /* a malformed annotation of gpupack's (identified) does not hide the pod */
+    if (pod_decode(pod, &out->pod, &perr) < 0 && !p->identified)
+        return gp_fail(err, "pod object: %s", perr.msg);
+    if (!p->uid[0] || !p->name[0])
         return gp_fail(err, "pod object without metadata.name/uid");
-    if (strlen(uid) >= sizeof out->uid || strlen(name) >= sizeof out->name)
-        return gp_fail(err, "pod %.64s: name or uid too long", name);
-    gp_strlcpy(out->uid, uid, sizeof out->uid);
-    gp_strlcpy(out->ns, ns ? ns : "default", sizeof out->ns);
-    gp_strlcpy(out->name, name, sizeof out->name);
-    const char *node = gp_json_str_at(pod, "spec", "nodeName");
-    gp_strlcpy(out->node, node ? node : "", sizeof out->node);
-    const char *phase = gp_json_str_at(pod, "status", "phase");
-    bool terminal = deleted || (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0));
+    gp_strlcpy(out->uid, p->uid, sizeof out->uid);
+    gp_strlcpy(out->ns, p->ns, sizeof out->ns);
+    gp_strlcpy(out->name, p->name, sizeof out->name);
+    gp_strlcpy(out->node, p->node, sizeof out->node);
+    bool terminal = deleted || p->finished;
+    const json_t *md = json_object_get(pod, "metadata");
     const json_t *ann = json_object_get(md, "annotations");
     const char *pol = gp_json_str_at(ann, GP_ANN_POLICY_USED, NULL);
     gp_strlcpy(out->policy, pol ? pol : "", sizeof out->policy);
@@ -87,12 +86,11 @@ int k8s_obs_pod(const json_t *pod, bool deleted, int64_t aliyun_unit_mib, gp_pod
     out->wants_gpu = list_wants_gpu(json_object_get(spec, "containers")) ||
                      list_wants_gpu(json_object_get(spec, "initContainers")) ||
                      json_object_get(ann, "gpu-fraction") || json_object_get(ann, "gpu-memory");
-    out->pending = !terminal && out->node[0] == '\0' && !json_object_get(md, "deletionTimestamp");
-    const json_t *cond = out->pending ? pod_condition(pod, "PodScheduled") : NULL;
-    const char *cst = gp_json_str_at(cond, "status", NULL);
-    const char *reason = gp_json_str_at(cond, "reason", NULL);
-    out->parked = cst && strcmp(cst, "False") == 0;
-    out->sched_error = out->parked && reason && strcmp(reason, "SchedulerError") == 0;
+    out->pending = !terminal && out->node[0] == '\0' && p->prio.deletion_ns == 0;
+    out->parked = out->pending && p->sched_false;
+    const char *reason = out->parked ? gp_json_str_at(pod_condition(pod, "PodScheduled"), "reason", NULL)
+                                     : NULL;
+    out->sched_error = reason && strcmp(reason, "SchedulerError") == 0;
     return 0;
 }
 

@@ -47,7 +47,10 @@ int pod_decode(const json_t *pod, gp_pod *out, gp_err *err)
     out->nclaims = json_array_size(json_object_get(spec, "resourceClaims"));
     const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
     out->finished = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
-    const char *st = json_string_value(json_object_get(pod_condition(pod, "PodScheduled"), "status"));
+    /* an unbound pod's only: a LIST keeps the condition of those alone (k8s_obs_trim_pod) */
+    const char *st = out->node[0] ? NULL
+                                  : json_string_value(json_object_get(pod_condition(pod, "PodScheduled"),
+                                                                      "status"));
     out->sched_false = st && strcmp(st, "False") == 0;
     out->identified = true;
     /* last: a malformed annotation of gpupack's leaves everything above decoded */

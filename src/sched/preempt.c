@@ -209,19 +209,24 @@ static void held_record(gp_preempt *p, const char *uid, pmeta *m, const json_t *
 
 void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
 {
+    gp_pod *pd = xmalloc(sizeof *pd);
+    gp_err err;
+    if (pod_decode(pod, pd, &err) < 0 && !pd->identified)
+        LOG_DEBUG("preemption: pod %s: %s", pd->uid[0] ? pd->uid : "?", err.msg);
+    preempt_pod_seen(p, deleted, pod, pd);
+    free(pd);
+}
+
+void preempt_pod_seen(gp_preempt *p, bool deleted, const json_t *pod, const gp_pod *pd)
+{
     const char *uid = pre_uid_of(pod);
     if (!uid)
         return;
-    gp_pod *pd = xmalloc(sizeof *pd);   /* decoded before the lock */
-    gp_err err;
     /* identified: a malformed annotation of gpupack's does not hide the pod's priority */
-    bool decoded = pod_decode(pod, pd, &err) == 0 || pd->identified;
+    bool decoded = pd->identified;
     bool terminal = deleted || (decoded && pd->finished);
-    if (!terminal && !decoded) {
-        LOG_DEBUG("preemption: pod %s not kept: %s", uid, err.msg);
-        free(pd);
+    if (!terminal && !decoded)
         return;
-    }
     const char *node = pd->node;
     pthread_mutex_lock(&p->mu);
     plan *pl = strmap_get(p->plans, uid);
@@ -288,7 +293,6 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
     }
 out:
     pthread_mutex_unlock(&p->mu);
-    free(pd);
 }
 
 /* ------------------------------------------------------------ PDB feed -- */
