@@ -170,6 +170,11 @@ void pre_finish(gp_preempt *p, plan *pl, atomic_ulong *outcome, const char *why)
     }
     if (pl->consol)
         pre_release_unmoved(p, pl);
+    /* whatever ended the plan, the GPU held for its pod is not held any more
+     * (a no-op where the caller or the map dropped it already). A pod deleted
+     * while no watch ran gets no DELETED that would drop it: before this, its
+     * claim stayed after a relist ended the plan (the 90-minute soak) */
+    cluster_unclaim(p->c, pl->uid);
     if (outcome)
         atomic_fetch_add(outcome, 1);
     LOG_INFO("%s for %s/%s on %s ends: %s", pl->consol ? "consolidation" : "preemption", pl->ns,
