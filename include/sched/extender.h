@@ -92,6 +92,10 @@ typedef struct gp_extender_config {
 
 /* Borrows c (must outlive the extender). */
 gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg);
+/* Finishes the binds in flight and stops the bind threads: at shutdown, once
+ * no request can arrive (server_stop) and before what the binds use -- the
+ * leader's fencing, the watch's client -- goes. Call no verb afterwards. */
+void extender_stop_binds(gp_extender *e);
 void extender_free(gp_extender *e);   /* accepts NULL */
 
 /* One verb: `body` is the raw request (borrowed). Returns the HTTP status and

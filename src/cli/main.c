@@ -459,6 +459,9 @@ static void stop_all(app *a, gp_server *s, gp_server *ws, gp_extender *e, gp_clu
     gp_err err;
     server_stop(ws);
     server_stop(s);
+    /* the bind threads use the leader's fencing and the watch's client: they end
+     * before either goes (a SIGTERM during slow binds crashed here, test_live) */
+    extender_stop_binds(e);
     if (a->leader) {
         leader_stop(a->leader);
         if (a->label)   /* the Service stops routing here before the next leader labels itself */

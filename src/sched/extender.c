@@ -91,6 +91,15 @@ static void pending_free(pending *p)
     }
 }
 
+void extender_stop_binds(gp_extender *e)
+{
+    if (!e || !e->binds)
+        return;
+    gp_workq *q = e->binds;
+    workq_free(q);   /* finishes the binds in flight first */
+    e->binds = NULL;
+}
+
 void extender_free(gp_extender *e)
 {
     if (!e)
