@@ -230,18 +230,22 @@ START_TEST(cached_fits_answer_as_fresh_evaluation)
     static const char *const shapes[][2] = {{"gpupack.io/gpu-mem", "4096"},  {"gpupack.io/gpu-mem", "8000"},
                                             {"gpupack.io/gpu-count", "2"},   {"gpupack.io/gpu-mem", "2048"},
                                             {"gpupack.io/gpu-count", "1"},   {"gpupack.io/gpu-count", "8"},
-                                            {"gpupack.io/gpu-mem", "16000"}};   /* fit nowhere, soon */
+                                            {"gpupack.io/gpu-mem", "16000"},   /* fit nowhere, soon */
+                                            {"memory", "1Gi"},               /* CPU-only pods */
+                                            {"memory", "3Gi"}};
     gp_extender_config cfg = {.policies = policy_store_current, .policies_ud = f.ps};
     uint64_t rng = 7;
     int bound = 0;
-    for (int i = 0; i < 120; i++) {
+    for (int i = 0; i < 200; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         const char *const *sh = shapes[(rng >> 33) % GP_ARRAY_LEN(shapes)];
         char uid[16];
         snprintf(uid, sizeof uid, "q%03d", i);
+        char cpu[8];   /* 1-12 CPUs of a node's 32: CPU decides some fits too */
+        snprintf(cpu, sizeof cpu, "%d", 1 + (int)((rng >> 20) % 12));
         json_t *pod = json_pack("{s:{s:s,s:s,s:s},s:{s:[{s:s,s:{s:{s:s},s:{s:s}}}]}}", "metadata", "name", uid,
                                 "namespace", "la", "uid", uid, "spec", "containers", "name", "c", "resources",
-                                "limits", sh[0], sh[1], "requests", "cpu", "2");
+                                "limits", sh[0], sh[1], "requests", "cpu", cpu);
         json_t *args = json_pack("{s:o,s:O}", "Pod", pod, "NodeNames", names);
         char *body = json_dumps(args, JSON_COMPACT);
         json_decref(args);

@@ -840,7 +840,10 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
     pthread_t th[EVAL_MAX_WORKERS];
     bool started[EVAL_MAX_WORKERS] = {false};
     bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
-    uint64_t shape = memo_ok && req->nctrs > 0 ? fit_shape_key(req, view, want_scores) : 0;
+    /* CPU-only pods too: their fit and score read the node's CPU and memory,
+     * which its fingerprint covers (in a 5,000-node filter of trace pods they
+     * were the slowest requests: every node evaluated again each time) */
+    uint64_t shape = memo_ok ? fit_shape_key(req, view, want_scores) : 0;
     cluster_rdlock(e->c);
     for (int w = 0; w < workers; w++) {
         jobs[w] = (eval_job){e, req, view, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
