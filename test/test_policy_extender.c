@@ -271,6 +271,7 @@ START_TEST(cached_fits_answer_as_fresh_evaluation)
     extender_stats(f.e, &st);
     ck_assert_int_gt(bound, 20);
     ck_assert_uint_gt(st.fit_cache_hits, 1000);   /* the cache was exercised */
+    ck_assert_uint_gt(st.score_memo_hits, 100);   /* and the look-ahead's memory of nodes */
     json_decref(names);
     teardown(&f);
 }

@@ -8,6 +8,7 @@
 #ifndef GP_PLACEMENT_H
 #define GP_PLACEMENT_H
 
+#include "lib/keycache.h"
 #include "model/gpu.h"
 #include "lib/util.h"
 
@@ -63,7 +64,18 @@ struct gp_place_opts {
     double w_mem, w_core;             /* weights in utilisation scores; both 0 = 1,1 */
     char models[GP_MODELS_MAX];       /* policy-allowed GPU models; "" = any */
     const gp_shapes *shapes;          /* for fragmentation-aware; NULL = built-in default */
+    /* Not a setting: optional memory for the parts of a node's score that
+     * depend on its state alone (the look-ahead of the node as it is), kept
+     * across calls under the node's state fingerprint and `salt`, which the
+     * owner derives from the settings above (extender.c). NULL: computed each
+     * time (the simulator, explain, the bind re-check). */
+    const struct gp_score_memo *memo;
 };
+
+typedef struct gp_score_memo {
+    gp_keycache *cache;
+    uint64_t salt;
+} gp_score_memo;
 
 /* Defaults: best-fit GPUs, binpack nodes, no reserve, no limits, weights 1/1. */
 void placement_default_opts(gp_place_opts *o);

@@ -166,6 +166,7 @@ typedef struct gp_extender_stats {
      * (config.serving), per verb: filter, prioritize, bind, preempt */
     unsigned long unready[4];
     unsigned long fit_cache_hits, fit_cache_misses;   /* node verdicts reused across requests */
+    unsigned long score_memo_hits, score_memo_misses; /* look-ups of a node's look-ahead as it is */
     unsigned long remembered;                         /* pending pods kept for bind */
 } gp_extender_stats;
 void extender_stats(gp_extender *e, gp_extender_stats *out);

@@ -383,8 +383,21 @@ double frag_node_score_lookahead(const gp_node *node, const gp_pod_req *req,
     frag_view_after(node, req, a, opts, &after);
     la_shapes L;   /* the same GPUs and models before and after */
     la_prepare(&before, shapes, &L);
-    double f_before, f_after;
-    double l_before = la_lookahead(&before, &L, &f_before);
+    double f_before, f_after, l_before;
+    /* the node as it is: the same for every pod that comes, so kept by state
+     * (two entries: both must be there) */
+    gp_keycache *memo = opts->memo && node->state_hash ? opts->memo->cache : NULL;
+    uint64_t k1 = 0, k2 = 0;
+    if (memo) {
+        k1 = (node->state_hash ^ opts->memo->salt) * GP_FNV_PRIME;
+        k1 = (k1 ^ k1 >> 29) | 1;
+        k2 = (k1 * GP_FNV_PRIME ^ 0x5bd1e995u) | 1;
+    }
+    if (!memo || !keycache_get(memo, k1, &l_before) || !keycache_get(memo, k2, &f_before)) {
+        l_before = la_lookahead(&before, &L, &f_before);
+        keycache_put(memo, k1, l_before);
+        keycache_put(memo, k2, f_before);
+    }
     double l_after = la_lookahead(&after, &L, &f_after);
     double d = f_before - f_after;
     double d2 = l_before - l_after;

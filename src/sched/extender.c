@@ -28,6 +28,7 @@
 #define EVAL_PARALLEL_MIN 1024    /* below this many nodes one thread is faster */
 #define MAX_ANSWER_BYTES (256u << 20)   /* an answer past this is a bug, not a request */
 #define FIT_CACHE_SLOTS (1u << 18)      /* 4 MiB once full: 5,000 node states x ~40 pod shapes */
+#define SCORE_MEMO_SLOTS (1u << 15)     /* 512 KiB: two entries per node state and policy */
 
 typedef struct pending {
     char *pod;          /* trimmed copy (metadata + container resources) as compact JSON:
@@ -52,6 +53,7 @@ struct gp_extender {
     int eval_threads;           /* threads evaluating one large node list */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
     gp_keycache *fits;          /* (node state, pod shape, policy) -> score of a fit */
+    gp_keycache *scores;        /* (node state, policy) -> its look-ahead as it is (placement.h) */
 };
 
 gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
@@ -71,6 +73,7 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
     pthread_mutex_init(&e->mu, NULL);
     e->pending = strmap_new();
     e->fits = keycache_new(FIT_CACHE_SLOTS);
+    e->scores = keycache_new(SCORE_MEMO_SLOTS);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
     if (e->cfg.binder) {
@@ -111,6 +114,7 @@ void extender_free(gp_extender *e)
         pending_free(p);
     strmap_free(e->pending);
     keycache_free(e->fits);
+    keycache_free(e->scores);
     pthread_mutex_destroy(&e->mu);
     policy_set_unref(e->fallback);
     free(e);
@@ -126,6 +130,7 @@ void extender_stats(gp_extender *e, gp_extender_stats *out)
     for (int v = 0; v < 4; v++)
         out->unready[v] = atomic_load(&e->n_unready[v]);
     keycache_stats(e->fits, &out->fit_cache_hits, &out->fit_cache_misses);
+    keycache_stats(e->scores, &out->score_memo_hits, &out->score_memo_misses);
     pthread_mutex_lock(&e->mu);
     out->remembered = strmap_count(e->pending);
     pthread_mutex_unlock(&e->mu);
@@ -151,6 +156,12 @@ void extender_metrics(void *extender, gp_buf *out)
                    "(a node state, pod shape and policy seen before), by result.");
     metrics_u(out, "gpupack_fit_cache_total", "result=\"hit\"", es.fit_cache_hits);
     metrics_u(out, "gpupack_fit_cache_total", "result=\"miss\"", es.fit_cache_misses);
+    metrics_header(out, "gpupack_score_memo_total", "counter",
+                   "Look-ups of what a node's score owes to its state alone (the look-ahead of the "
+                   "node as it is), kept by node state and policy across requests, by result; two "
+                   "per evaluation that scores a fit.");
+    metrics_u(out, "gpupack_score_memo_total", "result=\"hit\"", es.score_memo_hits);
+    metrics_u(out, "gpupack_score_memo_total", "result=\"miss\"", es.score_memo_misses);
     metrics_header(out, "gpupack_pods_remembered", "gauge",
                    "Pending pods whose request is kept for their bind (until bound, at most "
                    "10,000 for 10 minutes).");
@@ -605,6 +616,7 @@ typedef struct eval_job {
     gp_extender *e;
     const gp_pod_req *req;
     const gp_policy_view *view;
+    const gp_place_opts *place;   /* view->place with the extender's score memo */
     const node_list *nl;
     bool want_scores;
     verdicts *vs;
@@ -628,7 +640,7 @@ _Static_assert(sizeof(gp_ctr_req) == 96, "a new gp_ctr_req field: add it to fit_
 /* (gp_pod_req.owner is not read by placement: the held places it selects
  * change the node view, whose fingerprint the key has) */
 _Static_assert(sizeof(gp_pod_req) == 3232, "a new gp_pod_req field: add it to fit_shape_key");
-_Static_assert(sizeof(gp_place_opts) == 312, "a new gp_place_opts field: add it to fit_shape_key");
+_Static_assert(sizeof(gp_place_opts) == 320, "a new gp_place_opts field: add it to place_opts_key");
 _Static_assert(sizeof(gp_shape) == 280, "a new gp_shape field: add it to fit_shape_key");
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -648,6 +660,24 @@ static uint64_t mix_str(uint64_t h, const char *s)
     return gp_fnv1a(h, s, strlen(s) + 1);
 }
 
+/* The policy's placement settings, into h (o->memo is not a setting). */
+static uint64_t place_opts_key(uint64_t h, const gp_place_opts *o)
+{
+    /* strategies are static tables: their addresses name them */
+    h = mix(mix(h, (uint64_t)(uintptr_t)o->gpu), (uint64_t)(uintptr_t)o->node);
+    h = mix(mix(h, (uint64_t)o->reserve_mem_mib), (uint64_t)o->max_pods_per_gpu);
+    h = mix_str(mix_double(mix_double(h, o->w_mem), o->w_core), o->models);
+    h = mix(h, o->shapes != NULL);
+    for (int k = 0; o->shapes && k < o->shapes->n; k++) {
+        const gp_shape *m = &o->shapes->s[k];
+        h = mix(mix(mix_double(mix(mix(h, (uint64_t)m->count), (uint64_t)m->core), m->weight),
+                    (uint64_t)m->cpu_milli),
+                k);
+        h = mix_str(h, m->models);
+    }
+    return h ? h : 1;
+}
+
 /* What placement and scoring read of the request and the policy (not the
  * pod's identity: names only appear in reasons, which are not cached). */
 /* priority is left out: it only selects the preemption claims a node is seen
@@ -665,20 +695,7 @@ static uint64_t fit_shape_key(const gp_pod_req *req, const gp_policy_view *view,
     }
     h = mix_str(mix_str(mix_str(h, req->models), req->type_use), req->type_nouse);
     h = mix(mix(h, (uint64_t)req->cpu_milli), (uint64_t)req->host_mem_mib);
-    const gp_place_opts *o = &view->place;
-    /* strategies are static tables: their addresses name them */
-    h = mix(mix(h, (uint64_t)(uintptr_t)o->gpu), (uint64_t)(uintptr_t)o->node);
-    h = mix(mix(h, (uint64_t)o->reserve_mem_mib), (uint64_t)o->max_pods_per_gpu);
-    h = mix_str(mix_double(mix_double(h, o->w_mem), o->w_core), o->models);
-    h = mix(h, o->shapes != NULL);
-    for (int k = 0; o->shapes && k < o->shapes->n; k++) {
-        const gp_shape *m = &o->shapes->s[k];
-        h = mix(mix(mix_double(mix(mix(h, (uint64_t)m->count), (uint64_t)m->core), m->weight),
-                    (uint64_t)m->cpu_milli),
-                k);
-        h = mix_str(h, m->models);
-    }
-    return h ? h : 1;
+    return place_opts_key(h, &view->place);
 }
 
 static uint64_t fit_key(uint64_t shape, uint64_t state)
@@ -775,7 +792,7 @@ static void *eval_range(void *arg)
         }
         gp_assignment a;
         gp_fit_fail why;
-        if (placement_fit(node, req, &view->place, &a, &why)) {
+        if (placement_fit(node, req, j->place, &a, &why)) {
             v->unresolvable = why.unresolvable;
             set_reason_w(j->vs, j->arena, i, "%s", why.reason);
         } else {
@@ -787,7 +804,7 @@ static void *eval_range(void *arg)
                 v->fits = true;
         }
         if (v->fits && j->want_scores)
-            v->raw = placement_node_score(node, req, &a, &view->place);
+            v->raw = placement_node_score(node, req, &a, j->place);
         if (key)
             keycache_put(j->e->fits, key, v->fits ? v->raw : v->unresolvable ? FIT_NEVER : FIT_FAILS);
         if (slot < MEMO_SLOTS && node != scratch)   /* scratch is reused: never a memo entry */
@@ -844,9 +861,12 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
      * which its fingerprint covers (in a 5,000-node filter of trace pods they
      * were the slowest requests: every node evaluated again each time) */
     uint64_t shape = memo_ok ? fit_shape_key(req, view, want_scores) : 0;
+    gp_score_memo memo = {e->scores, place_opts_key(GP_FNV_OFFSET, &view->place)};
+    gp_place_opts place = view->place;
+    place.memo = &memo;
     cluster_rdlock(e->c);
     for (int w = 0; w < workers; w++) {
-        jobs[w] = (eval_job){e, req, view, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
+        jobs[w] = (eval_job){e, req, view, &place, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
                              nl->n * (size_t)(w + 1) / (size_t)workers, shape};
         if (w > 0)
             started[w] = pthread_create(&th[w], NULL, eval_range, &jobs[w]) == 0;
