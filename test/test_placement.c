@@ -336,6 +336,70 @@ START_TEST(apply_rejects_unknown_gpu)
 }
 END_TEST
 
+/* GPUs in the same state are costed once per container (placement.c,
+ * same_gpu_state): the choice must be the one every GPU costed would give.
+ * The reference is the same strategy flagged per_node, which costs each GPU.
+ * Nodes whose GPUs repeat a few states, pods of one to three containers (one
+ * an init container, some of several GPUs). */
+START_TEST(equal_gpus_costed_once_choose_as_each_costed)
+{
+    static const int64_t mems[] = {16384, 16384, 24576};
+    static const int64_t useds[] = {0, 0, 4096, 8192, 16384};
+    static const int cores[] = {0, 0, 300, 500, 1000};
+    uint64_t st = 11;
+    int placed = 0;
+    for (const char *const *name = placement_gpu_strategy_names(); *name; name++) {
+        gp_gpu_strategy ref = *placement_gpu_strategy(*name);
+        if (ref.per_node)
+            continue;
+        ref.per_node = true;
+        for (int round = 0; round < 300; round++) {
+            int64_t mem[8], used[8];
+            int core[8];
+            for (int i = 0; i < 8; i++) {
+                st = st * 6364136223846793005ull + 1442695040888963407ull;
+                int u = (int)(st >> 33) % 5, v = (int)(st >> 40) % 5;   /* memory and compute apart */
+                mem[i] = mems[(st >> 45) % 3];
+                used[i] = useds[u] < mem[i] ? useds[u] : mem[i];
+                core[i] = cores[v];
+            }
+            gp_node *n = tu_node("n", 8, mem, used, core);
+            for (int i = 0; i < 8; i++)
+                n->gpus[i].pods = used[i] > 0;
+            gp_pod_req r;
+            int count = 1 + (int)(st >> 50) % 3;
+            tu_req(&r, "u", count, 2048 * (int64_t)(1 + (st >> 52) % 4), 100 * (int)((st >> 55) % 4));
+            if (round % 3 == 0)
+                tu_add_ctr(&r, "side", false, 1, 3072, 150);
+            if (round % 4 == 1)
+                tu_add_ctr(&r, "init", true, 2, 8192, 0);
+            gp_place_opts o;
+            placement_default_opts(&o);
+            o.gpu = placement_gpu_strategy(*name);
+            gp_place_opts o_ref = o;
+            o_ref.gpu = &ref;
+            gp_assignment a, b;
+            int rc = placement_fit(n, &r, &o, &a, NULL), rc_ref = placement_fit(n, &r, &o_ref, &b, NULL);
+            ck_assert_int_eq(rc, rc_ref);
+            if (rc == 0) {
+                ck_assert_int_eq(a.nctrs, b.nctrs);
+                for (int c = 0; c < a.nctrs; c++) {
+                    ck_assert_int_eq(a.ctrs[c].ngpus, b.ctrs[c].ngpus);
+                    for (int g = 0; g < a.ctrs[c].ngpus; g++)
+                        ck_assert_msg(a.ctrs[c].gpus[g].index == b.ctrs[c].gpus[g].index &&
+                                          a.ctrs[c].gpus[g].mem_mib == b.ctrs[c].gpus[g].mem_mib,
+                                      "%s, round %d, container %d: GPU %d, costed each: %d", *name,
+                                      round, c, a.ctrs[c].gpus[g].index, b.ctrs[c].gpus[g].index);
+                }
+                placed++;
+            }
+            free(n);
+        }
+    }
+    ck_assert_int_gt(placed, 500);
+}
+END_TEST
+
 Suite *suite_placement(void);
 Suite *suite_placement(void)
 {
@@ -354,6 +418,7 @@ Suite *suite_placement(void)
     tcase_add_test(t, normalize);
     tcase_add_test(t, strategy_tables);
     tcase_add_test(t, apply_rejects_unknown_gpu);
+    tcase_add_test(t, equal_gpus_costed_once_choose_as_each_costed);
     suite_add_tcase(s, t);
     return s;
 }

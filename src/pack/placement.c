@@ -312,6 +312,23 @@ typedef struct cand {
     double cost;
 } cand;
 
+/* GPUs a and b look alike to a strategy that is not per_node: same inventory
+ * and the same use, before and during this pod. Their costs are then equal
+ * (fragmentation-aware: the node's view after either is the same multiset of
+ * free shares), and the candidates' order, which breaks ties by device index,
+ * comes out the same whether the cost is computed again or copied. */
+static bool same_gpu_state(const gp_place_ctx *x, int a, int b)
+{
+    const gp_gpu *ga = &x->node->gpus[a], *gb = &x->node->gpus[b];
+    return ga->mem_used == gb->mem_used && ga->core_used == gb->core_used &&
+           ga->pods == gb->pods && ga->info.mem_total == gb->info.mem_total &&
+           ga->info.core_total == gb->info.core_total && x->base_mem[a] == x->base_mem[b] &&
+           x->base_core[a] == x->base_core[b] && x->reg_mem[a] == x->reg_mem[b] &&
+           x->reg_core[a] == x->reg_core[b] && x->init_mem[a] == x->init_mem[b] &&
+           x->init_core[a] == x->init_core[b] && x->touched[a] == x->touched[b] &&
+           (ga->info.model == gb->info.model || strcmp(ga->info.model, gb->info.model) == 0);
+}
+
 static void sort_cands(cand *c, int n)
 {
     /* insertion sort: n <= 64, and stable on device order for equal costs */
@@ -627,8 +644,13 @@ static int fit_all(gp_place_ctx *x, const gp_pod_req *req, gp_assignment *out, b
             cand cands[GP_MAX_GPUS_PER_NODE];
             int nc = 0;
             for (int i = 0; i < x->node->ngpus; i++) {
-                if (gpu_fits(x, i, r, empty))
-                    cands[nc++] = (cand){i, gs->cost(x, i, r)};
+                if (!gpu_fits(x, i, r, empty))
+                    continue;
+                int same = -1;   /* an earlier candidate in the same state */
+                for (int k = 0; k < nc && same < 0 && !gs->per_node; k++)
+                    if (same_gpu_state(x, cands[k].pos, i))
+                        same = k;
+                cands[nc++] = (cand){i, same >= 0 ? cands[same].cost : gs->cost(x, i, r)};
             }
             if (nc < r->count || r->count > GP_MAX_GPUS_PER_CTR)
                 return c + 1;
