@@ -1,0 +1,41 @@
+/* jsonscan.h -- a strict JSON text scanner for the fast paths, which read a
+ * few members of large documents: skip a value as strictly as jansson would
+ * parse it, copy the members of an object that a gp_keep table names (as
+ * text, reduced as the table says), load such a reduced copy. Pure.
+ *
+ * Everything doubtful declines (-1): escapes in keys, non-ASCII keys, long
+ * numbers, depth past 128, a value not of the shape its rule reduces.
+ * Callers then parse the whole document with jansson and get its exact
+ * behaviour and error messages.
+ *
+ *   json_t *pod;
+ *   if (jscan_load_reduced(text, text + len, k8s_obs_pod_keep, 0, &pod) < 0)
+ *       pod = json_loadb(text, len, 0, &jerr);   // the exact rules */
+#ifndef GP_JSONSCAN_H
+#define GP_JSONSCAN_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "lib/jsonkeep.h"
+#include "lib/util.h"
+
+typedef struct gp_jscan {
+    const char *p, *end;   /* the next byte, the end of the text */
+} gp_jscan;
+
+/* Skips blanks. */
+void jscan_ws(gp_jscan *s);
+/* A string with no escapes and only printable ASCII: [*start, *start + *len). */
+int jscan_plain_string(gp_jscan *s, const char **start, size_t *len);
+/* Skips one value (depth: its nesting so far). */
+int jscan_skip_value(gp_jscan *s, int depth);
+/* Copies the object at s->p into out, keeping the members `rules` names (or,
+ * with prefixes, those whose key starts with one). */
+int jscan_copy_object(gp_jscan *s, gp_buf *out, const gp_keep *rules, const char *const *prefixes,
+                      int depth);
+/* The object [b, e) reduced to what keep names and parsed by jansson with
+ * flags (JSON_REJECT_DUPLICATES ...): 0 and *out (owned), or -1. */
+int jscan_load_reduced(const char *b, const char *e, const gp_keep *keep, size_t flags, json_t **out);
+
+#endif
