@@ -82,7 +82,7 @@ static json_t *trim_keep_name_rv(const json_t *obj)
                      "resourceVersion", json_object_get(md, "resourceVersion"));
 }
 
-static const gp_reflector_ops rec_ops = {rec_begin, rec_end, rec_apply, trim_keep_name_rv};
+static const gp_reflector_ops rec_ops = {rec_begin, rec_end, rec_apply, trim_keep_name_rv, NULL};
 
 static json_t *pod(const char *name)
 {

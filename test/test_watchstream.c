@@ -6,6 +6,8 @@
 
 #include "livetest.h"
 #include "kube/watchstream.h"
+#include "lib/jsonkeep.h"
+#include "model/k8s_obs.h"
 
 typedef struct {
     gp_buf all;      /* lines joined with '\n' */
@@ -199,6 +201,82 @@ START_TEST(bad_events)
 }
 END_TEST
 
+/* Events decoded with a keep table (what the pod reflector does): every
+ * captured pod event's object is exactly the reduction of the whole object
+ * (jsonkeep_trim with the same table), type and resourceVersion alike; the
+ * 410 error, the bookmark and events the scanner declines come whole; bad
+ * lines fail with the whole decoder's message. */
+START_TEST(kept_events_are_the_reduction)
+{
+    static const char *const files[] = {"wire/watch/pods-watch.jsonl",
+                                        "wire/watch/pods-watch-no-rv-initial-state.jsonl",
+                                        "wire/gone/watch-pods-rv1-410.jsonl"};
+    int reduced = 0, whole = 0;
+    for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
+        size_t len;
+        char *data = load(files[f], &len);
+        char *save = NULL;
+        for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            gp_watch_event full, kept;
+            gp_err err;
+            ck_assert(watchstream_event_parse(line, strlen(line), &full, &err) == 0);
+            ck_assert(watchstream_event_parse_kept(line, strlen(line), k8s_obs_pod_keep, &kept, &err) == 0);
+            ck_assert_int_eq(kept.type, full.type);
+            ck_assert_str_eq(kept.rv, full.rv);
+            ck_assert_int_eq(kept.code, full.code);
+            ck_assert_str_eq(kept.reason, full.reason);
+            ck_assert_str_eq(kept.message, full.message);
+            if (full.type == GP_WATCH_BOOKMARK || full.type == GP_WATCH_ERROR) {
+                ck_assert(json_equal(kept.object, full.object));
+                whole++;
+            } else {
+                json_t *want = jsonkeep_trim(full.object, k8s_obs_pod_keep);
+                ck_assert_msg(json_equal(kept.object, want), "%.120s", line);
+                ck_assert_ptr_null(json_object_get(json_object_get(kept.object, "metadata"), "managedFields"));
+                json_decref(want);
+                reduced++;
+            }
+            watchstream_event_clear(&full);
+            watchstream_event_clear(&kept);
+        }
+        free(data);
+    }
+    ck_assert_int_ge(reduced, 15);
+    ck_assert_int_ge(whole, 2);
+    /* the scanner declines a key with an escape: the object comes whole */
+    const char *esc = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"p\",\"a\\u0062\":1,"
+                      "\"resourceVersion\":\"7\"},\"junk\":[1,2]}}";
+    gp_watch_event ev;
+    gp_err err;
+    ck_assert(watchstream_event_parse_kept(esc, strlen(esc), k8s_obs_pod_keep, &ev, &err) == 0);
+    ck_assert_ptr_nonnull(json_object_get(ev.object, "junk"));
+    ck_assert_str_eq(ev.rv, "7");
+    watchstream_event_clear(&ev);
+    /* a duplicate key among the members read fails as whole; among those
+     * skipped it is never looked at (nothing reads either value) */
+    const char *dup = "{\"type\":\"ADDED\",\"object\":{\"junk\":1,\"junk\":2,\"metadata\":{\"name\":\"p\"}}}";
+    ck_assert(watchstream_event_parse(dup, strlen(dup), &ev, &err) == -1);
+    ck_assert(watchstream_event_parse_kept(dup, strlen(dup), k8s_obs_pod_keep, &ev, &err) == 0);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev.object, "metadata"), "name")), "p");
+    watchstream_event_clear(&ev);
+    static const char *const bad[] = {
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}}",
+        "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]},\"junk\":[1,}}",
+        "{\"type\":\"ADDED\",\"object\":{},\"object\":{}}",
+    };
+    for (size_t i = 0; i < GP_ARRAY_LEN(bad); i++) {
+        gp_watch_event a, b;
+        gp_err ea = {{0}}, eb = {{0}};
+        int ra = watchstream_event_parse(bad[i], strlen(bad[i]), &a, &ea);
+        int rb = watchstream_event_parse_kept(bad[i], strlen(bad[i]), k8s_obs_pod_keep, &b, &eb);
+        ck_assert_int_eq(ra, rb);
+        ck_assert_int_eq(rb, -1);
+        ck_assert_str_eq(ea.msg, eb.msg);
+        ck_assert_ptr_null(b.object);
+    }
+}
+END_TEST
+
 Suite *suite_watchstream(void);
 Suite *suite_watchstream(void)
 {
@@ -211,6 +289,7 @@ Suite *suite_watchstream(void)
     tcase_add_test(tc, line_limit);
     tcase_add_test(tc, crlf_blank_partial_stop);
     tcase_add_test(tc, bad_events);
+    tcase_add_test(tc, kept_events_are_the_reduction);
     suite_add_tcase(s, tc);
     return s;
 }

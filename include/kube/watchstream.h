@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lib/jsonkeep.h"
 #include "lib/util.h"
 
 /* Largest watch event line accepted (etcd caps objects at 1.5 MiB; JSON of
@@ -69,6 +70,16 @@ typedef struct gp_watch_event {
 /* Decodes one line. Returns 0, or -1 with a message (bad JSON, no type, an
  * unknown type, no object). Never keeps a reference to line. */
 int watchstream_event_parse(const char *line, size_t len, gp_watch_event *ev, gp_err *err) GP_WUR;
+/* The same, with the object of an ADDED, MODIFIED or DELETED event reduced to
+ * the members `keep` names (jsonkeep.h) as the text is scanned: a pod's
+ * managedFields and most of its status are never built. Where the scanner
+ * declines (anything doubtful: lib/jsonscan.h), and for bookmarks and errors,
+ * the object is whole, as watchstream_event_parse reads it; bad JSON fails
+ * with the same message. One difference: a key repeated inside a member that
+ * is skipped is not looked for (nothing reads either value); repeated among
+ * the members kept, it fails as whole. keep NULL: watchstream_event_parse. */
+int watchstream_event_parse_kept(const char *line, size_t len, const gp_keep *keep,
+                                 gp_watch_event *ev, gp_err *err) GP_WUR;
 void watchstream_event_clear(gp_watch_event *ev);
 const char *watchstream_type_name(gp_watch_type t);
 

@@ -109,7 +109,7 @@ void dra_feed_on_freed(gp_dra_feed *f, void (*fn)(void *ud), void *ud)
     f->on_freed_ud = ud;
 }
 
-static const gp_reflector_ops ops = {begin, end, apply, NULL};
+static const gp_reflector_ops ops = {begin, end, apply, NULL, NULL};
 
 /* ---------------------------------------------------------- discovery -- */
 

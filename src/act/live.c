@@ -373,8 +373,12 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     free(v);
 }
 
-static const gp_reflector_ops node_ops = {nodes_begin, nodes_end, nodes_apply, k8s_obs_trim_node};
-static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_obs_trim_pod};
+static const gp_reflector_ops node_ops = {nodes_begin, nodes_end, nodes_apply, k8s_obs_trim_node, NULL};
+/* a pod event is read as the LIST's trim keeps a pod, and its conditions with
+ * their messages (k8s_obs.h); the rest of a pod (managedFields, most of its
+ * status) is never built */
+static const gp_reflector_ops pod_ops = {pods_begin, pods_end, pods_apply, k8s_obs_trim_pod,
+                                         k8s_obs_pod_keep};
 
 /* ------------------------------------------------------------ binds --- */
 

@@ -22,7 +22,7 @@ static void pdb_apply(void *ud, gp_watch_type type, bool listed, const json_t *o
     preempt_pdb_event(ud, type == GP_WATCH_DELETED, obj);
 }
 
-static const gp_reflector_ops pdb_ops = {pdb_begin, pdb_end, pdb_apply, NULL};
+static const gp_reflector_ops pdb_ops = {pdb_begin, pdb_end, pdb_apply, NULL, NULL};
 
 gp_pdb_feed *pdb_feed_start(gp_kube *k, gp_preempt *p, gp_err *err)
 {

@@ -349,7 +349,7 @@ static int on_line(void *ud, const char *line, size_t len)
     gp_reflector *r = w->r;
     gp_watch_event ev;
     gp_err err;
-    if (watchstream_event_parse(line, len, &ev, &err) < 0) {
+    if (watchstream_event_parse_kept(line, len, r->ops->keep, &ev, &err) < 0) {
         /* never skip: the line may have been a DELETED, whose loss would
          * leave a ghost holding GPUs until the next relist */
         STAT_ADD(r, bad_events, 1);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "lib/jsonscan.h"
+
 struct gp_watchstream {
     gp_buf line;          /* the incomplete line so far */
     size_t line_max;
@@ -97,11 +99,36 @@ static void copy_str(char *dst, size_t size, const json_t *v)
     gp_strlcpy(dst, s ? s : "", size);
 }
 
+/* An ADDED, MODIFIED or DELETED event with its object reduced to `keep`, or
+ * NULL: the scanner declined (anything doubtful), or the event is a bookmark
+ * or an error, whose object is not what keep describes. */
+static json_t *load_kept(const char *line, size_t len, const gp_keep *keep)
+{
+    const gp_keep ev_keep[] = {{.key = "type"}, {.key = "object", .sub = keep}, {0}};
+    json_t *root;
+    if (jscan_load_reduced(line, line + len, ev_keep, JSON_REJECT_DUPLICATES, &root) < 0)
+        return NULL;
+    const char *type = json_string_value(json_object_get(root, "type"));
+    if (type && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0 ||
+                 strcmp(type, "DELETED") == 0))
+        return root;
+    json_decref(root);
+    return NULL;
+}
+
 int watchstream_event_parse(const char *line, size_t len, gp_watch_event *ev, gp_err *err)
+{
+    return watchstream_event_parse_kept(line, len, NULL, ev, err);
+}
+
+int watchstream_event_parse_kept(const char *line, size_t len, const gp_keep *keep,
+                                 gp_watch_event *ev, gp_err *err)
 {
     memset(ev, 0, sizeof *ev);
     json_error_t jerr;
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = keep ? load_kept(line, len, keep) : NULL;
+    if (!root)
+        root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     int rc = -1;
     if (!root) {
         gp_fail(err, "bad JSON in watch event at column %d: %s", jerr.column, jerr.text);
