@@ -37,9 +37,11 @@ typedef struct gp_reflector_ops {
     void (*apply)(void *ud, gp_watch_type type, bool listed, const json_t *obj);
     /* Optional: shrinks a LIST item before it is buffered (returns owned). */
     json_t *(*trim)(const json_t *obj);
-    /* Optional: the members of a watched object apply reads; watch events
-     * are decoded reduced to them (watchstream_event_parse_kept). apply must
-     * then read nothing else, which a trim that keeps no more already asks. */
+    /* Optional: the members of an object apply reads; LIST pages and watch
+     * events are decoded reduced to them as their text is scanned
+     * (lib/jsonscan.h, watchstream_event_parse_kept), whole where the scanner
+     * declines. apply must then read nothing else, which a trim that keeps no
+     * more already asks. */
     const gp_keep *keep;
 } gp_reflector_ops;
 
