@@ -202,7 +202,6 @@ typedef struct plan_query {
 /* preempt.c: time, text, the end of a plan */
 double pre_now_s(void);
 void pre_plan_free(plan *pl);
-const char *pre_uid_of(const json_t *pod);
 /* "GPU 1 (16384 MiB)", "GPUs 0, 1 (16384 MiB each)" ... what holds amount to */
 void pre_describe_holds(const gp_hold *h, int nh, char *out, size_t len);
 /* "ns/a, ns/b" of the victims still around (only_present) or all; returns how many */

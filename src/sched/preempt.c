@@ -152,11 +152,6 @@ size_t pre_list_victims(gp_preempt *p, const plan *pl, bool only_present, char *
 
 /* ------------------------------------------------------------ the pod feed -- */
 
-const char *pre_uid_of(const json_t *pod)
-{
-    return pod_uid(pod);
-}
-
 
 void pre_finish(gp_preempt *p, plan *pl, atomic_ulong *outcome, const char *why)
 {
@@ -224,7 +219,7 @@ void preempt_pod_event(gp_preempt *p, bool deleted, const json_t *pod)
 
 void preempt_pod_seen(gp_preempt *p, bool deleted, const json_t *pod, const gp_pod *pd)
 {
-    const char *uid = pre_uid_of(pod);
+    const char *uid = pod_uid(pod);
     if (!uid)
         return;
     /* identified: a malformed annotation of gpupack's does not hide the pod's priority */

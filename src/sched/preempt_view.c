@@ -163,7 +163,7 @@ static json_t *victims_json(gp_preempt *p, const pvictim *v, int n)
 static json_t *preempt_status(gp_preempt *p, const json_t *pod)
 {
     gp_extender *e = atomic_load(&p->e);
-    const char *uid = pre_uid_of(pod);
+    const char *uid = pod_uid(pod);
     if (!e)
         return json_pack("{s:s,s:s}", "state", "none", "message", "preemption is not running");
     gp_policy_set *set = extender_policies(e);
