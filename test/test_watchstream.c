@@ -208,19 +208,25 @@ END_TEST
  * lines fail with the whole decoder's message. */
 START_TEST(kept_events_are_the_reduction)
 {
-    static const char *const files[] = {"wire/watch/pods-watch.jsonl",
-                                        "wire/watch/pods-watch-no-rv-initial-state.jsonl",
-                                        "wire/gone/watch-pods-rv1-410.jsonl"};
-    int reduced = 0, whole = 0;
+    static const struct {
+        const char *file;
+        const gp_keep *keep;
+    } files[] = {{"wire/watch/pods-watch.jsonl", k8s_obs_pod_keep},
+                 {"wire/watch/pods-watch-no-rv-initial-state.jsonl", k8s_obs_pod_keep},
+                 {"wire/gone/watch-pods-rv1-410.jsonl", k8s_obs_pod_keep},
+                 {"wire/watch/nodes-watch.jsonl", k8s_obs_node_keep},
+                 {"wire/gone/watch-nodes-rv1-410.jsonl", k8s_obs_node_keep}};
+    int reduced = 0, whole = 0, nodes = 0;
     for (size_t f = 0; f < GP_ARRAY_LEN(files); f++) {
+        const gp_keep *keep = files[f].keep;
         size_t len;
-        char *data = load(files[f], &len);
+        char *data = load(files[f].file, &len);
         char *save = NULL;
         for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             gp_watch_event full, kept;
             gp_err err;
             ck_assert(watchstream_event_parse(line, strlen(line), &full, &err) == 0);
-            ck_assert(watchstream_event_parse_kept(line, strlen(line), k8s_obs_pod_keep, &kept, &err) == 0);
+            ck_assert(watchstream_event_parse_kept(line, strlen(line), keep, &kept, &err) == 0);
             ck_assert_int_eq(kept.type, full.type);
             ck_assert_str_eq(kept.rv, full.rv);
             ck_assert_int_eq(kept.code, full.code);
@@ -230,11 +236,21 @@ START_TEST(kept_events_are_the_reduction)
                 ck_assert(json_equal(kept.object, full.object));
                 whole++;
             } else {
-                json_t *want = jsonkeep_trim(full.object, k8s_obs_pod_keep);
+                json_t *want = jsonkeep_trim(full.object, keep);
                 ck_assert_msg(json_equal(kept.object, want), "%.120s", line);
                 ck_assert_ptr_null(json_object_get(json_object_get(kept.object, "metadata"), "managedFields"));
                 json_decref(want);
                 reduced++;
+                if (keep == k8s_obs_node_keep) {   /* the node decodes as whole */
+                    char na[GP_NAME_MAX], nb[GP_NAME_MAX];
+                    gp_inventory ia, ib;
+                    gp_err ea, eb;
+                    int ra = k8s_obs_node(full.object, 0, na, &ia, &ea);
+                    ck_assert_int_eq(k8s_obs_node(kept.object, 0, nb, &ib, &eb), ra);
+                    ck_assert_str_eq(na, nb);
+                    ck_assert(memcmp(&ia, &ib, sizeof ia) == 0);
+                    nodes++;
+                }
             }
             watchstream_event_clear(&full);
             watchstream_event_clear(&kept);
@@ -242,6 +258,7 @@ START_TEST(kept_events_are_the_reduction)
         free(data);
     }
     ck_assert_int_ge(reduced, 15);
+    ck_assert_int_ge(nodes, 3);
     ck_assert_int_ge(whole, 2);
     /* the scanner declines a key with an escape: the object comes whole */
     const char *esc = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"p\",\"a\\u0062\":1,"

@@ -65,6 +65,13 @@ int k8s_obs_node(const json_t *node, int64_t aliyun_unit_mib, char name[GP_NAME_
  * reads a new member of a Pod adds it here. */
 extern const gp_keep k8s_obs_pod_keep[];
 
+/* Every member of a Node that gpupack's decoders read (metadata name, uid,
+ * resourceVersion, labels, annotations; status capacity and allocatable):
+ * the node watch's events are decoded reduced to it (a node's status lists
+ * its images and conditions: most of its bytes). k8s_obs_trim_node keeps the
+ * same. */
+extern const gp_keep k8s_obs_node_keep[];
+
 /* Copies (owned) holding only what gpupack reads: pods keep what
  * k8s_obs_pod_keep names (jsonkeep_trim), of the conditions only an unbound
  * pod's PodScheduled (the only one read); nodes keep metadata name, uid,

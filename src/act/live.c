@@ -373,7 +373,8 @@ static void pods_apply(void *ud, gp_watch_type type, bool listed, const json_t *
     free(v);
 }
 
-static const gp_reflector_ops node_ops = {nodes_begin, nodes_end, nodes_apply, k8s_obs_trim_node, NULL};
+static const gp_reflector_ops node_ops = {nodes_begin, nodes_end, nodes_apply, k8s_obs_trim_node,
+                                          k8s_obs_node_keep};
 /* a pod event is read as the LIST's trim keeps a pod, and its conditions with
  * their messages (k8s_obs.h); the rest of a pod (managedFields, most of its
  * status) is never built */

@@ -207,6 +207,14 @@ static void copy_keys(json_t *dst, const json_t *src, const char *const *keys, s
     }
 }
 
+static const gp_keep node_meta_keep[] = {{.key = "name"},   {.key = "uid"},
+                                         {.key = "resourceVersion"}, {.key = "labels"},
+                                         {.key = "annotations"}, {0}};
+static const gp_keep node_status_keep[] = {{.key = "capacity"}, {.key = "allocatable"}, {0}};
+const gp_keep k8s_obs_node_keep[] = {{.key = "metadata", .sub = node_meta_keep},
+                                     {.key = "status", .sub = node_status_keep},
+                                     {0}};
+
 json_t *k8s_obs_trim_node(const json_t *node)
 {
     json_t *out = json_object();
