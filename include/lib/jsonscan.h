@@ -26,6 +26,9 @@ typedef struct gp_jscan {
 
 /* Skips blanks. */
 void jscan_ws(gp_jscan *s);
+/* After a member or an element: 1 (past the comma) when another follows, 0
+ * (past `close`, '}' or ']') at the end, -1 when neither comes. */
+int jscan_next(gp_jscan *s, char close);
 /* A string with no escapes and only printable ASCII: [*start, *start + *len). */
 int jscan_plain_string(gp_jscan *s, const char **start, size_t *len);
 /* Skips one value (depth: its nesting so far). */

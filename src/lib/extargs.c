@@ -79,16 +79,11 @@ static int scan_names(gp_jscan *s, size_t max, gp_extargs *a)
                     a->names[k++] = a->arena + off;
                     off += len + 1;
                 }
-                jscan_ws(s);
-                if (s->p < s->end && *s->p == ',') {
-                    s->p++;
-                    continue;
-                }
-                if (s->p < s->end && *s->p == ']') {
-                    s->p++;
+                int more = jscan_next(s, ']');
+                if (more < 0)
+                    return -1;
+                if (more == 0)
                     break;
-                }
-                return -1;
             }
         }
         if (pass == 0) {
@@ -145,16 +140,11 @@ int extargs_scan(const char *body, size_t len, size_t max_names, const gp_keep *
         } else {
             goto decline;   /* unknown or repeated key: jansson's rules apply */
         }
-        jscan_ws(&s);
-        if (s.p < s.end && *s.p == ',') {
-            s.p++;
-            continue;
-        }
-        if (s.p < s.end && *s.p == '}') {
-            s.p++;
+        int more = jscan_next(&s, '}');
+        if (more < 0)
+            goto decline;
+        if (more == 0)
             break;
-        }
-        goto decline;
     }
 tail:
     jscan_ws(&s);

@@ -13,6 +13,20 @@ void jscan_ws(gp_jscan *s)
         s->p++;
 }
 
+int jscan_next(gp_jscan *s, char close)
+{
+    jscan_ws(s);
+    if (s->p < s->end && *s->p == ',') {
+        s->p++;
+        return 1;
+    }
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    return -1;
+}
+
 /* A string with no escapes and only printable ASCII; sets [*start, *len). */
 int jscan_plain_string(gp_jscan *s, const char **start, size_t *len)
 {
@@ -221,16 +235,9 @@ int jscan_copy_object(gp_jscan *s, gp_buf *out, const gp_keep *rules, const char
         } else if (jscan_skip_value(s, depth + 1)) {
             return -1;
         }
-        jscan_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
-            return gp_buf_append(out, "}", 1);
-        }
-        return -1;
+        int more = jscan_next(s, '}');
+        if (more <= 0)
+            return more < 0 ? -1 : gp_buf_append(out, "}", 1);
     }
 }
 
@@ -257,16 +264,9 @@ static int copy_value(gp_jscan *s, gp_buf *out, const gp_keep *k, int depth)
         for (bool first = true;; first = false) {
             if ((!first && gp_buf_append(out, ",", 1)) || jscan_copy_object(s, out, k->sub, NULL, depth + 1))
                 return -1;
-            jscan_ws(s);
-            if (s->p < s->end && *s->p == ',') {
-                s->p++;
-                continue;
-            }
-            if (s->p < s->end && *s->p == ']') {
-                s->p++;
-                return gp_buf_append(out, "]", 1);
-            }
-            return -1;
+            int more = jscan_next(s, ']');
+            if (more <= 0)
+                return more < 0 ? -1 : gp_buf_append(out, "]", 1);
         }
     }
     if (reduced)
