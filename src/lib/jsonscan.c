@@ -7,46 +7,8 @@
 
 #define MAX_SCAN_DEPTH 128
 
-void jscan_ws(gp_jscan *s)
-{
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-        s->p++;
-}
 
-int jscan_next(gp_jscan *s, char close)
-{
-    jscan_ws(s);
-    if (s->p < s->end && *s->p == ',') {
-        s->p++;
-        return 1;
-    }
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        return 0;
-    }
-    return -1;
-}
 
-/* A string with no escapes and only printable ASCII; sets [*start, *len). */
-int jscan_plain_string(gp_jscan *s, const char **start, size_t *len)
-{
-    if (s->p >= s->end || *s->p != '"')
-        return -1;
-    const char *b = ++s->p;
-    while (s->p < s->end) {
-        unsigned char c = (unsigned char)*s->p;
-        if (c == '"') {
-            *start = b;
-            *len = (size_t)(s->p - b);
-            s->p++;
-            return 0;
-        }
-        if (c == '\\' || c < 0x20 || c >= 0x80)
-            return -1;   /* escapes and non-ASCII: let jansson judge */
-        s->p++;
-    }
-    return -1;
-}
 
 /* A skipped string: escapes and UTF-8 are validated as strictly as jansson
  * would (anything doubtful declines: \u0000, surrogate escapes). */
