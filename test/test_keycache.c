@@ -42,6 +42,32 @@ START_TEST(get_put_replace)
 }
 END_TEST
 
+/* Four keys share a set, and the fifth pushes out the one used least
+ * recently. (White box: a small key's set is its low bits, so multiples of
+ * 16 meet in set 0 of a 64-slot cache.) */
+START_TEST(four_ways_least_recently_used_goes)
+{
+    gp_keycache *c = keycache_new(64);
+    double v;
+    for (uint64_t k = 16; k <= 64; k += 16)
+        keycache_put(c, k, (double)k);
+    for (uint64_t k = 16; k <= 64; k += 16)
+        ck_assert(keycache_get(c, k, &v) && v == (double)k);   /* all four kept */
+    ck_assert(keycache_get(c, 16, &v));   /* 16 used last; 32 now the least recent */
+    keycache_put(c, 80, 80.0);
+    ck_assert(!keycache_get(c, 32, &v));
+    for (uint64_t k = 16; k <= 80; k += 16)
+        if (k != 32)
+            ck_assert(keycache_get(c, k, &v) && v == (double)k);
+    keycache_put(c, 48, 4.8);             /* a key present is replaced in place */
+    ck_assert(keycache_get(c, 48, &v) && v == 4.8);
+    for (uint64_t k = 16; k <= 80; k += 16)
+        if (k != 32)
+            ck_assert(keycache_get(c, k, &v));
+    keycache_free(c);
+}
+END_TEST
+
 static void *hammer(void *arg)
 {
     gp_keycache *c = arg;
@@ -75,6 +101,7 @@ Suite *suite_keycache(void)
     Suite *s = suite_create("keycache");
     TCase *t = tcase_create("keycache");
     tcase_add_test(t, get_put_replace);
+    tcase_add_test(t, four_ways_least_recently_used_goes);
     tcase_add_test(t, threads_never_see_a_foreign_value);
     suite_add_tcase(s, t);
     return s;

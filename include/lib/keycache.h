@@ -1,7 +1,7 @@
 /* keycache.h -- a fixed-size, thread-safe cache from 64-bit keys to a double.
  *
- * Two-way set-associative: a key has a set of two slots, and a new key takes
- * the place of the one used less recently. Meant for results that are pure
+ * Four-way set-associative: a key has a set of four slots (one cache line),
+ * and a new key takes the place of the one used least recently. Meant for results that are pure
  * functions of what the key fingerprints (the caller makes the key; a key of
  * 0 is never stored), so a lost entry only costs the recomputation. Sets are
  * guarded by striped locks.

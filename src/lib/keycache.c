@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/util.h"
 
@@ -14,8 +15,13 @@ typedef struct slot {
     double value;
 } slot;
 
+/* Four ways: a set is 64 bytes, one cache line. With two, keys that meet in
+ * a set of their own thrashed: 75,000 (pod shape, node state) keys in 262,144
+ * slots missed 2.4 % of their lookups round after round. */
+#define WAYS 4
+
 struct gp_keycache {
-    slot *s;          /* sets of two: s[2i] the newer, s[2i + 1] the older */
+    slot *s;          /* sets of WAYS: s[WAYS i] the most recently used ... the least */
     size_t mask;      /* over sets */
     pthread_mutex_t mu[KEYCACHE_LOCKS];
     atomic_ulong hits, misses;
@@ -28,7 +34,7 @@ gp_keycache *keycache_new(size_t slots)
         n <<= 1;
     gp_keycache *c = xcalloc(1, sizeof *c);
     c->s = xcalloc_resident(n, sizeof *c->s);   /* keys land on any page: util.h */
-    c->mask = n / 2 - 1;
+    c->mask = n / WAYS - 1;
     for (int i = 0; i < KEYCACHE_LOCKS; i++)
         pthread_mutex_init(&c->mu[i], NULL);
     return c;
@@ -55,19 +61,19 @@ bool keycache_get(gp_keycache *c, uint64_t key, double *value)
     if (!c || key == 0)
         return false;
     size_t i = set_of(c, key);
-    slot *set = &c->s[2 * i];
+    slot *set = &c->s[WAYS * i];
     pthread_mutex_t *mu = &c->mu[i % KEYCACHE_LOCKS];
     pthread_mutex_lock(mu);
     bool hit = false;
-    if (set[0].key == key) {
-        *value = set[0].value;
-        hit = true;
-    } else if (set[1].key == key) {
-        *value = set[1].value;
-        slot t = set[0];   /* the one used last goes first */
-        set[0] = set[1];
-        set[1] = t;
-        hit = true;
+    for (int w = 0; w < WAYS; w++) {
+        if (set[w].key == key) {
+            slot t = set[w];   /* it moves to the front, the ones before it back */
+            memmove(&set[1], &set[0], (size_t)w * sizeof *set);
+            set[0] = t;
+            *value = t.value;
+            hit = true;
+            break;
+        }
     }
     pthread_mutex_unlock(mu);
     atomic_fetch_add(hit ? &c->hits : &c->misses, 1);
@@ -79,16 +85,14 @@ void keycache_put(gp_keycache *c, uint64_t key, double value)
     if (!c || key == 0)
         return;
     size_t i = set_of(c, key);
-    slot *set = &c->s[2 * i];
+    slot *set = &c->s[WAYS * i];
     pthread_mutex_t *mu = &c->mu[i % KEYCACHE_LOCKS];
     pthread_mutex_lock(mu);
-    if (set[0].key == key) {
-        set[0].value = value;
-    } else {
-        if (set[1].key != key)
-            set[1] = set[0];   /* the older of the two goes */
-        set[0] = (slot){key, value};
-    }
+    int w = 0;
+    while (w < WAYS - 1 && set[w].key != key)   /* its own slot, or the last one goes */
+        w++;
+    memmove(&set[1], &set[0], (size_t)w * sizeof *set);
+    set[0] = (slot){key, value};
     pthread_mutex_unlock(mu);
 }
 
