@@ -682,7 +682,8 @@ static uint64_t place_opts_key(uint64_t h, const gp_place_opts *o)
  * pod's identity: names only appear in reasons, which are not cached). */
 /* priority is left out: it only selects the preemption claims a node is seen
  * through, and such a node carries the fingerprint of the state it shows. */
-static uint64_t fit_shape_key(const gp_pod_req *req, const gp_policy_view *view, bool scores)
+/* policy: place_opts_key() of the policy view, hashed once per request */
+static uint64_t fit_shape_key(const gp_pod_req *req, uint64_t policy, bool scores)
 {
     uint64_t h = mix(GP_FNV_OFFSET, scores);
     h = mix(mix(mix(h, (uint64_t)req->profile), (uint64_t)req->nctrs), req->dra);
@@ -695,7 +696,8 @@ static uint64_t fit_shape_key(const gp_pod_req *req, const gp_policy_view *view,
     }
     h = mix_str(mix_str(mix_str(h, req->models), req->type_use), req->type_nouse);
     h = mix(mix(h, (uint64_t)req->cpu_milli), (uint64_t)req->host_mem_mib);
-    return place_opts_key(h, &view->place);
+    h = mix(h, policy);
+    return h ? h : 1;
 }
 
 static uint64_t fit_key(uint64_t shape, uint64_t state)
@@ -860,8 +862,9 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
     /* CPU-only pods too: their fit and score read the node's CPU and memory,
      * which its fingerprint covers (in a 5,000-node filter of trace pods they
      * were the slowest requests: every node evaluated again each time) */
-    uint64_t shape = memo_ok ? fit_shape_key(req, view, want_scores) : 0;
-    gp_score_memo memo = {e->scores, place_opts_key(GP_FNV_OFFSET, &view->place)};
+    uint64_t policy = place_opts_key(GP_FNV_OFFSET, &view->place);
+    uint64_t shape = memo_ok ? fit_shape_key(req, policy, want_scores) : 0;
+    gp_score_memo memo = {e->scores, policy};
     gp_place_opts place = view->place;
     place.memo = &memo;
     cluster_rdlock(e->c);
