@@ -127,6 +127,64 @@ START_TEST(budget_and_limits_are_kept)
 }
 END_TEST
 
+/* Background defragmentation: at load 0.5 only a and b arrive (c would pass
+ * the target); spread leaves half of each GPU free and no GPU entirely free.
+ * Asked to keep one GPU free, one move puts a and b together before any pod
+ * asks for a whole GPU. */
+START_TEST(defragmentation_frees_a_gpu_ahead_of_demand)
+{
+    sim_config c = churn_config("spread", 0.5, 0);
+    c.consol_budget = 50;
+    sim_result off, on;
+    gp_err err;
+    ck_assert_msg(sim_run(&c, 42, &off, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(off.churn.placements, 2);
+    ck_assert_int_eq(off.churn.moves, 0);
+    ck_assert_msg(off.end.frag > 0, "half-free GPUs are fragments for c: %f", off.end.frag);
+    c.defrag_free = 1;
+    ck_assert_msg(sim_run(&c, 42, &on, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(on.churn.placements, 2);
+    ck_assert_int_eq(on.churn.moves, 1);
+    ck_assert_int_eq(on.churn.defrag_plans, 1);
+    ck_assert_int_eq(on.churn.plans, 0);   /* no pod waited */
+    ck_assert_double_eq_tol(on.end.alloc, 0.5, 1e-9);
+    ck_assert_double_eq_tol(on.end.frag, 0.0, 1e-9);
+}
+END_TEST
+
+START_TEST(defragmentation_keeps_its_limits)
+{
+    sim_result r;
+    gp_err err;
+    /* one GPU already free (best fit packs a and b): nothing moves */
+    sim_config c = churn_config("best-fit", 0.5, 0);
+    c.consol_budget = 50;
+    c.defrag_free = 1;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.churn.moves, 0);
+    ck_assert_int_eq(r.churn.defrag_plans, 0);
+    /* two free GPUs asked of two: freeing the second (a and b leave it)
+     * would fill the first, a plan that is refused, not carried out */
+    c.consol_budget = 100;
+    c.defrag_free = 2;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.churn.moves, 0);
+    ck_assert_int_eq(r.churn.defrag_plans, 0);
+    ck_assert_int_eq(r.churn.defrag_failures, 1);
+    c = churn_config("spread", 0.5, 0);
+    /* the budget counts its moves: 49 % of 2 placements is no move */
+    c.consol_budget = 49;
+    c.defrag_free = 1;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.churn.moves, 0);
+    ck_assert_msg(r.end.frag > 0, "%f", r.end.frag);
+    /* without a budget it is refused, not run */
+    c.consol_budget = 0;
+    ck_assert_int_eq(sim_run(&c, 42, &r, &err), -1);
+    ck_assert_msg(strstr(err.msg, "budget") != NULL, "%s", err.msg);
+}
+END_TEST
+
 /* Best fit packs a and b onto one GPU: nothing to consolidate, and the plan
  * search is not even needed (c fits n1 at once). */
 START_TEST(packing_needs_no_moves)
@@ -210,6 +268,8 @@ Suite *suite_sim_churn(void)
     tcase_add_test(tc, packing_needs_no_moves);
     tcase_add_test(tc, churn_replays_and_retries);
     tcase_add_test(tc, arrivals_only_match_the_reference_protocol);
+    tcase_add_test(tc, defragmentation_frees_a_gpu_ahead_of_demand);
+    tcase_add_test(tc, defragmentation_keeps_its_limits);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -88,6 +88,10 @@ typedef struct sim_config {
     double consol_budget;
     int consol_max_moves;
     int consol_checks;
+    /* Background defragmentation: while fewer than defrag_free GPUs of the
+     * cluster are entirely free, pods are moved (within consol_budget) to
+     * free one more, one plan per event; 0 = off. */
+    int defrag_free;
 } sim_config;
 
 typedef struct sim_point {
@@ -107,6 +111,8 @@ typedef struct sim_churn_stats {
     long plan_failures;              /* searches that found no plan */
     long plan_incomplete;            /* ... of which stopped by --consolidate-checks */
     long budget_refusals;            /* pods that fit nowhere while the budget was spent */
+    long defrag_plans;               /* background defragmentation: plans carried out */
+    long defrag_failures;            /* ... and searches that found none */
     long whole_arrived;              /* pods asking >= 1 whole GPU, arrived in the window */
     long whole_waited;               /* ... of which placed later than they arrived, or never */
     double whole_wait_mean, whole_wait_p50, whole_wait_p95, whole_wait_max;

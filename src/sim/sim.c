@@ -709,6 +709,7 @@ typedef struct churn {
     long departures;
     long events;                    /* arrivals and departures: the clock of the backoffs */
     long search_after;              /* no search before this event (after one found nothing) */
+    long defrag_after;              /* no defragmentation search before this event */
     long searches;                  /* plan searches so far: the clock of cls_fit_at */
     long *cls_fit_at;               /* per class: the search cls_fits[] holds the answer of */
     bool *cls_fits;                 /* per class: mover_may_refit */
@@ -957,33 +958,29 @@ static void remove_waiting(churn *C, int id)
     C->nwait = k;
 }
 
-/* Consolidation for waiting pod id (in the wait list): plan, then carry the plan out (the
- * moved pods leave, the waiting pod takes its place, each moved pod takes
- * the place the plan found for it). Returns 0 when the pod now runs. */
-static int try_consolidate(churn *C, int id)
+/* The plan search for a pod asking p (pack/consolidate.c, one planner call
+ * per target node, the cheapest to empty first). With `more_free`, nodes
+ * where p already fits on GPUs that are entirely free are no targets: the
+ * plan must free GPUs, not find them (background defragmentation). Returns
+ * 1 and *plan, 0 when no plan was found (*checks_left: the feasibility
+ * checks not spent), -1 when no node could be a target at all. */
+static int search_plan(churn *C, const trace_pod *p, const char *name, int max_moves,
+                       bool more_free, gp_consol_plan *plan, int *checks_left)
 {
     run *R = C->R;
     const sim_config *cfg = R->cfg;
-    inst *w = &C->in[id];
-    const trace_pod *p = &cfg->pods[w->pod];
-    if (cfg->consol_budget <= 0 || p->num_gpu == 0)
-        return -1;
-    long allowed = (long)floor(cfg->consol_budget / 100.0 * (double)C->st.placements) -
-                   C->st.moves;
-    if (allowed < 1) {
-        C->st.budget_refusals++;
-        return -1;
+    int ntargets = mark_targets(C, p, max_moves);
+    for (size_t i = 0; more_free && i < R->nn; i++) {
+        int nfree = 0;
+        for (int g = 0; g < R->nodes[i].ngpus; g++)
+            nfree += R->nodes[i].gpus[g].pods == 0;
+        if (C->target_ok[i] && nfree >= p->num_gpu) {
+            C->target_ok[i] = false;
+            ntargets--;
+        }
     }
-    int max_moves = cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
-    int cls = R->cls[w->pod];
-    if (C->cls_retry[cls] > C->events || C->search_after > C->events)
-        return -1;   /* the same request, or any, found no plan a moment ago */
-    if (mark_targets(C, p, max_moves) == 0) {
-        C->st.plan_failures++;
-        C->cls_retry[cls] = C->events + CHURN_CLASS_BACKOFF;
-        C->search_after = C->events + CHURN_SEARCH_BACKOFF;
+    if (ntargets == 0)
         return -1;
-    }
     C->searches++;
     for (size_t i = 0; i < R->nn; i++) {
         int best = 0;
@@ -1023,10 +1020,8 @@ static int try_consolidate(churn *C, int id)
         C->node_start[i] = C->node_start[i - 1];
     C->node_start[0] = 0;
     gp_pod_req req;
-    char name[GP_NAME_MAX];
-    snprintf(name, sizeof name, "%s-%d", p->name, id);
     trace_pod_to_req(p, name, &req);
-    gp_consol_plan plan, cand;
+    gp_consol_plan cand;
     int found = 0, checks = cfg->consol_checks > 0 ? cfg->consol_checks : GP_CONSOL_BUDGET_DEFAULT;
     bool *only = C->only;
     /* targets cheapest to empty first: the least GPU share held on the
@@ -1055,7 +1050,7 @@ static int try_consolidate(churn *C, int id)
         only[t] = true;
         gp_consol_query q = {.nodes = C->ptrs, .nnodes = (int)R->nn, .target_ok = only,
                              .req = &req, .opts = &cfg->place, .movers = C->movers + from,
-                             .nmovers = nm, .max_moves = found ? plan.nmoves - 1 : max_moves,
+                             .nmovers = nm, .max_moves = found ? plan->nmoves - 1 : max_moves,
                              .budget = checks};
         int rc = consolidate_plan(&q, &cand);
         only[t] = false;
@@ -1063,34 +1058,130 @@ static int try_consolidate(churn *C, int id)
         if (rc == 1) {
             for (int k = 0; k < cand.nmoves; k++)
                 cand.moves[k].mover += from;   /* into C->movers */
-            plan = cand;
+            *plan = cand;
             found = 1;
-            if (plan.nmoves == 1)
+            if (plan->nmoves == 1)
                 break;
         }
     }
-    if (!found) {
+    *checks_left = checks;
+    return found;
+}
+
+/* The moves of a plan: each moved pod leaves and takes the place the plan
+ * found for it (after the waiting pod, if any, took its own). */
+static void move_pods(churn *C, const gp_consol_plan *plan, int waiting)
+{
+    run *R = C->R;
+    for (int k = 0; k < plan->nmoves; k++) {
+        inst *m = &C->in[C->mover_inst[plan->moves[k].mover]];
+        remove_pod(R, m->pod, &m->pl);
+    }
+    if (waiting >= 0)
+        hold_assignment(R, plan->node, C->in[waiting].pod, &plan->a, &C->in[waiting].pl);
+    for (int k = 0; k < plan->nmoves; k++) {
+        inst *m = &C->in[C->mover_inst[plan->moves[k].mover]];
+        hold_assignment(R, plan->moves[k].node, m->pod, &plan->moves[k].a, &m->pl);
+    }
+    C->st.moves += plan->nmoves;
+}
+
+/* Moves the budget still allows (cumulative: a share of the placements so far). */
+static long moves_allowed(const churn *C)
+{
+    return (long)floor(C->R->cfg->consol_budget / 100.0 * (double)C->st.placements) -
+           C->st.moves;
+}
+
+/* Consolidation for waiting pod id (in the wait list): plan, then carry the plan out (the
+ * moved pods leave, the waiting pod takes its place, each moved pod takes
+ * the place the plan found for it). Returns 0 when the pod now runs. */
+static int try_consolidate(churn *C, int id)
+{
+    run *R = C->R;
+    const sim_config *cfg = R->cfg;
+    inst *w = &C->in[id];
+    const trace_pod *p = &cfg->pods[w->pod];
+    if (cfg->consol_budget <= 0 || p->num_gpu == 0)
+        return -1;
+    long allowed = moves_allowed(C);
+    if (allowed < 1) {
+        C->st.budget_refusals++;
+        return -1;
+    }
+    int max_moves = cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
+    int cls = R->cls[w->pod];
+    if (C->cls_retry[cls] > C->events || C->search_after > C->events)
+        return -1;   /* the same request, or any, found no plan a moment ago */
+    char name[GP_NAME_MAX];
+    snprintf(name, sizeof name, "%s-%d", p->name, id);
+    gp_consol_plan plan;
+    int checks = 1;
+    int rc = search_plan(C, p, name, max_moves, false, &plan, &checks);
+    if (rc != 1) {
         C->st.plan_failures++;
-        C->st.plan_incomplete += checks <= 0;
+        C->st.plan_incomplete += rc == 0 && checks <= 0;
         C->cls_retry[cls] = C->events + CHURN_CLASS_BACKOFF;
         C->search_after = C->events + CHURN_SEARCH_BACKOFF;
         return -1;
     }
-    for (int k = 0; k < plan.nmoves; k++) {
-        inst *m = &C->in[C->mover_inst[plan.moves[k].mover]];
-        remove_pod(R, m->pod, &m->pl);
-    }
-    hold_assignment(R, plan.node, w->pod, &plan.a, &w->pl);
-    for (int k = 0; k < plan.nmoves; k++) {
-        inst *m = &C->in[C->mover_inst[plan.moves[k].mover]];
-        hold_assignment(R, plan.moves[k].node, m->pod, &plan.moves[k].a, &m->pl);
-    }
-    C->st.moves += plan.nmoves;
+    move_pods(C, &plan, id);
     C->st.plans++;
     started(C, id);
     remove_waiting(C, id);
     retry_waiting(C, plan.node);
     return 0;
+}
+
+/* Does a moved pod of the plan land on a GPU that is entirely free now? Such
+ * a plan frees one GPU by filling another: no gain. */
+static bool takes_free_gpu(const churn *C, const gp_consol_plan *plan)
+{
+    for (int k = 0; k < plan->nmoves; k++) {
+        const gp_node *n = &C->R->nodes[plan->moves[k].node];
+        const gp_assignment *a = &plan->moves[k].a;
+        for (int c = 0; c < a->nctrs; c++)
+            for (int g = 0; g < a->ctrs[c].ngpus; g++) {
+                int pos = gp_node_gpu_pos(n, a->ctrs[c].gpus[g].index);
+                if (pos >= 0 && n->gpus[pos].pods == 0)
+                    return true;
+            }
+    }
+    return false;
+}
+
+/* Background defragmentation (--defrag-free N): while fewer than N GPUs are
+ * entirely free, one plan per event makes one more free, as if a pod asking
+ * a whole GPU were waiting, within the same budget of moves. The freed GPU
+ * is not reserved: the waiting pods, oldest first, may take it at once. */
+static void defragment(churn *C)
+{
+    run *R = C->R;
+    const sim_config *cfg = R->cfg;
+    if (cfg->defrag_free == 0 || cfg->consol_budget <= 0 || C->defrag_after > C->events)
+        return;
+    long nfree = 0;
+    for (size_t i = 0; i < R->nn; i++)
+        for (int g = 0; g < R->nodes[i].ngpus; g++)
+            nfree += R->nodes[i].gpus[g].pods == 0;
+    if (nfree >= (long)cfg->defrag_free)
+        return;
+    long allowed = moves_allowed(C);
+    if (allowed < 1)
+        return;
+    int max_moves = cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
+    trace_pod whole = {.name = "defrag", .num_gpu = 1, .gpu_milli = 1000, .deletion = -1};
+    gp_consol_plan plan;
+    int checks = 1;
+    if (search_plan(C, &whole, "defrag", max_moves, true, &plan, &checks) != 1 ||
+        takes_free_gpu(C, &plan)) {
+        C->st.defrag_failures++;
+        C->defrag_after = C->events + CHURN_SEARCH_BACKOFF;
+        return;
+    }
+    move_pods(C, &plan, -1);
+    C->st.defrag_plans++;
+    retry_waiting(C, plan.node);
 }
 
 /* Arrivals while the offered load is below the target. */
@@ -1245,6 +1336,7 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
     C.node_start = xmalloc((R->nn + 1) * sizeof *C.node_start);
 
     arrivals(&C);
+    defragment(&C);
     while (C.nheap > 0 && C.heap[0].t <= C.end) {
         heap_ent e = heap_pop(&C);
         inst *w = &C.in[e.id];
@@ -1262,6 +1354,7 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
         retry_waiting(&C, ni);
         arrivals(&C);
         consolidate_waiting(&C);
+        defragment(&C);
     }
     advance(&C, C.end, out);
     out->end = point_now(R, 0);
@@ -1346,6 +1439,8 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
         if (cfg->consol_max_moves < 1 || cfg->consol_max_moves > GP_CONSOL_MOVES_MAX)
             return gp_fail(err, "consolidation: max moves must be 1..%d", GP_CONSOL_MOVES_MAX);
     }
+    if (cfg->defrag_free < 0 || (cfg->defrag_free > 0 && !(cfg->consol_budget > 0)))
+        return gp_fail(err, "defragmentation needs a consolidation budget (its moves count in it)");
     run_init(&R, cfg);
     if (cfg->churn) {
         int rc = sim_churn(&R, seed, out);
@@ -1427,6 +1522,7 @@ typedef struct cli {
     double churn_load, churn_lifetime, churn_horizon, churn_warmup;
     double consol_budget;         /* --consolidate-budget PCT */
     unsigned consol_max_moves, consol_checks;
+    unsigned defrag_free;         /* --defrag-free N */
 } cli;
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -1673,6 +1769,10 @@ static const gp_flag sim_flags[] = {
      "moves per waiting pod, at most (default 4)", .min = 1, .max = GP_CONSOL_MOVES_MAX),
     GP_FLAG("--consolidate-checks", FLAG_UINT, O(consol_checks), "N",
      "feasibility checks per plan search (default 20000)", .min = 1, .max = 100000000),
+    GP_FLAG("--defrag-free", FLAG_UINT, O(defrag_free), "N",
+     "with --consolidate-budget: background defragmentation;\n"
+     "while fewer than N GPUs are entirely free, move pods (one\n"
+     "plan per event, counted in the budget) to free one more", .max = 1000000),
     FN("--shapes", f_shapes, "trace|trace-gpu|policy",
        "typical task shapes the strategies use: the pod list's\n"
        "with CPU, its GPU pods only, or the policy's (its\n"
@@ -1820,6 +1920,8 @@ static void mean_churn(const sim_result *r, int n, sim_churn_stats *m)
         m->plan_failures += c->plan_failures;
         m->plan_incomplete += c->plan_incomplete;
         m->budget_refusals += c->budget_refusals;
+        m->defrag_plans += c->defrag_plans;
+        m->defrag_failures += c->defrag_failures;
         m->whole_arrived += c->whole_arrived;
         m->whole_waited += c->whole_waited;
         m->whole_wait_mean += c->whole_wait_mean / n;
@@ -1919,6 +2021,7 @@ static void print_churn_table(FILE *f, const cli *c, const sim_result *res, sim_
     if (c->consol_budget > 0)
         fprintf(f, "consolidation budget %.2f %% of placements, at most %u moves per pod\n",
                 c->consol_budget, c->consol_max_moves);
+
     fprintf(f, "columns: alloc%% (time-weighted mean over the window), its minimum, frag%% at "
                "the end; pods placed, moved, moved%% of placed, plan searches that failed; "
                "whole-GPU pods (>= 1 whole GPU) arrived in the window, %% of them that waited, "
@@ -1937,6 +2040,10 @@ static void print_churn_table(FILE *f, const cli *c, const sim_result *res, sim_
     mean_churn(res, n, &m);
     mean_result(res, n, &mr);
     churn_row(f, "mean", &m, mr.end.frag, n, mr.wall_s);
+    if (c->defrag_free > 0)
+        fprintf(f, "background defragmentation: keeps %u GPUs entirely free; plans %.1f, "
+                   "searches without a plan %.1f (means over seeds)\n", c->defrag_free,
+                (double)m.defrag_plans / n, (double)m.defrag_failures / n);
     fprintf(f, "alloc%% std over seeds: %.2f\n", 100 * stddev_churn_alloc(res, n, m.alloc_mean));
     fprintf(f, "allocation (mean over seeds) over time:\n  lifetimes");
     for (int k = 0; k < mr.nsteps; k++)
@@ -1957,6 +2064,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
     mean_result(res, n, &mr);
     fprintf(f, "policy,mode,seed,load,lifetime_s,budget_pct,max_moves,alloc_pct,alloc_min_pct,"
                "frag_end_pct,placed,moved,moved_pct,plans,plan_failures,plan_incomplete,budget_refusals,"
+               "defrag_free,defrag_plans,defrag_failures,"
                "whole_arrived,whole_waited_pct,whole_wait_mean_s,whole_wait_p50_s,"
                "whole_wait_p95_s,whole_wait_max_s,whole_waiting_end,all_wait_mean_s,"
                "waiting_end,wall_s");
@@ -1985,12 +2093,15 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
                             ? 100.0 * (double)s->whole_waited / (double)s->whole_arrived
                             : 0;
         fprintf(f, "%s,%s,%s,%.2f,%.0f,%.2f,%u,%.4f,%.4f,%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.1f,%.1f,"
+                   "%u,%.1f,%.1f,"
                    "%.1f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f",
                 c->label, mode_name(mode), seed, c->churn_load, c->churn_lifetime,
                 c->consol_budget, c->consol_max_moves, 100 * s->alloc_mean, 100 * s->alloc_min,
                 100 * r->end.frag, (double)s->placements / div, (double)s->moves / div, moved,
                 (double)s->plans / div, (double)s->plan_failures / div,
-                (double)s->plan_incomplete / div, (double)s->budget_refusals / div, (double)s->whole_arrived / div, waited,
+                (double)s->plan_incomplete / div, (double)s->budget_refusals / div,
+                c->defrag_free, (double)s->defrag_plans / div, (double)s->defrag_failures / div,
+                (double)s->whole_arrived / div, waited,
                 s->whole_wait_mean, s->whole_wait_p50, s->whole_wait_p95, s->whole_wait_max,
                 (double)s->whole_waiting_end / div, s->all_wait_mean,
                 (double)s->waiting_end / div, r->wall_s / div);
@@ -2225,6 +2336,8 @@ static int sim_parse(int argc, char **argv, cli *c)
         return flags_error(&sim_cmd, "--nodes and --pods are required");
     if (c->consol_budget > 0 && !c->churn)
         return flags_error(&sim_cmd, "--consolidate-budget needs --churn");
+    if (c->defrag_free > 0 && !(c->consol_budget > 0))
+        return flags_error(&sim_cmd, "--defrag-free needs --consolidate-budget (its moves count in it)");
     if (c->churn && c->departures)
         return flags_error(&sim_cmd, "--churn and --departures exclude each other");
     if (c->churn && c->churn_warmup >= c->churn_horizon)
@@ -2321,6 +2434,7 @@ static void sim_configure(cli *c, sim_job *r)
     cfg->churn_horizon = c->churn_horizon;
     cfg->churn_warmup = c->churn_warmup;
     cfg->consol_budget = c->consol_budget;
+    cfg->defrag_free = (int)c->defrag_free;
     cfg->consol_max_moves = (int)c->consol_max_moves;
     cfg->consol_checks = (int)c->consol_checks;
     if (c->churn)
