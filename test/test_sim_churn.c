@@ -185,6 +185,34 @@ START_TEST(defragmentation_keeps_its_limits)
 }
 END_TEST
 
+/* --whole-first: wholefirst_pods.csv has w (two whole GPUs: fits neither
+ * one-GPU node, so it waits for ever) then s (half a GPU). Load 1.25 lets
+ * both arrive (2,500 of 2,000). While w waits, s may not start on an
+ * entirely free GPU; without the rule it does. */
+START_TEST(whole_first_holds_free_gpus_back)
+{
+    teardown();
+    load(FIX "consol_nodes.csv", FIX "wholefirst_pods.csv");
+    sim_config c = churn_config("best-fit", 1.25, 0);
+    sim_result r;
+    gp_err err;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.pods, 2);
+    ck_assert_int_eq(r.churn.placements, 1);
+    ck_assert_double_eq_tol(r.end.alloc, 0.25, 1e-9);
+    ck_assert_int_eq(r.churn.held_back, 0);
+    c.whole_first = true;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.churn.placements, 0);
+    ck_assert_int_ge(r.churn.held_back, 1);
+    ck_assert_int_eq(r.churn.waiting_end, 2);
+    ck_assert_double_eq_tol(r.end.alloc, 0.0, 1e-9);
+    c.churn = false;
+    ck_assert_int_eq(sim_run(&c, 42, &r, &err), -1);
+    ck_assert_msg(strstr(err.msg, "churn") != NULL, "%s", err.msg);
+}
+END_TEST
+
 /* Best fit packs a and b onto one GPU: nothing to consolidate, and the plan
  * search is not even needed (c fits n1 at once). */
 START_TEST(packing_needs_no_moves)
@@ -270,6 +298,7 @@ Suite *suite_sim_churn(void)
     tcase_add_test(tc, arrivals_only_match_the_reference_protocol);
     tcase_add_test(tc, defragmentation_frees_a_gpu_ahead_of_demand);
     tcase_add_test(tc, defragmentation_keeps_its_limits);
+    tcase_add_test(tc, whole_first_holds_free_gpus_back);
     suite_add_tcase(s, tc);
     return s;
 }

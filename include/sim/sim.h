@@ -92,6 +92,10 @@ typedef struct sim_config {
      * cluster are entirely free, pods are moved (within consol_budget) to
      * free one more, one plan per event; 0 = off. */
     int defrag_free;
+    /* While a pod asking whole GPUs waits, a pod asking a GPU share may not
+     * start on an entirely free GPU (churn only): a choice of which pods to
+     * serve, for comparison. */
+    bool whole_first;
 } sim_config;
 
 typedef struct sim_point {
@@ -113,6 +117,7 @@ typedef struct sim_churn_stats {
     long budget_refusals;            /* pods that fit nowhere while the budget was spent */
     long defrag_plans;               /* background defragmentation: plans carried out */
     long defrag_failures;            /* ... and searches that found none */
+    long held_back;                  /* share placements refused by whole_first */
     long whole_arrived;              /* pods asking >= 1 whole GPU, arrived in the window */
     long whole_waited;               /* ... of which placed later than they arrived, or never */
     double whole_wait_mean, whole_wait_p50, whole_wait_p95, whole_wait_max;

@@ -684,6 +684,7 @@ typedef struct inst {
     int run_pos;                    /* position in churn.running */
     long next_try;                  /* no plan search for it before this event */
     int fails;
+    bool counted;                   /* in churn.whole_waiting */
 } inst;
 
 typedef struct heap_ent {
@@ -710,6 +711,7 @@ typedef struct churn {
     long events;                    /* arrivals and departures: the clock of the backoffs */
     long search_after;              /* no search before this event (after one found nothing) */
     long defrag_after;              /* no defragmentation search before this event */
+    long whole_waiting;             /* pods asking whole GPUs that wait (--whole-first) */
     long searches;                  /* plan searches so far: the clock of cls_fit_at */
     long *cls_fit_at;               /* per class: the search cls_fits[] holds the answer of */
     bool *cls_fits;                 /* per class: mover_may_refit */
@@ -823,6 +825,10 @@ static void started(churn *C, int id)
 {
     inst *w = &C->in[id];
     w->state = INST_RUNNING;
+    if (w->counted) {
+        w->counted = false;
+        C->whole_waiting--;
+    }
     if (C->R->cfg->churn_lifetime > 0) {
         w->leave = C->now - C->R->cfg->churn_lifetime * log(rng_unit(&C->life));
         heap_push(C, w->leave, id);
@@ -835,6 +841,22 @@ static void started(churn *C, int id)
     wait_record(C, w, C->now - w->arrive);
 }
 
+/* --whole-first: a pod asking a GPU share that took an entirely free GPU
+ * while a pod asking whole GPUs waits. */
+static bool held_back(const churn *C, size_t pi, const placed *pl)
+{
+    const trace_pod *p = &C->R->cfg->pods[pi];
+    if (!C->R->cfg->whole_first || C->whole_waiting == 0 || p->num_gpu == 0 || whole_gpu(p))
+        return false;
+    const gp_node *n = &C->R->nodes[pl->node];
+    for (int h = 0; h < pl->ngpus; h++) {
+        int pos = gp_node_gpu_pos(n, pl->holds[h].index);
+        if (pos >= 0 && n->gpus[pos].pods == 1)
+            return true;
+    }
+    return false;
+}
+
 static int try_place(churn *C, int id)
 {
     inst *w = &C->in[id];
@@ -842,6 +864,12 @@ static int try_place(churn *C, int id)
     snprintf(name, sizeof name, "%s-%d", C->R->cfg->pods[w->pod].name, id);
     if (place_pod(C->R, w->pod, name, &w->pl) != 0)
         return -1;
+    if (held_back(C, w->pod, &w->pl)) {
+        remove_pod(C->R, w->pod, &w->pl);
+        w->pl.node = -1;
+        C->st.held_back++;
+        return -1;
+    }
     started(C, id);
     return 0;
 }
@@ -1219,10 +1247,15 @@ static void arrivals(churn *C)
         if (C->now >= C->warm && whole_gpu(&R->cfg->pods[pi]))
             C->st.whole_arrived++;
         C->wait[C->nwait++] = id;   /* in arrival order, until placed */
-        if (try_place(C, id) == 0)
+        if (try_place(C, id) == 0) {
             C->nwait--;
-        else
-            (void)try_consolidate(C, id);
+            continue;
+        }
+        if (whole_gpu(&R->cfg->pods[pi])) {
+            w->counted = true;
+            C->whole_waiting++;
+        }
+        (void)try_consolidate(C, id);
     }
 }
 
@@ -1439,6 +1472,8 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
         if (cfg->consol_max_moves < 1 || cfg->consol_max_moves > GP_CONSOL_MOVES_MAX)
             return gp_fail(err, "consolidation: max moves must be 1..%d", GP_CONSOL_MOVES_MAX);
     }
+    if (cfg->whole_first && !cfg->churn)
+        return gp_fail(err, "whole-first is simulated with churn only");
     if (cfg->defrag_free < 0 || (cfg->defrag_free > 0 && !(cfg->consol_budget > 0)))
         return gp_fail(err, "defragmentation needs a consolidation budget (its moves count in it)");
     run_init(&R, cfg);
@@ -1523,6 +1558,7 @@ typedef struct cli {
     double consol_budget;         /* --consolidate-budget PCT */
     unsigned consol_max_moves, consol_checks;
     unsigned defrag_free;         /* --defrag-free N */
+    bool whole_first;             /* --whole-first */
 } cli;
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -1769,6 +1805,10 @@ static const gp_flag sim_flags[] = {
      "moves per waiting pod, at most (default 4)", .min = 1, .max = GP_CONSOL_MOVES_MAX),
     GP_FLAG("--consolidate-checks", FLAG_UINT, O(consol_checks), "N",
      "feasibility checks per plan search (default 20000)", .min = 1, .max = 100000000),
+    GP_FLAG("--whole-first", FLAG_BOOL, O(whole_first), NULL,
+     "with --churn: while a pod asking whole GPUs waits, a pod\n"
+     "asking a GPU share does not start on an entirely free GPU\n"
+     "(it waits for room on a GPU in use)"),
     GP_FLAG("--defrag-free", FLAG_UINT, O(defrag_free), "N",
      "with --consolidate-budget: background defragmentation;\n"
      "while fewer than N GPUs are entirely free, move pods (one\n"
@@ -1922,6 +1962,7 @@ static void mean_churn(const sim_result *r, int n, sim_churn_stats *m)
         m->budget_refusals += c->budget_refusals;
         m->defrag_plans += c->defrag_plans;
         m->defrag_failures += c->defrag_failures;
+        m->held_back += c->held_back;
         m->whole_arrived += c->whole_arrived;
         m->whole_waited += c->whole_waited;
         m->whole_wait_mean += c->whole_wait_mean / n;
@@ -2064,7 +2105,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
     mean_result(res, n, &mr);
     fprintf(f, "policy,mode,seed,load,lifetime_s,budget_pct,max_moves,alloc_pct,alloc_min_pct,"
                "frag_end_pct,placed,moved,moved_pct,plans,plan_failures,plan_incomplete,budget_refusals,"
-               "defrag_free,defrag_plans,defrag_failures,"
+               "defrag_free,defrag_plans,defrag_failures,whole_first,held_back,"
                "whole_arrived,whole_waited_pct,whole_wait_mean_s,whole_wait_p50_s,"
                "whole_wait_p95_s,whole_wait_max_s,whole_waiting_end,all_wait_mean_s,"
                "waiting_end,wall_s");
@@ -2093,7 +2134,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
                             ? 100.0 * (double)s->whole_waited / (double)s->whole_arrived
                             : 0;
         fprintf(f, "%s,%s,%s,%.2f,%.0f,%.2f,%u,%.4f,%.4f,%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.1f,%.1f,"
-                   "%u,%.1f,%.1f,"
+                   "%u,%.1f,%.1f,%d,%.1f,"
                    "%.1f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f",
                 c->label, mode_name(mode), seed, c->churn_load, c->churn_lifetime,
                 c->consol_budget, c->consol_max_moves, 100 * s->alloc_mean, 100 * s->alloc_min,
@@ -2101,6 +2142,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
                 (double)s->plans / div, (double)s->plan_failures / div,
                 (double)s->plan_incomplete / div, (double)s->budget_refusals / div,
                 c->defrag_free, (double)s->defrag_plans / div, (double)s->defrag_failures / div,
+                c->whole_first ? 1 : 0, (double)s->held_back / div,
                 (double)s->whole_arrived / div, waited,
                 s->whole_wait_mean, s->whole_wait_p50, s->whole_wait_p95, s->whole_wait_max,
                 (double)s->whole_waiting_end / div, s->all_wait_mean,
@@ -2336,6 +2378,8 @@ static int sim_parse(int argc, char **argv, cli *c)
         return flags_error(&sim_cmd, "--nodes and --pods are required");
     if (c->consol_budget > 0 && !c->churn)
         return flags_error(&sim_cmd, "--consolidate-budget needs --churn");
+    if (c->whole_first && !c->churn)
+        return flags_error(&sim_cmd, "--whole-first needs --churn");
     if (c->defrag_free > 0 && !(c->consol_budget > 0))
         return flags_error(&sim_cmd, "--defrag-free needs --consolidate-budget (its moves count in it)");
     if (c->churn && c->departures)
@@ -2435,6 +2479,7 @@ static void sim_configure(cli *c, sim_job *r)
     cfg->churn_warmup = c->churn_warmup;
     cfg->consol_budget = c->consol_budget;
     cfg->defrag_free = (int)c->defrag_free;
+    cfg->whole_first = c->whole_first;
     cfg->consol_max_moves = (int)c->consol_max_moves;
     cfg->consol_checks = (int)c->consol_checks;
     if (c->churn)
