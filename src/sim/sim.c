@@ -955,6 +955,15 @@ static bool mover_may_refit(churn *C, size_t pi)
     return ok;
 }
 
+/* GPUs of node n that no pod holds any part of. */
+static int free_gpus(const gp_node *n)
+{
+    int k = 0;
+    for (int g = 0; g < n->ngpus; g++)
+        k += n->gpus[g].pods == 0;
+    return k;
+}
+
 /* Nodes a plan may target: enough GPUs that are free enough already or, for
  * a whole-GPU request, held by at most max_moves pods each. Cheap, and
  * necessary: the planner decides. */
@@ -997,12 +1006,10 @@ static int search_plan(churn *C, const trace_pod *p, const char *name, int max_m
 {
     run *R = C->R;
     const sim_config *cfg = R->cfg;
+    *checks_left = 0;
     int ntargets = mark_targets(C, p, max_moves);
     for (size_t i = 0; more_free && i < R->nn; i++) {
-        int nfree = 0;
-        for (int g = 0; g < R->nodes[i].ngpus; g++)
-            nfree += R->nodes[i].gpus[g].pods == 0;
-        if (C->target_ok[i] && nfree >= p->num_gpu) {
+        if (C->target_ok[i] && free_gpus(&R->nodes[i]) >= p->num_gpu) {
             C->target_ok[i] = false;
             ntargets--;
         }
@@ -1114,11 +1121,15 @@ static void move_pods(churn *C, const gp_consol_plan *plan, int waiting)
     C->st.moves += plan->nmoves;
 }
 
-/* Moves the budget still allows (cumulative: a share of the placements so far). */
-static long moves_allowed(const churn *C)
+/* Moves one plan may make now: --consolidate-max-moves, or fewer when the
+ * budget (cumulative: a share of the placements so far) allows fewer; < 1 =
+ * none. */
+static int plan_max_moves(const churn *C)
 {
-    return (long)floor(C->R->cfg->consol_budget / 100.0 * (double)C->st.placements) -
-           C->st.moves;
+    const sim_config *cfg = C->R->cfg;
+    long allowed = (long)floor(cfg->consol_budget / 100.0 * (double)C->st.placements) -
+                   C->st.moves;
+    return cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
 }
 
 /* Consolidation for waiting pod id (in the wait list): plan, then carry the plan out (the
@@ -1132,19 +1143,18 @@ static int try_consolidate(churn *C, int id)
     const trace_pod *p = &cfg->pods[w->pod];
     if (cfg->consol_budget <= 0 || p->num_gpu == 0)
         return -1;
-    long allowed = moves_allowed(C);
-    if (allowed < 1) {
+    int max_moves = plan_max_moves(C);
+    if (max_moves < 1) {
         C->st.budget_refusals++;
         return -1;
     }
-    int max_moves = cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
     int cls = R->cls[w->pod];
     if (C->cls_retry[cls] > C->events || C->search_after > C->events)
         return -1;   /* the same request, or any, found no plan a moment ago */
     char name[GP_NAME_MAX];
     snprintf(name, sizeof name, "%s-%d", p->name, id);
     gp_consol_plan plan;
-    int checks = 1;
+    int checks;
     int rc = search_plan(C, p, name, max_moves, false, &plan, &checks);
     if (rc != 1) {
         C->st.plan_failures++;
@@ -1190,17 +1200,13 @@ static void defragment(churn *C)
         return;
     long nfree = 0;
     for (size_t i = 0; i < R->nn; i++)
-        for (int g = 0; g < R->nodes[i].ngpus; g++)
-            nfree += R->nodes[i].gpus[g].pods == 0;
-    if (nfree >= (long)cfg->defrag_free)
+        nfree += free_gpus(&R->nodes[i]);
+    int max_moves = plan_max_moves(C);
+    if (nfree >= (long)cfg->defrag_free || max_moves < 1)
         return;
-    long allowed = moves_allowed(C);
-    if (allowed < 1)
-        return;
-    int max_moves = cfg->consol_max_moves < allowed ? cfg->consol_max_moves : (int)allowed;
     trace_pod whole = {.name = "defrag", .num_gpu = 1, .gpu_milli = 1000, .deletion = -1};
     gp_consol_plan plan;
-    int checks = 1;
+    int checks;
     if (search_plan(C, &whole, "defrag", max_moves, true, &plan, &checks) != 1 ||
         takes_free_gpu(C, &plan)) {
         C->st.defrag_failures++;
