@@ -346,6 +346,77 @@ static int64_t gpu_used(gp_cluster *c, const char *node, int index)
     return used;
 }
 
+/* The store keeps an assignment in a compact form (the node's name apart,
+ * only the grants used, UUIDs at their length): what comes out is what went
+ * in, for a pod of several containers on a node whose name has the longest
+ * length a name may have, and its UUIDs still place its holds. */
+START_TEST(stored_assignment_round_trips)
+{
+    char node[GP_NAME_MAX];
+    memset(node, 'n', GP_NAME_MAX - 1);
+    node[GP_NAME_MAX - 1] = '\0';
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 4, 16384, "A100");
+    for (int i = 0; i < 4; i++)   /* indices and UUIDs in opposite orders */
+        snprintf(inv.gpus[i].uuid, sizeof inv.gpus[i].uuid, "GPU-%d-%0*d", 3 - i, 60, i);
+    cluster_upsert_node(c, node, &inv);
+
+    gp_assignment a;
+    memset(&a, 0, sizeof a);
+    gp_strlcpy(a.node, node, sizeof a.node);
+    a.nctrs = 3;
+    gp_strlcpy(a.ctrs[0].name, "init", sizeof a.ctrs[0].name);
+    a.ctrs[0].init = true;
+    a.ctrs[0].ngpus = 1;
+    a.ctrs[0].gpus[0] = (gp_gpu_grant){3, 8192, 500};
+    gp_strlcpy(a.ctrs[1].name, "main", sizeof a.ctrs[1].name);
+    a.ctrs[1].ngpus = 2;
+    a.ctrs[1].gpus[0] = (gp_gpu_grant){0, 4096, 250};
+    a.ctrs[1].gpus[1] = (gp_gpu_grant){1, 4096, 250};
+    gp_strlcpy(a.ctrs[2].name, "side", sizeof a.ctrs[2].name);
+    a.ctrs[2].ngpus = 1;
+    a.ctrs[2].gpus[0] = (gp_gpu_grant){0, 1024, 0};
+    gp_gpu_ref refs[3];
+    int idx[3] = {0, 1, 3};
+    for (int i = 0; i < 3; i++) {
+        refs[i].index = idx[i];
+        gp_strlcpy(refs[i].uuid, inv.gpus[idx[i]].uuid, sizeof refs[i].uuid);
+    }
+    gp_pod_obs obs = {.uid = "multi", .ns = "default", .name = "multi", .node_name = node,
+                      .assign = &a, .refs = refs, .nrefs = 3};
+    cluster_pod_observed(c, &obs);
+
+    gp_assignment got;
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "multi", &got, &st), 0);
+    ck_assert_int_eq(st, GP_POD_BOUND);
+    ck_assert_str_eq(got.node, node);
+    ck_assert(gp_assignment_equal(&got, &a));
+    ck_assert_int_eq(memcmp(&got, &a, sizeof a), 0);   /* unused grants zeroed on both sides */
+    ck_assert_int_eq(cluster_bind_claim(c, "multi", &a), 0);
+    gp_assignment other = a;
+    other.ctrs[2].gpus[0].mem_mib = 2048;
+    ck_assert_int_eq(cluster_bind_claim(c, "multi", &other), -1);
+    ck_assert_int_eq(gpu_used(c, node, 0), 5120);   /* main + side add up */
+    ck_assert_int_eq(gpu_used(c, node, 1), 4096);
+    ck_assert_int_eq(gpu_used(c, node, 3), 8192);   /* the init container alone */
+
+    /* the GPUs re-indexed: the holds follow the full-length UUIDs */
+    for (int i = 0; i < 4; i++)
+        inv.gpus[i].index = 3 - i;
+    cluster_upsert_node(c, node, &inv);
+    ck_assert_int_eq(gpu_used(c, node, 3), 5120);
+    ck_assert_int_eq(gpu_used(c, node, 2), 4096);
+    ck_assert_int_eq(gpu_used(c, node, 0), 8192);
+    ck_assert_int_eq(gpu_used(c, node, 1), 0);
+    gp_cluster_stats cs;
+    cluster_stats(c, &cs);
+    ck_assert_uint_eq(cs.pods_gpu_missing, 0);
+    cluster_free(c);
+}
+END_TEST
+
 /* A node's GPUs are re-indexed (reboot) and one is replaced: holds follow
  * the UUID the assignment recorded, and a hold whose GPU is gone is
  * reported, not laid on whatever GPU now has that index. */
@@ -823,6 +894,7 @@ Suite *suite_cluster(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, assume_forget_and_idempotence);
     tcase_add_test(t, holds_follow_gpu_uuids);
+    tcase_add_test(t, stored_assignment_round_trips);
     tcase_add_test(t, inspect_text_escapes_and_hides_uids);
     tcase_add_test(t, forget_spares_a_completed_bind);
     tcase_add_test(t, observe_confirms_and_releases);

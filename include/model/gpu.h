@@ -205,8 +205,15 @@ typedef struct gp_pod_obs {
  * how many GPUs the pod holds. Pure. */
 int gp_assignment_holds(const gp_assignment *a, gp_hold *holds);
 
+/* The same from an assignment's containers alone (a store that keeps the
+ * node's name apart). */
+int gp_ctrs_holds(const gp_ctr_assign *ctrs, int nctrs, gp_hold *holds);
+
 /* Same node, containers and grants (only the used entries are compared). */
 bool gp_assignment_equal(const gp_assignment *x, const gp_assignment *y);
+
+/* Same containers and grants. */
+bool gp_ctrs_equal(const gp_ctr_assign *x, int nx, const gp_ctr_assign *y, int ny);
 
 /* Position of device `index` in node->gpus, or -1. */
 int gp_node_gpu_pos(const gp_node *node, int index);

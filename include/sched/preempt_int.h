@@ -48,8 +48,8 @@
 
 /* What the pod watch said about one pod. */
 typedef struct pmeta {
-    char *ns, *name;
-    char *labels;                 /* compact (podprio.h), owned */
+    char *ns, *name;              /* one block owned through ns: "ns\0name\0" then labels */
+    char *labels;                 /* compact (podprio.h), in ns's block */
     size_t labels_len;
     int32_t priority;
     int64_t start_ns, deletion_ns, grace_s;   /* as gp_pod_prio */

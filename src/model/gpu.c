@@ -7,12 +7,17 @@
 
 int gp_assignment_holds(const gp_assignment *a, gp_hold *holds)
 {
+    return gp_ctrs_holds(a->ctrs, a->nctrs, holds);
+}
+
+int gp_ctrs_holds(const gp_ctr_assign *ctrs, int nctrs, gp_hold *holds)
+{
     int n = 0;
     /* regular containers add up; each init container alone is compared */
     gp_hold init[GP_MAX_GPUS_PER_NODE];
     int ninit = 0;
-    for (int c = 0; c < a->nctrs; c++) {
-        const gp_ctr_assign *ca = &a->ctrs[c];
+    for (int c = 0; c < nctrs; c++) {
+        const gp_ctr_assign *ca = &ctrs[c];
         if (ca->init)
             continue;
         for (int g = 0; g < ca->ngpus; g++) {
@@ -28,8 +33,8 @@ int gp_assignment_holds(const gp_assignment *a, gp_hold *holds)
             holds[k].core += ca->gpus[g].core;
         }
     }
-    for (int c = 0; c < a->nctrs; c++) {
-        const gp_ctr_assign *ca = &a->ctrs[c];
+    for (int c = 0; c < nctrs; c++) {
+        const gp_ctr_assign *ca = &ctrs[c];
         if (!ca->init)
             continue;
         for (int g = 0; g < ca->ngpus; g++) {
@@ -68,10 +73,15 @@ int gp_assignment_holds(const gp_assignment *a, gp_hold *holds)
 
 bool gp_assignment_equal(const gp_assignment *x, const gp_assignment *y)
 {
-    if (strcmp(x->node, y->node) != 0 || x->nctrs != y->nctrs)
+    return strcmp(x->node, y->node) == 0 && gp_ctrs_equal(x->ctrs, x->nctrs, y->ctrs, y->nctrs);
+}
+
+bool gp_ctrs_equal(const gp_ctr_assign *x, int nx, const gp_ctr_assign *y, int ny)
+{
+    if (nx != ny)
         return false;
-    for (int c = 0; c < x->nctrs; c++) {
-        const gp_ctr_assign *a = &x->ctrs[c], *b = &y->ctrs[c];
+    for (int c = 0; c < nx; c++) {
+        const gp_ctr_assign *a = &x[c], *b = &y[c];
         if (strcmp(a->name, b->name) != 0 || a->init != b->init || a->ngpus != b->ngpus)
             return false;
         for (int g = 0; g < a->ngpus; g++)

@@ -12,6 +12,23 @@
 #include "lib/log.h"
 #include "lib/strmap.h"
 
+/* A pod's assignment as the store keeps it: the node's name apart, in the
+ * same block after the grants actually used (a one-GPU pod's ~110 bytes
+ * instead of the 350 a gp_assignment copy up to that grant took: 20,000 pods
+ * at 5,000 nodes, bench/results/scale.md). Members named as gp_assignment's. */
+typedef struct held_assign {
+    const char *node;
+    int nctrs;
+    gp_ctr_assign ctrs[GP_MAX_CTRS];   /* last member: only what ctrs_size counts is allocated */
+} held_assign;
+
+/* A GPU the assignment names, with the UUID its node reported (the string in
+ * the same block as the array; "" when unknown). */
+typedef struct held_ref {
+    int index;
+    const char *uuid;
+} held_ref;
+
 typedef struct pod_rec {
     char uid[GP_UID_MAX];
     /* in one allocation (names_set): fixed arrays would be three quarters of
@@ -29,9 +46,9 @@ typedef struct pod_rec {
     unsigned attempt;           /* Bindings posted for it so far (cluster_bind_claim) */
     unsigned gen;               /* last resync generation it was observed in */
     int nrefs;                  /* GPUs named with their UUIDs (holds follow the UUID) */
-    gp_gpu_ref *refs;
+    held_ref *refs;
     int missing;                /* held GPUs its node no longer has (while attached) */
-    gp_assignment *a;           /* allocated to a->nctrs containers (0: host-only pod) */
+    held_assign *a;             /* a->nctrs containers (0: host-only pod) */
     int64_t cpu_milli, mem_mib; /* host requests, counted on a->node */
     bool dra;                   /* its GPUs are the allocator's predicted choice for its claims:
                                  * held until the claims show up allocated (cluster_set_dra) */
@@ -79,25 +96,50 @@ static size_t ent_size(int ngpus)
     return offsetof(node_ent, node) + gp_node_size(ngpus);
 }
 
-/* The bytes of an assignment up to its last used GPU grant: a store copy
- * keeps only those (a one-GPU pod's 350 bytes instead of 710; 20,000 pods).
- * Copies out of the store copy the same bytes: nothing past a container's
- * ngpus grants, or past nctrs containers, is read. */
-static size_t assign_size(const gp_assignment *a)
+/* The bytes of an assignment's containers up to the last used GPU grant:
+ * nothing past a container's ngpus grants, or past nctrs containers, is read. */
+static size_t ctrs_size(const gp_ctr_assign *ctrs, int nctrs)
 {
-    if (a->nctrs <= 0)
-        return offsetof(gp_assignment, ctrs);
-    const gp_ctr_assign *last = &a->ctrs[a->nctrs - 1];
+    if (nctrs <= 0)
+        return 0;
+    const gp_ctr_assign *last = &ctrs[nctrs - 1];
     int ng = last->ngpus < 0 ? 0 : last->ngpus > GP_MAX_GPUS_PER_CTR ? GP_MAX_GPUS_PER_CTR : last->ngpus;
-    return offsetof(gp_assignment, ctrs) + (size_t)(a->nctrs - 1) * sizeof(gp_ctr_assign) +
-           offsetof(gp_ctr_assign, gpus) + (size_t)ng * sizeof(gp_gpu_grant);
+    return (size_t)(nctrs - 1) * sizeof(gp_ctr_assign) + offsetof(gp_ctr_assign, gpus) +
+           (size_t)ng * sizeof(gp_gpu_grant);
 }
 
-static gp_assignment *assign_dup(const gp_assignment *a)
+static held_assign *held_new(const gp_assignment *a)
 {
-    gp_assignment *d = xmalloc(assign_size(a));
-    memcpy(d, a, assign_size(a));
-    return d;
+    int nctrs = a->nctrs < 0 ? 0 : a->nctrs > GP_MAX_CTRS ? GP_MAX_CTRS : a->nctrs;
+    size_t cs = ctrs_size(a->ctrs, nctrs), at = offsetof(held_assign, ctrs) + cs,
+           nl = strnlen(a->node, GP_NAME_MAX - 1);
+    held_assign *h = xmalloc(at + nl + 1);
+    h->nctrs = nctrs;
+    memcpy(h->ctrs, a->ctrs, cs);
+    char *node = (char *)h + at;
+    memcpy(node, a->node, nl);
+    node[nl] = '\0';
+    h->node = node;
+    return h;
+}
+
+/* The full assignment of a stored one (unused grants zeroed). */
+static void held_out(const held_assign *h, gp_assignment *out)
+{
+    memset(out, 0, sizeof *out);
+    gp_strlcpy(out->node, h->node, sizeof out->node);
+    out->nctrs = h->nctrs;
+    memcpy(out->ctrs, h->ctrs, ctrs_size(h->ctrs, h->nctrs));
+}
+
+static int held_holds(const held_assign *h, gp_hold *holds)
+{
+    return gp_ctrs_holds(h->ctrs, h->nctrs, holds);
+}
+
+static bool held_equal(const held_assign *h, const gp_assignment *a)
+{
+    return strcmp(h->node, a->node) == 0 && gp_ctrs_equal(h->ctrs, h->nctrs, a->ctrs, a->nctrs);
 }
 
 gp_cluster *cluster_new(void)
@@ -240,7 +282,7 @@ static int hold_pos(const gp_node *n, const pod_rec *r, int index)
 static void apply_holds(node_ent *e, pod_rec *r, int sign)
 {
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
-    int nh = gp_assignment_holds(r->a, holds);
+    int nh = held_holds(r->a, holds);
     int missing = 0;
     for (int h = 0; h < nh; h++) {
         int pos = hold_pos(&e->node, r, holds[h].index);
@@ -329,8 +371,18 @@ static void set_refs(pod_rec *r, const gp_gpu_ref *refs, int nrefs)
     r->refs = NULL;
     r->nrefs = 0;
     if (refs && nrefs > 0) {
-        r->refs = xmalloc((size_t)nrefs * sizeof *refs);
-        memcpy(r->refs, refs, (size_t)nrefs * sizeof *refs);
+        nrefs = nrefs > GP_MAX_GPUS_PER_NODE ? GP_MAX_GPUS_PER_NODE : nrefs;
+        size_t len[GP_MAX_GPUS_PER_NODE], bytes = (size_t)nrefs * sizeof *r->refs;
+        for (int i = 0; i < nrefs; i++)
+            bytes += (len[i] = strnlen(refs[i].uuid, GP_UUID_MAX - 1)) + 1;
+        r->refs = xmalloc(bytes);
+        char *str = (char *)(r->refs + nrefs);
+        for (int i = 0; i < nrefs; i++) {
+            memcpy(str, refs[i].uuid, len[i]);
+            str[len[i]] = '\0';
+            r->refs[i] = (held_ref){refs[i].index, str};
+            str += len[i] + 1;
+        }
         r->nrefs = nrefs;
     }
 }
@@ -346,7 +398,7 @@ static pod_rec *pod_add(gp_cluster *c, const char *uid, const char *ns, const ch
     r->phase = GP_PHASE_IN_FLIGHT;
     r->assumed_at = r->phase_at = gp_mono_s();
     r->gen = c->pod_gen;
-    r->a = assign_dup(a);
+    r->a = held_new(a);
     r->cpu_milli = cpu_milli > 0 ? cpu_milli : 0;
     r->mem_mib = mem_mib > 0 ? mem_mib : 0;
     set_refs(r, refs, nrefs);
@@ -374,7 +426,7 @@ static bool gpu_over(const gp_gpu *g)
 static bool holds_pos(const node_ent *e, const pod_rec *r, int pos)
 {
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
-    int nh = gp_assignment_holds(r->a, holds);
+    int nh = held_holds(r->a, holds);
     for (int h = 0; h < nh; h++)
         if (hold_pos(&e->node, r, holds[h].index) == pos)
             return true;
@@ -524,7 +576,7 @@ int cluster_bind_claim(gp_cluster *c, const char *uid, const gp_assignment *a)
     int rc = a ? -1 : 0;
     wrlock(c);
     pod_rec *r = strmap_get(c->pods, uid);
-    if (r && (!a || gp_assignment_equal(r->a, a))) {
+    if (r && (!a || held_equal(r->a, a))) {
         r->sent = true;
         r->attempt++;
         /* a Binding is out again (a retry of one whose answer was lost): its own
@@ -705,7 +757,7 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
     for (size_t i = 0; i < e->npods; i++) {
         const pod_rec *r = e->pods[i];
         gp_hold holds[GP_MAX_GPUS_PER_NODE];
-        int nh = gp_assignment_holds(r->a, holds), k = 0;
+        int nh = held_holds(r->a, holds), k = 0;
         for (int h = 0; h < nh; h++) {
             int pos = hold_pos(&e->node, r, holds[h].index);
             if (pos < 0)
@@ -1056,8 +1108,7 @@ int cluster_place_and_assume(gp_cluster *c, const char *node, const gp_pod_req *
                     r->a->node);
             goto out;
         }
-        memset(out, 0, sizeof *out);
-        memcpy(out, r->a, assign_size(r->a));
+        held_out(r->a, out);
         rc = 0;
         goto out;
     }
@@ -1205,8 +1256,7 @@ size_t cluster_unsettled(gp_cluster *c, double min_age_s, gp_unsettled *out, siz
         gp_strlcpy(u->uid, r->uid, sizeof u->uid);
         gp_strlcpy(u->ns, r->ns, sizeof u->ns);
         gp_strlcpy(u->name, r->name, sizeof u->name);
-        memset(&u->a, 0, sizeof u->a);
-        memcpy(&u->a, r->a, assign_size(r->a));
+        held_out(r->a, &u->a);
     }
     cluster_unlock(c);
     return n;
@@ -1228,7 +1278,7 @@ void cluster_pod_observed(gp_cluster *c, const gp_pod_obs *obs)
     bool bound = obs->assign && obs->node_name && *obs->node_name &&
                  strcmp(obs->assign->node, obs->node_name) == 0;
     if (bound) {
-        if (r && gp_assignment_equal(r->a, obs->assign)) {
+        if (r && held_equal(r->a, obs->assign)) {
             r->state = GP_POD_BOUND;
             r->reserved_until = 0;
             r->gen = c->pod_gen;
@@ -1395,7 +1445,7 @@ int cluster_rd_ns_gpus(const gp_cluster *c, const char *node, const char *ns)
         if (strcmp(e->pods[i]->ns, ns) != 0)
             continue;
         gp_hold holds[GP_MAX_GPUS_PER_NODE];
-        int nh = gp_assignment_holds(e->pods[i]->a, holds);
+        int nh = held_holds(e->pods[i]->a, holds);
         for (int h = 0; h < nh; h++) {
             int pos = hold_pos(&e->node, e->pods[i], holds[h].index);
             if (pos >= 0 && !held[pos]) {
@@ -1413,8 +1463,7 @@ int cluster_pod_get(gp_cluster *c, const char *uid, gp_assignment *out, gp_pod_s
     cluster_rdlock(c);
     pod_rec *r = strmap_get(c->pods, uid);
     if (r) {
-        memset(out, 0, sizeof *out);
-        memcpy(out, r->a, assign_size(r->a));
+        held_out(r->a, out);
         if (state)
             *state = r->state;
         rc = 0;
@@ -1616,7 +1665,7 @@ static void w_node(const gp_cluster *c, const node_ent *e, bool uids, gp_buf *b)
         for (size_t p = 0; p < e->npods; p++) {
             const pod_rec *r = e->pods[p];
             gp_hold holds[GP_MAX_GPUS_PER_NODE];
-            int nh = gp_assignment_holds(r->a, holds);
+            int nh = held_holds(r->a, holds);
             for (int h = 0; h < nh; h++) {
                 if (hold_pos(n, r, holds[h].index) != i)
                     continue;
@@ -1651,7 +1700,7 @@ static void w_node(const gp_cluster *c, const node_ent *e, bool uids, gp_buf *b)
         if (!r->missing)
             continue;
         gp_hold holds[GP_MAX_GPUS_PER_NODE];
-        int nh = gp_assignment_holds(r->a, holds);
+        int nh = held_holds(r->a, holds);
         for (int h = 0; h < nh; h++) {
             if (hold_pos(n, r, holds[h].index) >= 0)
                 continue;
