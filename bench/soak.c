@@ -18,6 +18,11 @@
  *       docs/reliability.md lists. At "stop": DIR/report.json, DIR/cluster.csv, DIR/proc.csv,
  *       DIR/faults.csv, a summary on stdout (last line); exit 0 only when every invariant held.
  *
+ *   bin/soak growth DIR [--growth-max 2]
+ *       the growth verdicts again from a finished run's DIR/proc.csv, faults.csv and report.json,
+ *       by this build's rule (a run judged by an earlier one, side by side); exit 1 when RSS or
+ *       fds grow.
+ *
  * PIDs of the replicas come from DIR/pid-NAME and their build ("new"/"old") from DIR/ver-NAME,
  * read at every sample (soak.sh restarts them). */
 #include <errno.h>
@@ -1430,6 +1435,156 @@ static double growth(int what, double warm, bool by_round, double *ci, size_t *n
     return mean > 0 && dof > 0 ? slope * 3600 / mean * 100 : NAN;
 }
 
+/* The growth verdicts of a run: RSS, fds, threads and heap in use by the
+ * rule above, RSS and heap also without the fault round. */
+typedef struct growth_verdicts {
+    double warm;
+    double gr[4], ci[4], mean[4];   /* RSS, fds, threads, heap in use */
+    size_t np[4];
+    const char *verdict[4];
+    char gtext[4][96];
+    double gr0[2], ci0[2], mean0[2];   /* RSS, heap: without the fault round */
+    size_t np0[2];
+} growth_verdicts;
+
+static const char *verdict_of(double gr, double ci)
+{
+    /* noise: a growth counts when even the low end of its 95 % interval reaches the limit;
+     * flat when the high end stays below it; otherwise the run is too short to tell */
+    return isnan(gr) || isnan(ci)        ? "unmeasured"
+           : gr - ci >= opt.growth_max  ? "GROWS"
+           : gr + ci < opt.growth_max   ? "flat"
+                                         : "undetermined";
+}
+
+static void judge_growth(double t_end, growth_verdicts *g)
+{
+    memset(g, 0, sizeof *g);
+    g->warm = t_end * 0.2 > 120 ? t_end * 0.2 : 120;
+    for (int w = 0; w < 4; w++) {
+        g->gr[w] = growth(w, g->warm, true, &g->ci[w], &g->np[w], &g->mean[w]);
+        g->verdict[w] = verdict_of(g->gr[w], g->ci[w]);
+        if (isnan(g->gr[w]) || isnan(g->ci[w]))
+            snprintf(g->gtext[w], sizeof g->gtext[w], "unmeasured: no process of the current build ran %.0f s past "
+                     "the warm-ups", PROC_SPAN_S);
+        else
+            snprintf(g->gtext[w], sizeof g->gtext[w], "%+.2f %%/h +-%.2f: %s", g->gr[w], g->ci[w], g->verdict[w]);
+    }
+    for (int w = 0; w < 2; w++)
+        g->gr0[w] = growth(w ? 3 : 0, g->warm, false, &g->ci0[w], &g->np0[w], &g->mean0[w]);
+}
+
+static void print_growth(const growth_verdicts *g)
+{
+    printf("growth (95 %% CI) after the run's first %.0f s and each process's first %.0f s in a role (leader or not) "
+           "and its first fault of each API-side kind, over %zu process-minutes, "
+           "limit %.1f %%/h: RSS %s (mean %.1f MiB); fds %s (mean %.1f); threads %s; heap in use %s "
+           "(mean %.1f MiB, not judged: it tells a kept allocation from fragmentation)\n", g->warm, PROC_WARM_S,
+           g->np[0], opt.growth_max, g->gtext[0], g->mean[0], g->gtext[1], g->mean[1], g->gtext[2], g->gtext[3],
+           g->mean[3]);
+    printf("growth without the fault round in the warm-up (reported, not judged), over %zu process-minutes: "
+           "RSS %+.2f %%/h +-%.2f; heap in use %+.2f %%/h +-%.2f\n", g->np0[0], g->gr0[0], g->ci0[0], g->gr0[1],
+           g->ci0[1]);
+}
+
+/* bin/soak growth DIR [--growth-max P]: the growth verdicts again from a
+ * finished run's proc.csv, faults.csv and report.json (the run's length),
+ * by the rule of this build: the figures of runs judged by an earlier rule,
+ * side by side with today's. Exit 1 when RSS or fds grow. */
+static int cmd_growth(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: soak growth DIR [--growth-max 2]\n");
+        return 2;
+    }
+    const char *dir = argv[2];
+    opt.growth_max = 2;
+    for (int i = 3; i + 1 < argc; i += 2)
+        if (strcmp(argv[i], "--growth-max") == 0)
+            opt.growth_max = atof(argv[i + 1]);
+    char path[1200], line[1024];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    json_t *rep = json_load_file(path, 0, NULL);
+    double t_end = rep ? json_real_value(json_object_get(rep, "minutes")) * 60 : 0;
+    json_decref(rep);
+    snprintf(path, sizeof path, "%s/faults.csv", dir);
+    FILE *ff = fopen(path, "r");
+    if (!ff || t_end <= 0) {
+        fprintf(stderr, "soak growth: %s has no report.json with the run's minutes, or no faults.csv\n", dir);
+        if (ff)
+            fclose(ff);
+        return 2;
+    }
+    C.t_go = 0;
+    while (fgets(line, sizeof line, ff) && F.n < MAX_FAULTS) {
+        double a, b, d, cv;
+        char name[64];
+        /* t_start,t_end,fault,duration_s,converged_after_s ("nan" when unknown) */
+        if (sscanf(line, "%lf,%lf,%63[^,],%lf,%lf", &a, &b, name, &d, &cv) != 5)
+            continue;
+        fault *f = &F.f[F.n++];
+        gp_strlcpy(f->name, name, sizeof f->name);
+        f->start = a;
+        f->end = isnan(b) ? 0 : b;
+        f->converged = isnan(cv) || isnan(b) ? 0 : b + cv;
+    }
+    fclose(ff);
+    snprintf(path, sizeof path, "%s/proc.csv", dir);
+    FILE *pf = fopen(path, "r");
+    if (!pf) {
+        fprintf(stderr, "soak growth: cannot read %s\n", path);
+        return 2;
+    }
+    /* as sample() does: a segment per process and role, a failed scrape keeping the role */
+    char names[MAX_REPLICAS][64] = {{0}};
+    long seg_pid[MAX_REPLICAS] = {0};
+    bool seg_leader[MAX_REPLICAS] = {false};
+    int seg[MAX_REPLICAS] = {0}, nrep = 0;
+    while (fgets(line, sizeof line, pf)) {
+        char *f[20];
+        int nf = 0;
+        for (char *tok = line, *sep; nf < 20; tok = sep + 1) {
+            f[nf++] = tok;
+            if (!(sep = strchr(tok, ',')))
+                break;
+            *sep = '\0';
+        }
+        if (nf < 17 || strcmp(f[0], "t") == 0)
+            continue;
+        int r = 0;
+        while (r < nrep && strcmp(names[r], f[1]) != 0)
+            r++;
+        if (r == nrep) {
+            if (nrep == MAX_REPLICAS)
+                continue;
+            gp_strlcpy(names[nrep++], f[1], sizeof names[0]);
+        }
+        long pid = atol(f[3]);
+        double leader = strtod(f[8], NULL);
+        bool is_leader = isnan(leader) ? seg_leader[r] : leader == 1;
+        if (pid != seg_pid[r] || is_leader != seg_leader[r]) {
+            seg[r] = ++S.nseg;
+            seg_pid[r] = pid;
+            seg_leader[r] = is_leader;
+        }
+        if (atoi(f[4]) != 1)
+            continue;
+        if (S.n == S.cap) {
+            S.cap = S.cap ? 2 * S.cap : 1024;
+            S.s = xrealloc(S.s, S.cap * sizeof *S.s);
+        }
+        S.s[S.n++] = (psample){strtod(f[0], NULL), r, pid, strcmp(f[2], "new") == 0, seg[r], strtod(f[5], NULL),
+                               strtod(f[6], NULL), strtod(f[7], NULL), strtod(f[16], NULL)};
+    }
+    fclose(pf);
+    growth_verdicts gv;
+    judge_growth(t_end, &gv);
+    printf("# soak growth %s: %.1f min, %zu samples, %d faults\n", dir, t_end / 60, S.n, F.n);
+    print_growth(&gv);
+    free(S.s);
+    return strcmp(gv.verdict[0], "GROWS") == 0 || strcmp(gv.verdict[1], "GROWS") == 0;
+}
+
 /* ------------------------------------------------------------ routing --- */
 
 /* The front's route: the replica whose Pod carries gpupack.io/leader=true
@@ -1708,28 +1863,12 @@ static int cmd_run(int argc, char **argv)
     if (max_conv > opt.converge_bound)
         violation("diverged", &M.diverged, "a fault converged after %.0f s (bound %.0f s)", max_conv,
                   opt.converge_bound);
-    double warm = t_end * 0.2 > 120 ? t_end * 0.2 : 120;
-    double ci[4], mean[4], gr[4];   /* RSS, fds, threads, heap in use */
-    size_t np[4];
-    for (int w = 0; w < 4; w++)
-        gr[w] = growth(w, warm, true, &ci[w], &np[w], &mean[w]);
-    /* RSS and heap by the rule without the fault round, reported beside it */
-    double ci0[2], mean0[2], gr0[2];
-    size_t np0[2];
+    growth_verdicts gv;
+    judge_growth(t_end, &gv);
     for (int w = 0; w < 2; w++)
-        gr0[w] = growth(w ? 3 : 0, warm, false, &ci0[w], &np0[w], &mean0[w]);
-    /* noise: a growth counts when even the low end of its 95 % interval reaches the limit;
-     * flat when the high end stays below it; otherwise the run is too short to tell */
-    const char *verdict[4];
-    for (int w = 0; w < 4; w++) {
-        verdict[w] = isnan(gr[w]) || isnan(ci[w]) ? "unmeasured"
-                     : gr[w] - ci[w] >= opt.growth_max ? "GROWS"
-                     : gr[w] + ci[w] < opt.growth_max  ? "flat"
-                                                       : "undetermined";
-        if (w < 2 && strcmp(verdict[w], "GROWS") == 0)
+        if (strcmp(gv.verdict[w], "GROWS") == 0)
             violation("growth", &M.proc, "%s grows %.2f %%/h (95 %% CI +-%.2f) over the current build's processes",
-                      w == 0 ? "RSS" : "open fds", gr[w], ci[w]);
-    }
+                      w == 0 ? "RSS" : "open fds", gv.gr[w], gv.ci[w]);
     qsort(M.waits, M.nwaits, sizeof *M.waits, cmp_d);
     double w50 = M.nwaits ? M.waits[M.nwaits / 2] : NAN;
     double w99 = M.nwaits ? M.waits[M.nwaits * 99 / 100] : NAN;
@@ -1768,15 +1907,16 @@ static int cmd_run(int argc, char **argv)
     const char *wn[4] = {"rss", "fds", "threads", "heap_in_use"};
     json_t *g = json_object();
     for (int w = 0; w < 4; w++)
-        json_object_set_new(g, wn[w], json_pack("{s:s,s:f,s:f,s:f,s:I}", "verdict", verdict[w], "pct_per_hour",
-                                                isnan(gr[w]) ? 0 : gr[w],
-                                                "ci95", isnan(ci[w]) ? -1 : ci[w], "mean", isnan(mean[w]) ? 0 : mean[w],
-                                                "samples", (json_int_t)np[w]));
-    json_object_set_new(g, "warmup_s", json_real(warm));
+        json_object_set_new(g, wn[w], json_pack("{s:s,s:f,s:f,s:f,s:I}", "verdict", gv.verdict[w], "pct_per_hour",
+                                                isnan(gv.gr[w]) ? 0 : gv.gr[w],
+                                                "ci95", isnan(gv.ci[w]) ? -1 : gv.ci[w], "mean",
+                                                isnan(gv.mean[w]) ? 0 : gv.mean[w], "samples", (json_int_t)gv.np[w]));
+    json_object_set_new(g, "warmup_s", json_real(gv.warm));
     json_object_set_new(g, "without_fault_round",
-                        json_pack("{s:f,s:f,s:I,s:f,s:f}", "rss_pct_per_hour", isnan(gr0[0]) ? 0 : gr0[0], "rss_ci95",
-                                  isnan(ci0[0]) ? -1 : ci0[0], "samples", (json_int_t)np0[0], "heap_pct_per_hour",
-                                  isnan(gr0[1]) ? 0 : gr0[1], "heap_ci95", isnan(ci0[1]) ? -1 : ci0[1]));
+                        json_pack("{s:f,s:f,s:I,s:f,s:f}", "rss_pct_per_hour", isnan(gv.gr0[0]) ? 0 : gv.gr0[0],
+                                  "rss_ci95", isnan(gv.ci0[0]) ? -1 : gv.ci0[0], "samples", (json_int_t)gv.np0[0],
+                                  "heap_pct_per_hour", isnan(gv.gr0[1]) ? 0 : gv.gr0[1], "heap_ci95",
+                                  isnan(gv.ci0[1]) ? -1 : gv.ci0[1]));
     json_object_set_new(rep, "growth", g);
     json_t *va = json_array();
     for (size_t i = 0; i < M.nv && i < MAX_VIOL_LOGGED; i++)
@@ -1787,14 +1927,6 @@ static int cmd_run(int argc, char **argv)
     json_dump_file(rep, path, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
     json_decref(rep);
 
-    char gtext[4][96];
-    for (int w = 0; w < 4; w++) {
-        if (isnan(gr[w]) || isnan(ci[w]))
-            snprintf(gtext[w], sizeof gtext[w], "unmeasured: no process of the current build ran %.0f s past the "
-                     "warm-ups", PROC_SPAN_S);
-        else
-            snprintf(gtext[w], sizeof gtext[w], "%+.2f %%/h +-%.2f: %s", gr[w], ci[w], verdict[w]);
-    }
     printf("faults: %d, each converged (every replica's /inspect = the annotations) within %.0f s of its end "
            "(bound %.0f s); longest divergence outside faults %.0f s\n", F.n, max_conv, opt.converge_bound, maxdiv);
     if (fill_s >= 0)
@@ -1804,20 +1936,14 @@ static int cmd_run(int argc, char **argv)
         printf("first fill: %d pods at once; not drained before the end\n", opt.prefill);
     printf("fit -> bound (outside faults and the first fill): p50 %.1f s, p99 %.1f s, max %.1f s over %zu pods (bound %.0f s)\n", w50, w99,
            wmax, M.nwaits, opt.bind_bound);
-    printf("growth (95 %% CI) after the run's first %.0f s and each process's first %.0f s in a role (leader or not) "
-           "and its first fault of each API-side kind, over %zu process-minutes, "
-           "limit %.1f %%/h: RSS %s (mean %.1f MiB); fds %s (mean %.1f); threads %s; heap in use %s (mean %.1f MiB, "
-           "not judged: it tells a kept allocation from fragmentation)\n", warm, PROC_WARM_S, np[0],
-           opt.growth_max, gtext[0], mean[0], gtext[1], mean[1], gtext[2], gtext[3], mean[3]);
-    printf("growth without the fault round in the warm-up (reported, not judged), over %zu process-minutes: "
-           "RSS %+.2f %%/h +-%.2f; heap in use %+.2f %%/h +-%.2f\n", np0[0], gr0[0], ci0[0], gr0[1], ci0[1]);
+    print_growth(&gv);
     printf("soak %s: %.1f min, %ld pods created, %ld binds, %d faults, over-commit %ld, bound twice %ld, bad "
            "assignments %ld, stuck %ld, diverged %ld, TTL %ld, growth %ld (RSS %s, fds %s)\n",
            (opt.safety_only ? unsafe : total) ? "FAIL"
            : total                            ? "PASS (safety invariants; time bounds exceeded)"
                                               : "PASS",
            t_end / 60, atomic_load(&C.created), M.bound_total, F.n, M.overcommit, M.rebound,
-           M.badassign, M.stuck, M.diverged, M.ttl, M.proc, gtext[0], gtext[1]);
+           M.badassign, M.stuck, M.diverged, M.ttl, M.proc, gv.gtext[0], gv.gtext[1]);
 
     fclose(cf);
     fclose(S.proc);
@@ -1853,13 +1979,15 @@ static int cmd_run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: soak setup|run [flags] (see the top of bench/soak.c)\n");
+        fprintf(stderr, "usage: soak setup|run|growth [flags] (see the top of bench/soak.c)\n");
         return 2;
     }
     if (strcmp(argv[1], "setup") == 0)
         return cmd_setup(argc, argv);
     if (strcmp(argv[1], "run") == 0)
         return cmd_run(argc, argv);
+    if (strcmp(argv[1], "growth") == 0)
+        return cmd_growth(argc, argv);
     fprintf(stderr, "soak: unknown command %s\n", argv[1]);
     return 2;
 }
