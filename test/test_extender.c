@@ -848,8 +848,10 @@ START_TEST(answers_escape_names_and_reasons)
 }
 END_TEST
 
-/* Large lists are evaluated by several threads: the merged answer must be
- * exactly the sequential one (every node once, its own reason). */
+/* Large lists are evaluated by several threads taking chunks of the list:
+ * the merged answer must be exactly the sequential one (every node once, its
+ * own reason), with one evaluating thread, two or four, and again and again
+ * (the helpers of one request may still be finishing as the next begins). */
 START_TEST(large_lists_split_across_threads)
 {
     enum { N = 3000 };
@@ -881,45 +883,58 @@ START_TEST(large_lists_split_across_threads)
                              "resources", "limits", "gpupack.io/gpu-mem", "1024", "NodeNames", names);
     char *body = json_dumps(args, JSON_COMPACT);
     json_decref(args);
-    gp_extender *e = extender_new(c, NULL);
-    json_t *out;
-    ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
-    json_t *fit = json_object_get(out, "NodeNames");
-    json_t *failed = json_object_get(out, "FailedNodes");
-    json_t *unres = json_object_get(out, "FailedAndUnresolvableNodes");
-    ck_assert_uint_eq(json_array_size(fit), N * 3 / 5);
-    ck_assert_uint_eq(json_object_size(failed), N / 5);
-    ck_assert_uint_eq(json_object_size(unres), N / 5);
-    for (size_t i = 0; i < json_array_size(fit); i++) {
-        int k = atoi(json_string_value(json_array_get(fit, i)) + 1);
-        ck_assert_int_lt(k % 5, 3);
-        if (i > 0)   /* input order is kept */
-            ck_assert_int_gt(k, atoi(json_string_value(json_array_get(fit, i - 1)) + 1));
+    json_t *alone = NULL;
+    static const int threads[] = {1, 2, 4};
+    for (size_t th = 0; th < sizeof threads / sizeof *threads; th++) {
+        gp_extender_config cfg = {.eval_threads = threads[th]};
+        gp_extender *e = extender_new(c, &cfg);
+        json_t *out;
+        for (int round = 0; round < 20; round++) {   /* the same answer every time */
+            ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+            if (!alone)
+                alone = json_incref(out);
+            ck_assert_msg(json_equal(out, alone), "%d threads, round %d: another answer", threads[th], round);
+            if (round < 19)
+                json_decref(out);
+        }
+        json_t *fit = json_object_get(out, "NodeNames");
+        json_t *failed = json_object_get(out, "FailedNodes");
+        json_t *unres = json_object_get(out, "FailedAndUnresolvableNodes");
+        ck_assert_uint_eq(json_array_size(fit), N * 3 / 5);
+        ck_assert_uint_eq(json_object_size(failed), N / 5);
+        ck_assert_uint_eq(json_object_size(unres), N / 5);
+        for (size_t i = 0; i < json_array_size(fit); i++) {
+            int k = atoi(json_string_value(json_array_get(fit, i)) + 1);
+            ck_assert_int_lt(k % 5, 3);
+            if (i > 0)   /* input order is kept */
+                ck_assert_int_gt(k, atoi(json_string_value(json_array_get(fit, i - 1)) + 1));
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(failed, k, v) {
+            ck_assert_int_eq(atoi(k + 1) % 5, 3);
+            ck_assert_msg(strstr(json_string_value(v), "largest free GPU has 384 MiB"), "%s: %s", k,
+                          json_string_value(v));
+        }
+        json_object_foreach(unres, k, v) {
+            ck_assert_int_eq(atoi(k + 1) % 5, 4);
+            ck_assert_msg(strstr(json_string_value(v), "not known to gpupack"), "%s", json_string_value(v));
+        }
+        json_decref(out);
+        ck_assert_int_eq(call(extender_prioritize, e, body, &out), 200);
+        ck_assert_uint_eq(json_array_size(out), N);
+        for (size_t i = 0; i < N; i++) {
+            int sc = (int)json_integer_value(json_object_get(json_array_get(out, i), "Score"));
+            if (i % 5 >= 3)
+                ck_assert_int_eq(sc, 0);
+            else
+                ck_assert_int_eq(sc, 10);   /* all fitting nodes are alike */
+        }
+        json_decref(out);
+        extender_free(e);
     }
-    const char *k;
-    json_t *v;
-    json_object_foreach(failed, k, v) {
-        ck_assert_int_eq(atoi(k + 1) % 5, 3);
-        ck_assert_msg(strstr(json_string_value(v), "largest free GPU has 384 MiB"), "%s: %s", k,
-                      json_string_value(v));
-    }
-    json_object_foreach(unres, k, v) {
-        ck_assert_int_eq(atoi(k + 1) % 5, 4);
-        ck_assert_msg(strstr(json_string_value(v), "not known to gpupack"), "%s", json_string_value(v));
-    }
-    json_decref(out);
-    ck_assert_int_eq(call(extender_prioritize, e, body, &out), 200);
-    ck_assert_uint_eq(json_array_size(out), N);
-    for (size_t i = 0; i < N; i++) {
-        int sc = (int)json_integer_value(json_object_get(json_array_get(out, i), "Score"));
-        if (i % 5 >= 3)
-            ck_assert_int_eq(sc, 0);
-        else
-            ck_assert_int_eq(sc, 10);   /* all fitting nodes are alike */
-    }
-    json_decref(out);
+    json_decref(alone);
     free(body);
-    extender_free(e);
     cluster_free(c);
 }
 END_TEST

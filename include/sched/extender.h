@@ -67,6 +67,9 @@ typedef struct gp_extender_config {
     double pending_ttl_s;         /* how long they are remembered (default 600) */
     double pending_gone_s;        /* ... and after the watch shows the pod deleted (default 60) */
     int bind_threads;             /* binds talking to the API server at once (default 16) */
+    /* threads that evaluate one node list of 1,024 nodes or more together
+     * (default: one per CPU, at most 4; 1: the request's own thread alone) */
+    int eval_threads;
     /* Non-NULL: the admission webhook runs with these resource names, and
      * bind refuses pods asking them that it did not mutate (borrowed). */
     const gp_resource_names *webhook_names;

@@ -26,6 +26,7 @@
 #define MAX_NODES_PER_REQUEST 100000
 #define EVAL_MAX_WORKERS 4
 #define EVAL_PARALLEL_MIN 1024    /* below this many nodes one thread is faster */
+#define EVAL_CHUNK 128            /* nodes a thread takes at a time from a shared list */
 #define MAX_ANSWER_BYTES (256u << 20)   /* an answer past this is a bug, not a request */
 #define FIT_CACHE_SLOTS (1u << 18)      /* 4 MiB once full: 5,000 node states x ~40 pod shapes */
 #define SCORE_MEMO_SLOTS (1u << 15)     /* 512 KiB: two entries per node state and policy */
@@ -50,7 +51,8 @@ struct gp_extender {
     atomic_ulong n_dra_unpredicted;   /* pods whose claims could not be predicted */
     atomic_ulong n_unready[4];  /* see gp_extender_stats */
     atomic_bool refusing;       /* the last serving() said no (logged once per spell) */
-    int eval_threads;           /* threads evaluating one large node list */
+    int eval_threads;           /* threads evaluating one large node list, the request's own included */
+    gp_workq *helpers;          /* eval_threads - 1 threads that help with it (NULL: none) */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
     gp_keycache *fits;          /* (node state, pod shape, policy) -> score of a fit */
     gp_keycache *scores;        /* (node state, policy) -> its look-ahead as it is (placement.h) */
@@ -74,8 +76,16 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
     e->pending = strmap_new();
     e->fits = keycache_new(FIT_CACHE_SLOTS);
     e->scores = keycache_new(SCORE_MEMO_SLOTS);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = e->cfg.eval_threads > 0 ? e->cfg.eval_threads : sysconf(_SC_NPROCESSORS_ONLN);
     e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
+    if (e->eval_threads > 1) {
+        gp_err err;
+        e->helpers = workq_new(e->eval_threads - 1, "filter helpers", &err);
+        if (!e->helpers) {
+            LOG_WARN("%s: large node lists are evaluated by the request's thread alone", err.msg);
+            e->eval_threads = 1;
+        }
+    }
     if (e->cfg.binder) {
         gp_err err;
         e->binds = workq_new(e->cfg.bind_threads > 0 ? e->cfg.bind_threads : 16, "bind threads",
@@ -108,6 +118,7 @@ void extender_free(gp_extender *e)
     if (!e)
         return;
     workq_free(e->binds);   /* finishes the binds in flight first */
+    workq_free(e->helpers);
     size_t it = 0;
     pending *p;
     while ((p = strmap_next(e->pending, &it, NULL)))
@@ -611,7 +622,7 @@ static const char *reason_of(const verdicts *vs, size_t i)
     return vs->reasons[vs->v[i].arena].data + vs->v[i].reason;
 }
 
-/* One slice of the node list, evaluated by one thread. */
+/* One evaluation of a node list: what every thread taking part reads. */
 typedef struct eval_job {
     gp_extender *e;
     const gp_pod_req *req;
@@ -620,9 +631,8 @@ typedef struct eval_job {
     const node_list *nl;
     bool want_scores;
     verdicts *vs;
-    int arena;
-    size_t from, to;
     uint64_t shape;         /* fit_shape_key(); 0: verdicts are not cached */
+    bool memo_ok;           /* a verdict depends on the node's state alone: shared by state */
 } eval_job;
 
 /* Verdicts outlive their request. kube-scheduler asks about the same few pod
@@ -740,18 +750,14 @@ static size_t memo_find(memo_slot *m, const gp_node *node, uint64_t h, bool kept
     return MEMO_SLOTS;   /* crowded: evaluate without memo */
 }
 
-/* Evaluates nodes [from, to). The caller holds the store's read lock. */
-static void *eval_range(void *arg)
+/* Evaluates nodes [from, to) with reasons in arena `arena`, a memo of this
+ * thread's verdicts by node state (NULL: none) and a scratch node. The
+ * request's thread holds the store's read lock meanwhile. */
+static void eval_nodes(const eval_job *j, int arena, memo_slot *memo, gp_node *scratch, size_t from, size_t to)
 {
-    eval_job *j = arg;
     const gp_policy_view *view = j->view;
     const gp_pod_req *req = j->req;
-    /* a verdict may be shared when it depends on the node's state alone */
-    bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
-    memo_slot *memo = memo_ok && j->to - j->from > 8 ? xcalloc(MEMO_SLOTS, sizeof *memo) : NULL;
-    /* a node with preemption claims is seen through a copy that counts them */
-    gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
-    for (size_t i = j->from; i < j->to; i++) {
+    for (size_t i = from; i < to; i++) {
         const char *name = node_list_name(j->nl, i);
         const gp_node *node = cluster_rd_node_for(j->e->c, name, req, scratch);
         verdict *v = &j->vs->v[i];
@@ -762,7 +768,7 @@ static void *eval_range(void *arg)
         }
         if (!node) {
             v->unresolvable = true;
-            set_reason_w(j->vs, j->arena, i, "node is not known to gpupack (no GPU inventory seen)");
+            set_reason_w(j->vs, arena, i, "node is not known to gpupack (no GPU inventory seen)");
             continue;
         }
         size_t slot = MEMO_SLOTS;
@@ -796,12 +802,12 @@ static void *eval_range(void *arg)
         gp_fit_fail why;
         if (placement_fit(node, req, j->place, &a, &why)) {
             v->unresolvable = why.unresolvable;
-            set_reason_w(j->vs, j->arena, i, "%s", why.reason);
+            set_reason_w(j->vs, arena, i, "%s", why.reason);
         } else {
             char why_ns[200];
             if (cluster_rd_ns_share_check(j->e->c, node, req->ns, &a, view->ns_share_cap, why_ns,
                                           sizeof why_ns))
-                set_reason_w(j->vs, j->arena, i, "%s (policy %.60s)", why_ns, view->name);
+                set_reason_w(j->vs, arena, i, "%s (policy %.60s)", why_ns, view->name);
             else
                 v->fits = true;
         }
@@ -812,9 +818,72 @@ static void *eval_range(void *arg)
         if (slot < MEMO_SLOTS && node != scratch)   /* scratch is reused: never a memo entry */
             memo[slot] = (memo_slot){h, node, i};
     }
+}
+
+/* One thread's part: chunks of EVAL_CHUNK nodes taken from *next until the
+ * list is done. */
+static void eval_part(const eval_job *j, int arena, atomic_size_t *next)
+{
+    size_t n = j->nl->n, from;
+    memo_slot *memo = j->memo_ok && n > 8 ? xcalloc(MEMO_SLOTS, sizeof *memo) : NULL;
+    /* a node with preemption claims is seen through a copy that counts them */
+    gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
+    while ((from = atomic_fetch_add(next, EVAL_CHUNK)) < n)
+        eval_nodes(j, arena, memo, scratch, from, from + EVAL_CHUNK < n ? from + EVAL_CHUNK : n);
     free(scratch);
     free(memo);
-    return NULL;
+}
+
+/* A large list is shared with the helper threads by chunks. A helper works
+ * only once a thread of the pool and a CPU take it up: the request's thread
+ * never waits for one that has not started (a thread created per request,
+ * as before, had to be scheduled before the request could end), only for the
+ * chunk a started one is in. Freed by the last of the request's thread and
+ * the helpers it queued: a helper that starts after the request is done
+ * finds no job and only lets go. */
+typedef struct eval_share {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const eval_job *job;        /* NULL once the request's thread is done */
+    atomic_size_t next;         /* the first node no thread has taken */
+    int refs;                   /* the request's thread + helpers not finished */
+    int busy;                   /* helpers evaluating */
+    int arenas;                 /* reason arenas handed to helpers (0 is the request's) */
+} eval_share;
+
+static void share_release(eval_share *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    bool last = --sh->refs == 0;
+    pthread_mutex_unlock(&sh->mu);
+    if (last) {
+        pthread_cond_destroy(&sh->cv);
+        pthread_mutex_destroy(&sh->mu);
+        free(sh);
+    }
+}
+
+static void eval_help(void *arg)
+{
+    eval_share *sh = arg;
+    pthread_mutex_lock(&sh->mu);
+    const eval_job *j = sh->job;
+    int arena = 0;
+    if (j && sh->arenas + 1 < EVAL_MAX_WORKERS) {
+        arena = ++sh->arenas;
+        sh->busy++;
+    } else {
+        j = NULL;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (j) {
+        eval_part(j, arena, &sh->next);
+        pthread_mutex_lock(&sh->mu);
+        if (--sh->busy == 0)
+            pthread_cond_signal(&sh->cv);
+        pthread_mutex_unlock(&sh->mu);
+    }
+    share_release(sh);
 }
 
 /* Which failures the answer lists with their reason: none (prioritize), all
@@ -847,17 +916,13 @@ static void fill_reasons(gp_extender *e, const gp_pod_req *req, const gp_policy_
 }
 
 /* Evaluates every node for the pod under the read lock; large lists are
- * split across threads (the store is read-only meanwhile, and every thread
- * writes its own slice of verdicts and its own reason arena). */
+ * shared with the helper threads by chunks (the store is read-only
+ * meanwhile, and every thread writes the verdicts of its own chunks and its
+ * own reason arena). */
 static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view *view,
                      const node_list *nl, bool want_scores, reasons_mode reasons, verdicts *vs)
 {
-    int workers = 1;
-    if (nl->n >= EVAL_PARALLEL_MIN)
-        workers = e->eval_threads;
-    eval_job jobs[EVAL_MAX_WORKERS];
-    pthread_t th[EVAL_MAX_WORKERS];
-    bool started[EVAL_MAX_WORKERS] = {false};
+    /* a verdict may be shared when it depends on the node's state alone */
     bool memo_ok = view->ns_share_cap <= 0 && !(view->place.gpu && view->place.gpu->per_node);
     /* CPU-only pods too: their fit and score read the node's CPU and memory,
      * which its fingerprint covers (in a 5,000-node filter of trace pods they
@@ -867,19 +932,28 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
     gp_score_memo memo = {e->scores, policy};
     gp_place_opts place = view->place;
     place.memo = &memo;
+    eval_job job = {e, req, view, &place, nl, want_scores, vs, shape, memo_ok};
     cluster_rdlock(e->c);
-    for (int w = 0; w < workers; w++) {
-        jobs[w] = (eval_job){e, req, view, &place, nl, want_scores, vs, w, nl->n * (size_t)w / (size_t)workers,
-                             nl->n * (size_t)(w + 1) / (size_t)workers, shape};
-        if (w > 0)
-            started[w] = pthread_create(&th[w], NULL, eval_range, &jobs[w]) == 0;
-    }
-    eval_range(&jobs[0]);
-    for (int w = 1; w < workers; w++) {
-        if (started[w])
-            pthread_join(th[w], NULL);
-        else
-            eval_range(&jobs[w]);   /* no thread to be had: do it here */
+    if (nl->n >= EVAL_PARALLEL_MIN && e->helpers) {
+        eval_share *sh = xcalloc(1, sizeof *sh);
+        pthread_mutex_init(&sh->mu, NULL);
+        pthread_cond_init(&sh->cv, NULL);
+        sh->job = &job;
+        atomic_init(&sh->next, 0);
+        sh->refs = e->eval_threads;
+        for (int w = 1; w < e->eval_threads; w++)
+            workq_push(e->helpers, eval_help, sh);
+        eval_part(&job, 0, &sh->next);
+        pthread_mutex_lock(&sh->mu);
+        sh->job = NULL;   /* helpers that start from now on find nothing to do */
+        while (sh->busy)
+            pthread_cond_wait(&sh->cv, &sh->mu);
+        pthread_mutex_unlock(&sh->mu);
+        share_release(sh);
+    } else {
+        atomic_size_t next;
+        atomic_init(&next, 0);
+        eval_part(&job, 0, &next);
     }
     fill_reasons(e, req, view, nl, reasons, vs);
     cluster_unlock(e->c);
