@@ -2,7 +2,6 @@
 #include "lib/keycache.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,11 +19,18 @@ typedef struct slot {
  * slots missed 2.4 % of their lookups round after round. */
 #define WAYS 4
 
+/* A lock and the lookups it saw, on a cache line of its own: two threads
+ * looking up 5,000 nodes each for one filter no longer pass the line of one
+ * shared counter (and of neighbouring locks) back and forth at every lookup. */
+typedef struct stripe {
+    _Alignas(64) pthread_mutex_t mu;
+    unsigned long hits, misses;   /* under mu */
+} stripe;
+
 struct gp_keycache {
     slot *s;          /* sets of WAYS: s[WAYS i] the most recently used ... the least */
     size_t mask;      /* over sets */
-    pthread_mutex_t mu[KEYCACHE_LOCKS];
-    atomic_ulong hits, misses;
+    stripe *locks;    /* KEYCACHE_LOCKS, set i under locks[i % KEYCACHE_LOCKS] */
 };
 
 gp_keycache *keycache_new(size_t slots)
@@ -35,8 +41,13 @@ gp_keycache *keycache_new(size_t slots)
     gp_keycache *c = xcalloc(1, sizeof *c);
     c->s = xcalloc_resident(n, sizeof *c->s);   /* keys land on any page: util.h */
     c->mask = n / WAYS - 1;
-    for (int i = 0; i < KEYCACHE_LOCKS; i++)
-        pthread_mutex_init(&c->mu[i], NULL);
+    c->locks = aligned_alloc(_Alignof(stripe), KEYCACHE_LOCKS * sizeof *c->locks);
+    if (!c->locks)
+        abort();   /* as xmalloc does */
+    for (int i = 0; i < KEYCACHE_LOCKS; i++) {
+        pthread_mutex_init(&c->locks[i].mu, NULL);
+        c->locks[i].hits = c->locks[i].misses = 0;
+    }
     return c;
 }
 
@@ -45,7 +56,8 @@ void keycache_free(gp_keycache *c)
     if (!c)
         return;
     for (int i = 0; i < KEYCACHE_LOCKS; i++)
-        pthread_mutex_destroy(&c->mu[i]);
+        pthread_mutex_destroy(&c->locks[i].mu);
+    free(c->locks);
     free(c->s);
     free(c);
 }
@@ -62,21 +74,26 @@ bool keycache_get(gp_keycache *c, uint64_t key, double *value)
         return false;
     size_t i = set_of(c, key);
     slot *set = &c->s[WAYS * i];
-    pthread_mutex_t *mu = &c->mu[i % KEYCACHE_LOCKS];
-    pthread_mutex_lock(mu);
+    stripe *st = &c->locks[i % KEYCACHE_LOCKS];
+    pthread_mutex_lock(&st->mu);
     bool hit = false;
     for (int w = 0; w < WAYS; w++) {
         if (set[w].key == key) {
-            slot t = set[w];   /* it moves to the front, the ones before it back */
-            memmove(&set[1], &set[0], (size_t)w * sizeof *set);
-            set[0] = t;
+            slot t = set[w];
+            if (w > 0) {   /* it moves to the front, the ones before it back */
+                memmove(&set[1], &set[0], (size_t)w * sizeof *set);
+                set[0] = t;
+            }
             *value = t.value;
             hit = true;
             break;
         }
     }
-    pthread_mutex_unlock(mu);
-    atomic_fetch_add(hit ? &c->hits : &c->misses, 1);
+    if (hit)
+        st->hits++;
+    else
+        st->misses++;
+    pthread_mutex_unlock(&st->mu);
     return hit;
 }
 
@@ -86,18 +103,23 @@ void keycache_put(gp_keycache *c, uint64_t key, double value)
         return;
     size_t i = set_of(c, key);
     slot *set = &c->s[WAYS * i];
-    pthread_mutex_t *mu = &c->mu[i % KEYCACHE_LOCKS];
-    pthread_mutex_lock(mu);
+    stripe *st = &c->locks[i % KEYCACHE_LOCKS];
+    pthread_mutex_lock(&st->mu);
     int w = 0;
     while (w < WAYS - 1 && set[w].key != key)   /* its own slot, or the last one goes */
         w++;
     memmove(&set[1], &set[0], (size_t)w * sizeof *set);
     set[0] = (slot){key, value};
-    pthread_mutex_unlock(mu);
+    pthread_mutex_unlock(&st->mu);
 }
 
 void keycache_stats(gp_keycache *c, unsigned long *hits, unsigned long *misses)
 {
-    *hits = c ? atomic_load(&c->hits) : 0;
-    *misses = c ? atomic_load(&c->misses) : 0;
+    *hits = *misses = 0;
+    for (int i = 0; c && i < KEYCACHE_LOCKS; i++) {
+        pthread_mutex_lock(&c->locks[i].mu);
+        *hits += c->locks[i].hits;
+        *misses += c->locks[i].misses;
+        pthread_mutex_unlock(&c->locks[i].mu);
+    }
 }
