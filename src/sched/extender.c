@@ -52,7 +52,10 @@ struct gp_extender {
     atomic_ulong n_unready[4];  /* see gp_extender_stats */
     atomic_bool refusing;       /* the last serving() said no (logged once per spell) */
     int eval_threads;           /* threads evaluating one large node list, the request's own included */
-    gp_workq *helpers;          /* eval_threads - 1 threads that help with it (NULL: none) */
+    pthread_mutex_t helpers_mu; /* guards starting the helpers */
+    _Atomic(gp_workq *) helpers; /* eval_threads - 1 threads that help with it, started by the
+                                  * first large list (NULL: not yet, or none) */
+    bool helpers_failed;        /* they could not be started: the request's thread alone */
     gp_workq *binds;            /* live mode: Bindings run here, off the HTTP threads */
     gp_keycache *fits;          /* (node state, pod shape, policy) -> score of a fit */
     gp_keycache *scores;        /* (node state, policy) -> its look-ahead as it is (placement.h) */
@@ -78,14 +81,8 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
     e->scores = keycache_new(SCORE_MEMO_SLOTS);
     long cpus = e->cfg.eval_threads > 0 ? e->cfg.eval_threads : sysconf(_SC_NPROCESSORS_ONLN);
     e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
-    if (e->eval_threads > 1) {
-        gp_err err;
-        e->helpers = workq_new(e->eval_threads - 1, "filter helpers", &err);
-        if (!e->helpers) {
-            LOG_WARN("%s: large node lists are evaluated by the request's thread alone", err.msg);
-            e->eval_threads = 1;
-        }
-    }
+    pthread_mutex_init(&e->helpers_mu, NULL);
+    atomic_init(&e->helpers, NULL);
     if (e->cfg.binder) {
         gp_err err;
         e->binds = workq_new(e->cfg.bind_threads > 0 ? e->cfg.bind_threads : 16, "bind threads",
@@ -118,7 +115,8 @@ void extender_free(gp_extender *e)
     if (!e)
         return;
     workq_free(e->binds);   /* finishes the binds in flight first */
-    workq_free(e->helpers);
+    workq_free(atomic_load(&e->helpers));
+    pthread_mutex_destroy(&e->helpers_mu);
     size_t it = 0;
     pending *p;
     while ((p = strmap_next(e->pending, &it, NULL)))
@@ -915,6 +913,31 @@ static void fill_reasons(gp_extender *e, const gp_pod_req *req, const gp_policy_
     }
 }
 
+/* The threads that help the request's own with a large node list, started
+ * by the first such list: a store that never sees one (most clusters, and
+ * every short-lived extender of the tests) runs no thread for it. NULL when
+ * there is no helper to have. */
+static gp_workq *eval_helpers(gp_extender *e)
+{
+    gp_workq *q = atomic_load_explicit(&e->helpers, memory_order_acquire);
+    if (q || e->eval_threads <= 1)
+        return q;
+    pthread_mutex_lock(&e->helpers_mu);
+    q = atomic_load_explicit(&e->helpers, memory_order_relaxed);
+    if (!q && !e->helpers_failed) {
+        gp_err err;
+        q = workq_new(e->eval_threads - 1, "filter helpers", &err);
+        if (q)
+            atomic_store_explicit(&e->helpers, q, memory_order_release);
+        else {
+            LOG_WARN("%s: large node lists are evaluated by the request's thread alone", err.msg);
+            e->helpers_failed = true;
+        }
+    }
+    pthread_mutex_unlock(&e->helpers_mu);
+    return q;
+}
+
 /* Evaluates every node for the pod under the read lock; large lists are
  * shared with the helper threads by chunks (the store is read-only
  * meanwhile, and every thread writes the verdicts of its own chunks and its
@@ -933,8 +956,9 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
     gp_place_opts place = view->place;
     place.memo = &memo;
     eval_job job = {e, req, view, &place, nl, want_scores, vs, shape, memo_ok};
+    gp_workq *helpers = nl->n >= EVAL_PARALLEL_MIN ? eval_helpers(e) : NULL;
     cluster_rdlock(e->c);
-    if (nl->n >= EVAL_PARALLEL_MIN && e->helpers) {
+    if (helpers) {
         eval_share *sh = xcalloc(1, sizeof *sh);
         pthread_mutex_init(&sh->mu, NULL);
         pthread_cond_init(&sh->cv, NULL);
@@ -942,7 +966,7 @@ static void evaluate(gp_extender *e, const gp_pod_req *req, const gp_policy_view
         atomic_init(&sh->next, 0);
         sh->refs = e->eval_threads;
         for (int w = 1; w < e->eval_threads; w++)
-            workq_push(e->helpers, eval_help, sh);
+            workq_push(helpers, eval_help, sh);
         eval_part(&job, 0, &sh->next);
         pthread_mutex_lock(&sh->mu);
         sh->job = NULL;   /* helpers that start from now on find nothing to do */
