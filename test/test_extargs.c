@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/extargs.h"
+#include "lib/jsonscan.h"
 #include "model/formats.h"
 #include "model/k8s_obs.h"
 #include "model/podreq.h"
@@ -236,6 +237,61 @@ START_TEST(every_truncation)
 }
 END_TEST
 
+/* The eight-bytes-at-a-time run stops where a byte-by-byte one does: at the
+ * first quote, backslash, control or non-ASCII byte, wherever it sits in its
+ * word, and never reads past the end (ASan watches the exact-size copy). */
+START_TEST(plain_run_stops_where_bytes_do)
+{
+    static const unsigned char stops[] = {'"', '\\', 0x00, 0x1f, 0x80, 0xff, 0xc3};
+    static const unsigned char plain[] = {' ', '!', '#', '[', ']', '~', 0x7f, 'a', 0x21, 0x5d, 0x5b};
+    unsigned seed = 7;
+    for (int round = 0; round < 20000; round++) {
+        unsigned char text[40];
+        seed = seed * 1103515245u + 12345u;
+        size_t n = (seed >> 16) % sizeof text;
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            text[k] = plain[(seed >> 16) % sizeof plain];
+        }
+        size_t want = n;
+        seed = seed * 1103515245u + 12345u;
+        if (n && (seed >> 16) % 4) {   /* most texts get a stopping byte somewhere */
+            size_t at = (seed >> 8) % n;
+            text[at] = stops[(seed >> 20) % sizeof stops];
+            want = at;
+        }
+        char *copy = xmalloc(n ? n : 1);
+        memcpy(copy, text, n);
+        ck_assert_uint_eq((size_t)(jscan_plain_run(copy, copy + n) - copy), want);
+        free(copy);
+    }
+}
+END_TEST
+
+/* Thousands of names (the table of pointers grows while the arena holds
+ * them): every one comes back, in order. */
+START_TEST(many_names_round_trip)
+{
+    gp_buf b;
+    gp_buf_init(&b, (size_t)1 << 24);
+    gp_buf_printf(&b, "{\"Pod\":{},\"NodeNames\":[");
+    for (int i = 0; i < 5000; i++)
+        gp_buf_printf(&b, "%s \"node-%d\"", i ? "," : "", i);
+    gp_buf_printf(&b, "]}");
+    gp_extargs a;
+    ck_assert_int_eq(extargs_scan(b.data, b.len, 5000, k8s_obs_pod_keep, &a), 0);
+    ck_assert_uint_eq(a.nnames, 5000);
+    for (int i = 0; i < 5000; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "node-%d", i);
+        ck_assert_str_eq(a.names[i], want);
+    }
+    extargs_free(&a);
+    ck_assert_int_eq(extargs_scan(b.data, b.len, 4999, k8s_obs_pod_keep, &a), -1);
+    gp_buf_free(&b);
+}
+END_TEST
+
 Suite *suite_extargs(void);
 Suite *suite_extargs(void)
 {
@@ -247,6 +303,8 @@ Suite *suite_extargs(void)
     tcase_add_loop_test(t, declines_the_rest, 0, (int)GP_ARRAY_LEN(declined));
     tcase_add_test(t, bounds);
     tcase_add_test(t, every_truncation);
+    tcase_add_test(t, plain_run_stops_where_bytes_do);
+    tcase_add_test(t, many_names_round_trip);
     suite_add_tcase(s, t);
     return s;
 }

@@ -119,6 +119,72 @@ START_TEST(estimate_never_reads_past_the_end)
 }
 END_TEST
 
+/* Where the estimate's string skip must end: the reference walk, byte by
+ * byte (a backslash takes the next byte with it). */
+static size_t ref_string_end(const char *p, size_t i, size_t n)
+{
+    while (i < n && p[i] != '"') {
+        if (p[i] == '\\')
+            i++;
+        i++;
+    }
+    return i + 1;
+}
+
+/* The estimate with the reference string walk: what jsoncost_estimate must
+ * give for any text, whatever way it finds the end of a string. */
+static size_t ref_estimate(const char *p, size_t n)
+{
+    size_t cost = n * 3, i = 0;
+    while (i < n) {
+        char c = p[i++];
+        if (c == '"') {
+            cost += 64 + 24;
+            i = ref_string_end(p, i, n);
+        } else if (c == '{') {
+            cost += 256 + 24;
+        } else if (c == ':') {
+            cost += 96 + 24;
+        } else if (c == '[') {
+            cost += 160 + 24;
+        } else if (c == ',') {
+            cost += 24;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            cost += 48 + 24;
+            while (i < n && strchr("0123456789.eE+-", p[i]) && p[i])
+                i++;
+        } else if (c == 't' || c == 'f' || c == 'n') {
+            cost += 24;
+            while (i < n && p[i] >= 'a' && p[i] <= 'z')
+                i++;
+        }
+    }
+    return cost;
+}
+
+/* Texts made of the characters that matter to a string's end (quotes,
+ * backslashes runs of every parity) and to the tokens around it. */
+START_TEST(estimate_finds_string_ends_like_a_byte_walk)
+{
+    static const char alphabet[] = "\"\\\\\\a{}[]:,1t";
+    unsigned seed = 12345;
+    for (int round = 0; round < 20000; round++) {
+        char text[48];
+        seed = seed * 1103515245u + 12345u;
+        size_t n = (seed >> 16) % sizeof text;
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            text[k] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
+        }
+        char *copy = xmalloc(n ? n : 1);   /* exact size: ASan sees any overread */
+        memcpy(copy, text, n);
+        ck_assert_msg(jsoncost_estimate(copy, n) == ref_estimate(copy, n), "text %.*s", (int)n,
+                      copy);
+        free(copy);
+    }
+}
+END_TEST
+
 Suite *suite_jsoncost(void);
 Suite *suite_jsoncost(void)
 {
@@ -128,6 +194,7 @@ Suite *suite_jsoncost(void)
     tcase_add_loop_test(t, estimate_covers_worst_shapes, 0, (int)GP_ARRAY_LEN(worst));
     tcase_add_test(t, estimate_is_close_for_real_bodies);
     tcase_add_test(t, estimate_never_reads_past_the_end);
+    tcase_add_test(t, estimate_finds_string_ends_like_a_byte_walk);
     suite_add_tcase(s, t);
     return s;
 }

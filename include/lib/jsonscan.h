@@ -16,6 +16,8 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "lib/jsonkeep.h"
 #include "lib/util.h"
@@ -48,12 +50,38 @@ static inline int jscan_next(gp_jscan *s, char close)
     return -1;
 }
 
+/* The first byte of [p, end) that a plain string cannot hold as it is: a
+ * quote, a backslash, a control byte or a non-ASCII one (end if none). Eight
+ * bytes at a time: a word none of whose bytes is such a byte is passed
+ * whole; a word that may hold one is looked at byte by byte. */
+static inline const char *jscan_plain_run(const char *p, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+        uint64_t hit = ((x - ones * 0x20) | (q - ones) | (bs - ones)) & ~x & highs;
+        if ((hit | (x & highs)) != 0)
+            break;   /* a byte below 0x20, '"', '\\' or one of 0x80 and above */
+        p += 8;
+    }
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
+            return p;
+        p++;
+    }
+    return end;
+}
+
 /* A string with no escapes and only printable ASCII: [*start, *start + *len). */
 static inline int jscan_plain_string(gp_jscan *s, const char **start, size_t *len)
 {
     if (s->p >= s->end || *s->p != '"')
         return -1;
     const char *b = ++s->p;
+    s->p = jscan_plain_run(s->p, s->end);
     while (s->p < s->end) {
         unsigned char c = (unsigned char)*s->p;
         if (c == '"') {

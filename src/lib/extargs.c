@@ -43,6 +43,9 @@ static int load_part(const char *b, const char *e, json_t **out)
     return 0;
 }
 
+/* One pass: the names are copied as they are read into an arena as large as
+ * the rest of the body (their text cannot take more), the pointers into a
+ * table that doubles. */
 static int scan_names(gp_jscan *s, size_t max, gp_extargs *a)
 {
     jscan_ws(s);
@@ -53,47 +56,37 @@ static int scan_names(gp_jscan *s, size_t max, gp_extargs *a)
     if (s->p >= s->end || *s->p != '[')
         return -1;
     s->p++;
-    /* first pass: count and measure, second: copy */
-    const char *start = s->p;
-    size_t n = 0, bytes = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        s->p = start;
-        size_t k = 0, off = 0;
-        jscan_ws(s);
-        if (s->p < s->end && *s->p == ']') {
-            s->p++;
-        } else {
-            for (;;) {
-                jscan_ws(s);
-                const char *str;
-                size_t len;
-                if (jscan_plain_string(s, &str, &len))
-                    return -1;
-                if (pass == 0) {
-                    if (++n > max)
-                        return -1;
-                    bytes += len + 1;
-                } else {
-                    memcpy(a->arena + off, str, len);
-                    a->arena[off + len] = '\0';
-                    a->names[k++] = a->arena + off;
-                    off += len + 1;
-                }
-                int more = jscan_next(s, ']');
-                if (more < 0)
-                    return -1;
-                if (more == 0)
-                    break;
-            }
-        }
-        if (pass == 0) {
-            a->arena = xmalloc(bytes ? bytes : 1);
-            a->names = xmalloc((n ? n : 1) * sizeof *a->names);
-        }
-    }
-    a->nnames = n;
     a->has_names = true;
-    return 0;
+    jscan_ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+        return 0;
+    }
+    a->arena = xmalloc((size_t)(s->end - s->p));
+    size_t n = 0, cap = 0, off = 0;
+    for (;;) {
+        jscan_ws(s);
+        const char *str;
+        size_t len;
+        if (jscan_plain_string(s, &str, &len) || n >= max)
+            return -1;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            if (cap > max)
+                cap = max;
+            a->names = xrealloc(a->names, cap * sizeof *a->names);
+        }
+        memcpy(a->arena + off, str, len);   /* len + 1 <= the bytes "str", took */
+        a->arena[off + len] = '\0';
+        a->names[n++] = a->arena + off;
+        a->nnames = n;
+        off += len + 1;
+        int more = jscan_next(s, ']');
+        if (more < 0)
+            return -1;
+        if (more == 0)
+            return 0;
+    }
 }
 
 int extargs_scan(const char *body, size_t len, size_t max_names, const gp_keep *pod_keep,

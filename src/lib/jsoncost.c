@@ -2,6 +2,7 @@
 #include "lib/jsoncost.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* Bytes of heap (glibc malloc chunks, 64-bit) per decoded jansson value, rounded
  * up; test_jsoncost checks them against mallinfo2 for the worst shapes. */
@@ -21,6 +22,27 @@ enum {
 size_t jsoncost_bound(size_t n)
 {
     return n > COST_CAP / WORST_PER_BYTE ? COST_CAP : n * WORST_PER_BYTE;
+}
+
+/* Past the string whose text starts at p[i] (after its opening quote): past
+ * the first quote not escaped, or n. memchr finds the quotes (a name list is
+ * mostly string bytes); a quote is escaped when an odd run of backslashes,
+ * all inside this string, comes right before it. */
+static size_t string_end(const char *p, size_t i, size_t n)
+{
+    size_t start = i;
+    while (i < n) {
+        const char *q = memchr(p + i, '"', n - i);
+        if (!q)
+            return n;
+        size_t at = (size_t)(q - p), run = 0;
+        while (at - run > start && p[at - run - 1] == '\\')
+            run++;
+        i = at + 1;
+        if (run % 2 == 0)
+            return i;
+    }
+    return n;
 }
 
 size_t jsoncost_estimate(const char *p, size_t n)
@@ -46,12 +68,7 @@ size_t jsoncost_estimate(const char *p, size_t n)
             break;   /* charged one more slot: container growth */
         case '"':
             cost += COST_STRING;
-            while (i < n && p[i] != '"') {   /* the string's bytes are counted by n */
-                if (p[i] == '\\')
-                    i++;
-                i++;
-            }
-            i++;
+            i = string_end(p, i, n);   /* the string's bytes are counted by n */
             break;
         case '-':
         case '0': case '1': case '2': case '3': case '4':
