@@ -1,5 +1,6 @@
 /* test_keycache.c -- the fixed-size key -> double cache: hits, replacement of the
- * less recently used of a set, key 0, NULL cache, and threads at once. */
+ * less recently used of a set, key 0, NULL cache, uncounted lookups and their
+ * tally, and threads at once. */
 #include <check.h>
 #include <pthread.h>
 
@@ -35,6 +36,19 @@ START_TEST(get_put_replace)
     keycache_stats(c, &h, &m);
     ck_assert_uint_eq(h, 2 + (unsigned long)hits);   /* key 0 is not a lookup */
     ck_assert_uint_eq(m, 1 + 129 - (unsigned long)hits);
+    /* an uncounted lookup answers the same and counts nothing until tallied */
+    keycache_put(c, 4242, 3.5);
+    ck_assert(keycache_lookup(c, 4242, &v));
+    ck_assert_double_eq(v, 3.5);
+    ck_assert(!keycache_lookup(c, 77, &v));
+    keycache_stats(c, &h, &m);
+    ck_assert_uint_eq(h, 2 + (unsigned long)hits);
+    keycache_tally(c, 5, 3);
+    keycache_tally(NULL, 5, 3);
+    unsigned long h2, m2;
+    keycache_stats(c, &h2, &m2);
+    ck_assert_uint_eq(h2, h + 5);
+    ck_assert_uint_eq(m2, m + 3);
     keycache_free(c);
     ck_assert(!keycache_get(NULL, 42, &v));
     keycache_put(NULL, 42, 1);

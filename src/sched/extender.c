@@ -755,6 +755,7 @@ static void eval_nodes(const eval_job *j, int arena, memo_slot *memo, gp_node *s
 {
     const gp_policy_view *view = j->view;
     const gp_pod_req *req = j->req;
+    unsigned long hits = 0, misses = 0;   /* counted once for the chunk: keycache.h */
     for (size_t i = from; i < to; i++) {
         const char *name = node_list_name(j->nl, i);
         const gp_node *node = cluster_rd_node_for(j->e->c, name, req, scratch);
@@ -784,7 +785,8 @@ static void eval_nodes(const eval_job *j, int arena, memo_slot *memo, gp_node *s
         /* only states the store fingerprints: a node built elsewhere may change unseen */
         uint64_t key = j->shape && node->state_hash ? fit_key(j->shape, node->state_hash) : 0;
         double cached;
-        if (key && keycache_get(j->e->fits, key, &cached)) {
+        if (key && keycache_lookup(j->e->fits, key, &cached)) {
+            hits++;
             if (isfinite(cached)) {
                 v->fits = true;
                 v->raw = cached;
@@ -796,6 +798,8 @@ static void eval_nodes(const eval_job *j, int arena, memo_slot *memo, gp_node *s
                 memo[slot] = (memo_slot){h, node, i};
             continue;
         }
+        if (key)
+            misses++;
         gp_assignment a;
         gp_fit_fail why;
         if (placement_fit(node, req, j->place, &a, &why)) {
@@ -816,6 +820,7 @@ static void eval_nodes(const eval_job *j, int arena, memo_slot *memo, gp_node *s
         if (slot < MEMO_SLOTS && node != scratch)   /* scratch is reused: never a memo entry */
             memo[slot] = (memo_slot){h, node, i};
     }
+    keycache_tally(j->e->fits, hits, misses);
 }
 
 /* One thread's part: chunks of EVAL_CHUNK nodes taken from *next until the
