@@ -16,6 +16,7 @@
 #include "model/podenv.h"
 #include "lib/extargs.h"
 #include "lib/jsonw.h"
+#include "lib/cpus.h"
 #include "lib/keycache.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
@@ -79,7 +80,8 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
     e->pending = strmap_new();
     e->fits = keycache_new(FIT_CACHE_SLOTS);
     e->scores = keycache_new(SCORE_MEMO_SLOTS);
-    long cpus = e->cfg.eval_threads > 0 ? e->cfg.eval_threads : sysconf(_SC_NPROCESSORS_ONLN);
+    /* the CPUs a container's limit allows, not the node's: cpus.h */
+    long cpus = e->cfg.eval_threads > 0 ? e->cfg.eval_threads : gp_cpus_usable();
     e->eval_threads = cpus < 1 ? 1 : cpus > EVAL_MAX_WORKERS ? EVAL_MAX_WORKERS : (int)cpus;
     pthread_mutex_init(&e->helpers_mu, NULL);
     atomic_init(&e->helpers, NULL);

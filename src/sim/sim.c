@@ -21,6 +21,7 @@
 #include "pack/consolidate.h"
 #include "policy/policy.h"
 #include "policy/policy_store.h"
+#include "lib/cpus.h"
 #include "lib/flags.h"
 
 /* ---------------------------------------------------------------- rng -- */
@@ -2360,7 +2361,7 @@ static int sim_parse(int argc, char **argv, cli *c)
     c->shapes_src = NULL;   /* default: policy with a scheduler configuration, else trace */
     c->coverage = 0.95;
     c->by_gpus = true;
-    c->jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    c->jobs = gp_cpus_usable();
     if (c->jobs < 1)
         c->jobs = 1;
     c->inflate = 1.3;
