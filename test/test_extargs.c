@@ -157,6 +157,8 @@ static const char *const declined[] = {
     "{\"Pod\":{},\"NodeNames\":[\"a\\\"b\"]}",          /* escape in a name */
     "{\"Pod\":{},\"NodeNames\":[\"\xc3\xa9\"]}",        /* non-ASCII name */
     "{\"Pod\":{},\"NodeNames\":[1]}",
+    "{\"Pod\": {\"Pod\":6E7777\n      }}",                /* a real jansson refuses (fuzz) */
+    "{\"Pod\":{\"x\":1e5}}",                           /* any exponent: jansson judges */
     "{\"Pod\":{},\"NodeNames\":\"a\"}",
     "{\"Pod\":{},\"NodeNames\":[\"a\",]}",
     "{\"Pod\":{},\"NodeNames\":[\"a\" \"b\"]}",
