@@ -5,7 +5,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 /* A positive decimal integer (no sign, no junk but a trailing blank). */
@@ -33,17 +32,14 @@ int gp_cpus_from_quota(const char *text, const char *period_text)
     if (!text)
         return 0;
     char quota[64], period[64];
-    if (period_text) {   /* v1: two files; a quota of -1 means none */
-        if (strlen(text) >= sizeof quota || strlen(period_text) >= sizeof period)
-            return 0;
-        strcpy(quota, text);
-        strcpy(period, period_text);
-    } else {             /* v2: "QUOTA PERIOD" or "max PERIOD" */
+    if (!period_text) {   /* v2: "QUOTA PERIOD" or "max PERIOD"; v1: two files */
         if (sscanf(text, "%63s %63s", quota, period) != 2)
             return 0;
+        text = quota;
+        period_text = period;
     }
     long long q, p;
-    if (parse_count(quota, &q) || parse_count(period, &p))
+    if (parse_count(text, &q) || parse_count(period_text, &p))
         return 0;   /* "max", -1, or not a number: no limit this can use */
     long long n = (q + p - 1) / p;
     return n > 4096 ? 4096 : (int)n;

@@ -79,13 +79,14 @@ static int scan_names(gp_jscan *s, size_t max, gp_extargs *a)
         memcpy(a->arena + off, str, len);   /* len + 1 <= the bytes "str", took */
         a->arena[off + len] = '\0';
         a->names[n++] = a->arena + off;
-        a->nnames = n;
         off += len + 1;
         int more = jscan_next(s, ']');
         if (more < 0)
             return -1;
-        if (more == 0)
+        if (more == 0) {
+            a->nnames = n;
             return 0;
+        }
     }
 }
 
