@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "pack/cluster.h"
+#include "pack/placement.h"
 #include "sched/extender.h"
 #include "lib/timefmt.h"
 #include "model/heldrec.h"
@@ -450,6 +451,61 @@ START_TEST(better_node_wins)
     json_decref(ans);
     json_decref(pre);
     world_free(w);
+}
+END_TEST
+
+/* better_node_wins's nodes, with the 2-GPU pod on b bound by gpupack a
+ * moment ago: the watch still shows it pending; its Binding is in flight or,
+ * if `applied`, answered 201. */
+static world *just_bound_scene(bool applied)
+{
+    world *w = world_new(60);
+    add_node(w, "a", 2, "A100");
+    add_node(w, "b", 2, "A100");
+    add_pod(w, "a0", 0, "a", GPU0, G, 1, NULL);
+    add_pod(w, "a1", 0, "a", GPU1, G, 2, NULL);
+    json_t *wide = pod_json("wide", 0, NULL, G, 2, NULL, NULL);
+    preempt_pod_event(w->p, false, wide);
+    json_decref(wide);
+    gp_pod_req r;
+    tu_req(&r, "uid-wide", 2, G, 0);
+    gp_strlcpy(r.ns, "ml", sizeof r.ns);
+    gp_strlcpy(r.name, "wide", sizeof r.name);
+    gp_place_opts o;
+    placement_default_opts(&o);
+    gp_assignment a;
+    gp_err err;
+    ck_assert_int_eq(cluster_place_and_assume(w->c, "b", &r, &o, 0, "default", GP_POD_ASSUMED, &a, &err), 0);
+    if (applied)
+        cluster_bind_outcome(w->c, "uid-wide", GP_BIND_BOUND);
+    return w;
+}
+
+/* A pod whose Binding the API server applied is a victim like any other
+ * before the watch shows it bound (kube-scheduler counts the pods it
+ * assumed too): one victim on b, not two on a. One whose Binding is in
+ * flight is not (it may yet be refused). */
+START_TEST(just_bound_victim_counts)
+{
+    static const char *const AB[] = {"a", "b", NULL};
+    json_t *pre = pod_json("big", 1000, NULL, G, 2, NULL, NULL);
+    for (int applied = 0; applied <= 1; applied++) {
+        world *w = just_bound_scene(applied);
+        json_t *ans = filter(w, pre, AB);
+        const char *b = reason(ans, "b");
+        if (applied)
+            ck_assert_msg(strstr(b, "preempting 1 lower-priority pod to free GPUs 0 (16384 MiB), 1 "
+                                    "(16384 MiB)"), "%s", b);
+        else
+            ck_assert_msg(!strstr(b, "preempting") && strstr(reason(ans, "a"), "preempting 2"),
+                          "a: %s b: %s", reason(ans, "a"), b);
+        json_decref(ans);
+        preempt_tick(w->p);
+        ck_assert_int_eq(w->io.nevict, applied ? 1 : 2);
+        ck_assert_str_eq(w->io.evicted[0], applied ? "wide" : "a0");
+        world_free(w);
+    }
+    json_decref(pre);
 }
 END_TEST
 
@@ -1164,6 +1220,7 @@ Suite *suite_preempt(void)
     tcase_add_test(t, one_victim_not_two);
     tcase_add_loop_test(t, no_preemption, 0, (int)GP_ARRAY_LEN(noways));
     tcase_add_test(t, better_node_wins);
+    tcase_add_test(t, just_bound_victim_counts);
     tcase_add_test(t, pdb_and_429);
     tcase_add_test(t, reservation_ends);
     tcase_add_test(t, relist_forgets_the_unlisted);

@@ -257,6 +257,7 @@ const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const 
 typedef struct gp_pod_on_node {
     const char *uid, *ns, *name, *policy;
     gp_pod_state state;
+    bool applied;                 /* ASSUMED, and the API server applied its Binding (ACCEPTED) */
     int nholds;
     const gp_hold *holds;         /* by the device index of the GPU each hold sits on now */
     int64_t cpu_milli, mem_mib;

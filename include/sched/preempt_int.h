@@ -160,6 +160,7 @@ struct gp_preempt {
 typedef struct npod {
     char uid[GP_UID_MAX], ns[GP_NAME_MAX], name[GP_NAME_MAX], policy[GP_NAME_MAX];
     gp_pod_state state;
+    bool applied;                 /* its Binding applied, the watch not yet caught up */
     int nholds;
     gp_hold holds[GP_MAX_GPUS_PER_NODE];
     int64_t cpu, mem;

@@ -768,8 +768,9 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
         }
         /* what its ResourceClaims hold: freed with it, once the claims go */
         k = dra_pod_holds(e, dv, r->uid, told, holds, k);
-        gp_pod_on_node p = {r->uid, r->ns, r->name, r->policy, r->state, k, holds, r->cpu_milli,
-                            r->mem_mib};
+        bool applied = r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_ACCEPTED;
+        gp_pod_on_node p = {r->uid, r->ns,     r->name, r->policy,   r->state,
+                            applied, k,        holds,   r->cpu_milli, r->mem_mib};
         fn(ud, &p);
     }
     /* claims reserved for pods the store has no record of here */
@@ -779,7 +780,7 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
             continue;
         gp_hold holds[GP_MAX_GPUS_PER_NODE];
         int k = dra_pod_holds(e, dv, d->pod_uid, told, holds, 0);
-        gp_pod_on_node p = {d->pod_uid, d->claim_ns, d->pod, "", GP_POD_BOUND, k, holds, 0, 0};
+        gp_pod_on_node p = {d->pod_uid, d->claim_ns, d->pod, "", GP_POD_BOUND, false, k, holds, 0, 0};
         fn(ud, &p);
     }
     free(told);

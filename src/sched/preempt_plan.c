@@ -23,6 +23,7 @@ void pre_collect(void *ud, const gp_pod_on_node *p)
     gp_strlcpy(x->name, p->name, sizeof x->name);
     gp_strlcpy(x->policy, p->policy ? p->policy : "", sizeof x->policy);
     x->state = p->state;
+    x->applied = p->applied;
     x->nholds = p->nholds;
     memcpy(x->holds, p->holds, (size_t)p->nholds * sizeof *p->holds);
     x->cpu = p->cpu_milli;
@@ -173,9 +174,13 @@ static void classify(gp_preempt *p, const plan_query *q, node_work *w, node_plan
             if (pos >= 0)
                 w->ns_pods[pos]++;
         }
-        if (!q->may_evict || !m || !m->bound || x->state != GP_POD_BOUND ||
-            m->priority >= q->req->priority || protected_by_policy(q->set, x->policy) ||
-            is_blocked(q->old, x->uid))
+        /* bound as the watch shows it, or as the answer to gpupack's own
+         * Binding showed it a moment before the watch (as kube-scheduler's
+         * cache counts its assumed pods): a pod bound just before the
+         * preemptor came is a victim like any other */
+        bool bound = (m && m->bound && x->state == GP_POD_BOUND) || x->applied;
+        if (!q->may_evict || !m || !bound || m->priority >= q->req->priority ||
+            protected_by_policy(q->set, x->policy) || is_blocked(q->old, x->uid))
             continue;   /* stays */
         w->cands[w->nc] = (gp_victim){m->priority, m->start_ns, false, same_ns, x->nholds,
                                       x->holds, x->cpu, x->mem};
