@@ -624,6 +624,65 @@ static void relist(world *w, const char *const *names)
     preempt_pods_listing(w->p, true, 0);
 }
 
+/* A pending pod with a ResourceClaim that kube-scheduler found no node for
+ * (PodScheduled False): parked, its preemption planned by the worker. */
+static json_t *claim_pod(const char *name, bool parked)
+{
+    json_t *j = pod_json(name, 1000, NULL, G, 1, NULL,
+                         "{\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}]}");
+    if (parked)
+        json_object_set_new(json_object_get(j, "status"), "conditions",
+                            json_pack("[{s:s,s:s,s:s}]", "type", "PodScheduled", "status", "False",
+                                      "reason", "Unschedulable"));
+    return j;
+}
+
+static unsigned long parked_count(world *w)
+{
+    gp_preempt_stats st;
+    preempt_stats(w->p, &st);
+    return st.claims_parked;
+}
+
+/* The worker's round for parked claim pods walks those alone, not every pod
+ * known (at 20,000 pods the walk of all, five times a second, was the
+ * service's busiest function): the set follows parking, binding, deletion
+ * and relists. */
+START_TEST(parked_claim_pods_tracked)
+{
+    world *w = issue_scene(60);
+    json_t *a = claim_pod("ca", false), *b = claim_pod("cb", true), *c = claim_pod("cc", true);
+    preempt_pod_event(w->p, false, a);   /* not parked: kube-scheduler has not tried yet */
+    ck_assert_uint_eq(parked_count(w), 0);
+    preempt_pod_event(w->p, false, b);
+    preempt_pod_event(w->p, false, c);
+    preempt_pod_event(w->p, false, c);   /* the same again: counted once */
+    ck_assert_uint_eq(parked_count(w), 2);
+    json_object_set_new(json_object_get(b, "spec"), "nodeName", json_string("n1"));
+    preempt_pod_event(w->p, false, b);   /* bound */
+    ck_assert_uint_eq(parked_count(w), 1);
+    preempt_pod_event(w->p, true, c);    /* deleted */
+    ck_assert_uint_eq(parked_count(w), 0);
+    json_decref(a);
+    json_decref(c);
+    a = claim_pod("ca", true);   /* kube-scheduler tried it and found no node */
+    c = claim_pod("cc", true);   /* created again */
+    preempt_pod_event(w->p, false, a);
+    preempt_pod_event(w->p, false, c);
+    ck_assert_uint_eq(parked_count(w), 2);
+    static const char *const listed[] = {"whole", "half-a", "half-b", NULL};
+    relist(w, listed);                    /* neither claim pod is in the LIST */
+    ck_assert_uint_eq(parked_count(w), 0);
+    preempt_pod_event(w->p, false, c);
+    preempt_tick(w->p);                   /* its round runs on a parked pod (no DRA GPU: no plan) */
+    ck_assert_uint_eq(parked_count(w), 1);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    world_free(w);   /* frees the parked one too: LeakSanitizer and valgrind check */
+}
+END_TEST
+
 START_TEST(relist_forgets_the_unlisted)
 {
     world *w = issue_scene(60);
@@ -1224,6 +1283,7 @@ Suite *suite_preempt(void)
     tcase_add_test(t, pdb_and_429);
     tcase_add_test(t, reservation_ends);
     tcase_add_test(t, relist_forgets_the_unlisted);
+    tcase_add_test(t, parked_claim_pods_tracked);
     tcase_add_test(t, malformed_annotation_still_known);
     tcase_add_test(t, api_outage_retries);
     tcase_add_test(t, renudge_while_unbound);

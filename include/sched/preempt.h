@@ -149,6 +149,8 @@ typedef struct gp_preempt_stats {
     unsigned long c_held_rebuilt; /* held again from a waiting pod's record (restart, new leader) */
     unsigned long c_last_hour;    /* moves in the last hour */
     unsigned long pods_known;     /* pods the watch has shown and not deleted */
+    unsigned long claims_parked;  /* of them, pending claim pods kube-scheduler found no node for
+                                   * (the worker plans their preemption: dra_parked_round) */
 } gp_preempt_stats;
 void preempt_stats(gp_preempt *p, gp_preempt_stats *out);
 

@@ -132,6 +132,8 @@ struct gp_preempt {
     _Atomic(gp_extender *) e;
     pthread_mutex_t mu;           /* meta, plans, pdbs */
     strmap *meta;                 /* uid -> pmeta */
+    strmap *parked;               /* uid -> pmeta (meta's) with dra_parked set: the worker's DRA
+                                   * round walks these, not every pod known */
     strmap *plans;                /* preemptor uid -> plan */
     strmap *pdbs;                 /* PDB uid (or ns/name) -> gp_pdb */
     unsigned pdb_gen;

@@ -20,10 +20,13 @@ static void held_rec_drop(pmeta *m)
     m->held_rec = NULL;
 }
 
-static void meta_free(pmeta *m)
+/* Drops m, the meta of pod uid (taken out of p->meta already). */
+static void meta_free(gp_preempt *p, const char *uid, pmeta *m)
 {
     if (!m)
         return;
+    if (m->dra_parked)
+        strmap_del(p->parked, uid);
     free(m->ns);   /* one block with name and labels */
     free(m->nominated);
     json_decref(m->pending);
@@ -59,6 +62,7 @@ gp_preempt *preempt_new(gp_cluster *c, const gp_preempt_config *cfg)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->meta = strmap_new();
+    p->parked = strmap_new();
     p->plans = strmap_new();
     p->pdbs = strmap_new();
     p->pdb_seen = strmap_new();
@@ -88,8 +92,9 @@ void preempt_free(gp_preempt *p)
     preempt_stop(p);
     size_t it = 0;
     void *v;
-    while ((v = strmap_next(p->meta, &it, NULL)))
-        meta_free(v);
+    const char *uid;
+    while ((v = strmap_next(p->meta, &it, &uid)))
+        meta_free(p, uid, v);
     it = 0;
     while ((v = strmap_next(p->plans, &it, NULL)))
         pre_plan_free(v);
@@ -102,6 +107,7 @@ void preempt_free(gp_preempt *p)
     strmap_free(p->held);
     ledger_free(p->ledger);
     strmap_free(p->meta);
+    strmap_free(p->parked);
     strmap_free(p->plans);
     strmap_free(p->pdbs);
     strmap_free(p->pdb_seen);
@@ -229,7 +235,7 @@ void preempt_pod_seen(gp_preempt *p, bool deleted, const json_t *pod, const gp_p
     pthread_mutex_lock(&p->mu);
     plan *pl = strmap_get(p->plans, uid);
     if (terminal) {
-        meta_free(strmap_del(p->meta, uid));
+        meta_free(p, uid, strmap_del(p->meta, uid));
         if (pl)
             pre_finish(p, pl, &p->deleted, "the pod is gone");
         if (strmap_count(p->plans))
@@ -278,6 +284,10 @@ void preempt_pod_seen(gp_preempt *p, bool deleted, const json_t *pod, const gp_p
     json_decref(m->pending);
     m->pending = NULL;
     bool parked = !m->bound && !m->deletion_ns && pd->nclaims > 0 && pd->sched_false;
+    if (parked && !m->dra_parked)
+        strmap_put(p->parked, uid, m);
+    else if (!parked && m->dra_parked)
+        strmap_del(p->parked, uid);
     json_decref(m->dra_parked);
     m->dra_parked = parked ? k8s_obs_trim_pod(pod) : NULL;
     if (!parked)
@@ -329,11 +339,11 @@ void preempt_pdb_event(gp_preempt *p, bool deleted, const json_t *obj)
  * them goes. Locked. */
 static bool meta_unlisted(const char *uid, void *val, void *ud)
 {
-    (void)uid;
+    gp_preempt *p = ud;
     pmeta *m = val;
-    if (m->list_gen == ((gp_preempt *)ud)->list_gen)
+    if (m->list_gen == p->list_gen)
         return false;
-    meta_free(m);
+    meta_free(p, uid, m);
     return true;
 }
 
@@ -620,8 +630,8 @@ static void dra_parked_round(gp_preempt *p)
     size_t it = 0;
     const char *uid;
     pmeta *m;
-    while (n < DRA_ROUND_MAX && (m = strmap_next(p->meta, &it, &uid)))
-        if (m->dra_parked && !strmap_get(p->plans, uid) &&
+    while (n < DRA_ROUND_MAX && (m = strmap_next(p->parked, &it, &uid)))
+        if (!strmap_get(p->plans, uid) &&
             now - m->dra_tried >= (m->dra_wait > 0 ? m->dra_wait : DRA_RETRY_S)) {
             /* a pod no preemption helps is asked again less and less often */
             m->dra_tried = now;

@@ -317,6 +317,7 @@ void preempt_stats(gp_preempt *p, gp_preempt_stats *s)
     s->c_held = strmap_count(p->held);
     s->c_last_hour = ledger_last_hour(p->ledger, pre_now_s());
     s->pods_known = strmap_count(p->meta);
+    s->claims_parked = strmap_count(p->parked);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -343,6 +344,10 @@ void preempt_metrics(void *pre, gp_buf *out)
                    "Pods whose priority, owner and labels preemption keeps (every pod the watch "
                    "shows until it is deleted or a LIST no longer shows it).");
     metrics_u(out, "gpupack_preemption_pods_known", NULL, s.pods_known);
+    metrics_header(out, "gpupack_preemption_claim_pods_parked", "gauge",
+                   "Pending pods with ResourceClaims that kube-scheduler found no node for: the "
+                   "ones gpupack's worker looks at for preemption.");
+    metrics_u(out, "gpupack_preemption_claim_pods_parked", NULL, s.claims_parked);
     metrics_header(out, "gpupack_preemption_ends_total", "counter",
                    "How reservations ended: the pod was bound or deleted, the victims did not go in "
                    "time, a PodDisruptionBudget made it plan again, an eviction was refused.");
