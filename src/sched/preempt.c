@@ -284,12 +284,13 @@ void preempt_pod_seen(gp_preempt *p, bool deleted, const json_t *pod, const gp_p
     json_decref(m->pending);
     m->pending = NULL;
     bool parked = !m->bound && !m->deletion_ns && pd->nclaims > 0 && pd->sched_false;
-    if (parked && !m->dra_parked)
-        strmap_put(p->parked, uid, m);
-    else if (!parked && m->dra_parked)
-        strmap_del(p->parked, uid);
-    json_decref(m->dra_parked);
+    json_t *was = m->dra_parked;
     m->dra_parked = parked ? k8s_obs_trim_pod(pod) : NULL;
+    if (m->dra_parked && !was)   /* the set holds exactly the metas with dra_parked */
+        strmap_put(p->parked, uid, m);
+    else if (!m->dra_parked && was)
+        strmap_del(p->parked, uid);
+    json_decref(was);
     if (!parked)
         m->dra_wait = 0;   /* the next parking starts the retries afresh */
     held_record(p, uid, m, pod);
