@@ -769,8 +769,8 @@ void cluster_rd_node_pods(const gp_cluster *c, const char *node,
         /* what its ResourceClaims hold: freed with it, once the claims go */
         k = dra_pod_holds(e, dv, r->uid, told, holds, k);
         bool applied = r->state == GP_POD_ASSUMED && r->phase == GP_PHASE_ACCEPTED;
-        gp_pod_on_node p = {r->uid, r->ns,     r->name, r->policy,   r->state,
-                            applied, k,        holds,   r->cpu_milli, r->mem_mib};
+        gp_pod_on_node p = {r->uid, r->ns, r->name, r->policy, r->state, applied, k, holds,
+                            r->cpu_milli, r->mem_mib};
         fn(ud, &p);
     }
     /* claims reserved for pods the store has no record of here */
