@@ -359,6 +359,15 @@ int fakeapi_open_watches(gp_fakeapi *f, const char *resource)
     return n;
 }
 
+int fakeapi_wait_watches(gp_fakeapi *f, const char *resource, int n, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s;
+    int c;
+    while ((c = fakeapi_open_watches(f, resource)) < n && gp_mono_s() < end)
+        usleep(5000);
+    return c;
+}
+
 /* ---------------------------------------------------------------------- */
 
 void fakeapi_req_clear(gp_fake_req *r)

@@ -88,6 +88,10 @@ void fakeapi_corrupt_next(gp_fakeapi *f, bool pod);
 void fakeapi_bookmark(gp_fakeapi *f);
 /* Open watch streams of a resource ("pods", "nodes"; NULL = all). */
 int fakeapi_open_watches(gp_fakeapi *f, const char *resource);
+/* Waits until at least n watches of a resource are open; returns how many
+ * are. A stall (fakeapi_stall_watches) reaches only watches already open,
+ * so a test stalls after this says the client's watch is there. */
+int fakeapi_wait_watches(gp_fakeapi *f, const char *resource, int n, double timeout_s);
 
 /* --- recorded requests ------------------------------------------------- */
 

@@ -140,6 +140,16 @@ static void gp_start(live_env *x)
     ck_assert_msg(x->no_wait || wait_ready(x, 10), "gpupack never became ready");
 }
 
+/* Makes the open pod and node watches go silent (half-open). gpupack is
+ * ready once its LISTs are in, and its watches open just after: the stall
+ * waits for them, or a watch opened after it would stream on. */
+static void stall_watches(live_env *x)
+{
+    ck_assert_int_ge(fakeapi_wait_watches(x->f, "pods", 1, 10), 1);
+    ck_assert_int_ge(fakeapi_wait_watches(x->f, "nodes", 1, 10), 1);
+    fakeapi_stall_watches(x->f);
+}
+
 static void gp_stop(live_env *x)
 {
     if (x->pid <= 0)
@@ -724,7 +734,7 @@ START_TEST(unknown_outcome_keeps_gpus)
     fakeapi_put_pod(x.f, gpu_pod("k2", 10000));
     gp_start(&x);
     /* the watch must not tell gpupack the truth before k2 comes */
-    fakeapi_stall_watches(x.f);
+    stall_watches(&x);
     fakeapi_fail_after(x.f, "POST", "/pods/k1/binding", 500, 1);
     char *e = bind_error(&x, "k1", "node-b");
     ck_assert_msg(strstr(e, "HTTP 500"), "%s", e);
@@ -748,7 +758,7 @@ START_TEST(accepted_bind_never_expires)
     fakeapi_put_pod(x.f, gpu_pod("s1", 10000));
     fakeapi_put_pod(x.f, gpu_pod("s2", 10000));
     gp_start(&x);
-    fakeapi_stall_watches(x.f);
+    stall_watches(&x);
     char *e = bind_error(&x, "s1", "node-b");
     ck_assert_str_eq(e, "");
     free(e);
@@ -772,7 +782,7 @@ START_TEST(stalled_watch_is_restarted)
     gp_start(&x);
     int watches = fakeapi_count(x.f, "GET", "/api/v1/pods?watch=1");
     fakeapi_fail(x.f, "GET", "/api/v1/pods?watch=1", 503, 3);
-    fakeapi_stall_watches(x.f);
+    stall_watches(&x);
     bool said_stale = false;
     double end = gp_mono_s() + 20;
     while (!said_stale && gp_mono_s() < end) {
@@ -887,7 +897,7 @@ START_TEST(changed_pod_binds_on_second_try)
     env_setup(&x);
     fakeapi_put_pod(x.f, gpu_pod("c1", 4096));
     gp_start(&x);
-    fakeapi_stall_watches(x.f);
+    stall_watches(&x);
     json_t *p = fakeapi_get_pod(x.f, "default", "c1");
     json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), "touched",
                         json_string("yes"));
@@ -1067,6 +1077,7 @@ START_TEST(verbs_wait_for_a_relist)
     env_setup(&x);
     fakeapi_put_pod(x.f, gpu_pod("new", 16384));
     gp_start(&x);
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 10), 1);   /* a cut reaches open watches */
     fakeapi_cut_watches(x.f, false);
     fakeapi_fail(x.f, "GET", "watch=1", 503, 2);    /* the events below are lost, not resent */
     fakeapi_put_pod(x.f, bound_pod("other", "node-b", 0, 16384));

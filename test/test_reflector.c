@@ -196,14 +196,6 @@ static bool wait_synced(gp_reflector *r, double timeout_s)
     return reflector_synced(r);
 }
 
-static bool wait_watches(gp_fakeapi *f, int n, double timeout_s)
-{
-    double end = gp_mono_s() + timeout_s;
-    while (fakeapi_open_watches(f, "pods") < n && gp_mono_s() < end)
-        usleep(5000);
-    return fakeapi_open_watches(f, "pods") >= n;
-}
-
 /* ------------------------------------------------------------------ */
 
 START_TEST(paged_list_then_watch)
@@ -224,7 +216,7 @@ START_TEST(paged_list_then_watch)
     /* three pages: limit=2, then two continues */
     ck_assert_int_eq(fakeapi_count(x.f, "GET", "/api/v1/pods?limit=2"), 3);
     ck_assert_int_eq(fakeapi_count(x.f, "GET", "&continue=fake-continue-"), 2);
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     char want[160];
     snprintf(want, sizeof want,
              "/api/v1/pods?watch=1&resourceVersion=%ld&allowWatchBookmarks=true&timeoutSeconds=60", list_rv);
@@ -284,7 +276,7 @@ START_TEST(keep_table_reduces_lists_and_events)
     ck_assert(wait_synced(x.refl, 5));
     ck_assert(converged(&x, 5));
     ck_assert_int_eq(x.r.listed, 5);
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     fakeapi_put_pod(x.f, pod("new"));
     fakeapi_set_pod_phase(x.f, "default", "p1", "Running");
     fakeapi_delete_pod(x.f, "default", "p2");
@@ -312,7 +304,7 @@ START_TEST(expired_rv_relists)
     fakeapi_put_pod(x.f, pod("b"));
     start(&x);
     ck_assert(wait_synced(x.refl, 5));
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     /* an apiserver restart: connections drop, the cache window moves on,
      * and the cluster changes meanwhile */
     ck_assert(reflector_current(x.refl, NULL, 0));
@@ -351,7 +343,7 @@ START_TEST(http_410_on_watch_relists)
     fakeapi_put_pod(x.f, pod("a"));
     start(&x);
     ck_assert(wait_synced(x.refl, 5));
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     fakeapi_fail(x.f, "GET", "watch=1", 410, 1);
     fakeapi_end_watches(x.f);
     ck_assert_int_ge(fakeapi_wait_count(x.f, "GET", "/api/v1/pods?limit=100", 2, 5), 2);
@@ -368,7 +360,7 @@ START_TEST(cut_mid_event_redelivers_once)
     fakeapi_put_pod(x.f, pod("a"));
     start(&x);
     ck_assert(wait_synced(x.refl, 5));
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     /* the next event goes out half, then the connection drops */
     fakeapi_cut_watches(x.f, true);
     fakeapi_put_pod(x.f, pod("half"));
@@ -403,7 +395,7 @@ START_TEST(server_errors_mark_stale_then_recover)
     double synced_at = gp_mono_s();
     ck_assert(converged(&x, 5));
     ck_assert_int_eq(fakeapi_count(x.f, "GET", "limit=100"), 3);
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     /* the watch now fails with 500s: stale with a reason, then back */
     fakeapi_fail(x.f, "GET", "watch=1", 500, 3);
     fakeapi_delay(x.f, "GET", "watch=1", 300, 1);
@@ -470,7 +462,7 @@ START_TEST(bad_lines_restart_the_watch)
     setup(&x, 100, 60, 0);
     start(&x);
     ck_assert(wait_synced(x.refl, 5));
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     fakeapi_inject_raw(x.f, true, "{\"type\":\"ADDED\",\"object\":{\"metadata\":\n");
     fakeapi_inject_raw(x.f, true, "not json at all\n");
     fakeapi_inject_raw(x.f, true, "{\"type\":\"SURPRISE\",\"object\":{}}\n");
@@ -494,7 +486,7 @@ START_TEST(lost_deleted_leaves_no_ghost)
     fakeapi_put_pod(x.f, pod("keep"));
     start(&x);
     ck_assert(wait_synced(x.refl, 5));
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     fakeapi_corrupt_next(x.f, true);
     ck_assert_int_eq(fakeapi_delete_pod(x.f, "default", "ghost"), 0);
     fakeapi_put_pod(x.f, pod("after"));
@@ -581,7 +573,7 @@ START_TEST(oversized_line_reconnects)
     x.refl = reflector_new(x.k, &cfg, &rec_ops, &x.r);
     start(&x);
     ck_assert(wait_synced(x.refl, 5));
-    ck_assert(wait_watches(x.f, 1, 5));
+    ck_assert_int_ge(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
     char *big = xmalloc(2048);
     memset(big, 'x', 2046);
     big[2046] = '\n';
