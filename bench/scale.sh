@@ -102,6 +102,34 @@ perf_stop() {
     bench/perf-summary.py "$OUT/perf-$1.data" "${named[@]}"; } >"$OUT/perf-$1.txt" 2>&1 || true
 }
 
+# CPU seconds of each of gpupack's threads over its life, summed by thread name (gpupack names its
+# threads; libmicrohttpd's and the main thread keep the process's name). Threads that ended (a
+# verbs connection that closed) are only in the process's total: "(ended threads)".
+thread_cpu() {
+  python3 - "$1" <<'PY'
+import os, sys
+pid, hz = sys.argv[1], os.sysconf("SC_CLK_TCK")
+def ticks(path):
+    f = open(path).read()
+    rest = f[f.rindex(")") + 2:].split()   # from field 3 (state) on
+    return int(rest[11]) + int(rest[12])   # utime, stime: fields 14 and 15
+by, count = {}, {}
+for tid in os.listdir(f"/proc/{pid}/task"):
+    try:
+        name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+        t = ticks(f"/proc/{pid}/task/{tid}/stat")
+    except OSError:
+        continue   # ended meanwhile
+    by[name] = by.get(name, 0) + t
+    count[name] = count.get(name, 0) + 1
+total = ticks(f"/proc/{pid}/stat")
+for name in sorted(by, key=lambda k: -by[k]):
+    print(f"{name}\t{count[name]}\t{by[name] / hz:.2f}")
+print(f"(ended threads)\t-\t{max(total - sum(by.values()), 0) / hz:.2f}")
+print(f"(total)\t-\t{total / hz:.2f}")
+PY
+}
+
 for run in ${DO_RUNS:+$RUNS}; do
   mode=${run%%:*} arrival=${run##*:}
   tag=$mode-$arrival
@@ -151,6 +179,7 @@ for run in ${DO_RUNS:+$RUNS}; do
   if [ -n "${SCALE_PERF:-}" ]; then perf_stop "$tag" "$([ "$mode" = gpupack ] && echo "$GP")"; fi
   if [ "$mode" = gpupack ]; then
     curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/metrics" >"$OUT/metrics-gpupack-$tag.txt" || true
+    thread_cpu "$GP" >"$OUT/threads-gpupack-$tag.txt" 2>/dev/null || true
   fi
   (. "$CP/env" && curl -sf --cacert "$K8S_CA" --oauth2-bearer "$(cat "$K8S_TOKEN_FILE")" \
      "$K8S_APISERVER/metrics" >"$OUT/metrics-apiserver-$tag.txt") || true
@@ -240,6 +269,23 @@ for key, what in (("cpu_s_scheduling", "first bind → quiet after the last bind
         tot = sum(v for v in vals if v)
         n = r["bound"] or 1
         print(f"| {m} | {a} | " + " | ".join("—" if v is None else f"{1000*v/n:.2f}" for v in vals) + f" | {1000*tot/n:.2f} |")
+    print()
+# gpupack's CPU by thread, over its whole life (its LISTs included)
+for run in runs:
+    m, a = run.split(":")
+    if m != "gpupack" or not res[run]:
+        continue
+    try:
+        rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/threads-gpupack-{run.replace(':', '-')}.txt")]
+    except OSError:
+        continue
+    n = res[run]["bound"] or 1
+    print(f"gpupack's CPU by thread over its life ({a}; /proc/PID/task; ms per pod bound):")
+    print()
+    print("| thread | threads | CPU s | ms per pod |")
+    print("|---|---|---|---|")
+    for name, k, sec in rows:
+        print(f"| {name} | {k} | {float(sec):.2f} | {1000 * float(sec) / n:.3f} |")
     print()
 # gpupack's own API requests
 for run in runs:

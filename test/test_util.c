@@ -7,8 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "lib/strmap.h"
 #include "lib/util.h"
+#include "lib/workq.h"
 
 START_TEST(buf_appends_within_limit)
 {
@@ -210,6 +213,62 @@ START_TEST(utf8_scrub_table)
 }
 END_TEST
 
+/* Threads carry names that top -H, perf and /proc tell apart; a long name is
+ * cut to the kernel's 15 characters, not refused (which would keep the
+ * process's name). */
+static void *name_self(void *arg)
+{
+    gp_thread_set_name(arg);
+    char *got = xcalloc(1, 64);
+    pthread_getname_np(pthread_self(), got, 64);
+    return got;
+}
+
+typedef struct named_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char name[64];
+    bool done;
+} named_job;
+
+static void record_name(void *arg)
+{
+    named_job *j = arg;
+    pthread_mutex_lock(&j->mu);
+    pthread_getname_np(pthread_self(), j->name, sizeof j->name);
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+START_TEST(threads_are_named)
+{
+    const char *names[] = {"w-pods", "w-resourceclaims", "housekeeping"};
+    const char *want[] = {"w-pods", "w-resourceclaim", "housekeeping"};
+    for (size_t i = 0; i < GP_ARRAY_LEN(names); i++) {
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, name_self, (void *)names[i]), 0);
+        char *got = NULL;
+        pthread_join(t, (void **)&got);
+        ck_assert_int_eq(strlen(got), strlen(names[i]) > 15 ? 15 : strlen(names[i]));
+        ck_assert_msg(strncmp(got, want[i], strlen(want[i])) == 0, "%s: named '%s'", names[i], got);
+        free(got);
+    }
+    /* a pool's threads carry the pool's name */
+    gp_err err;
+    gp_workq *q = workq_new(2, "bind threads", &err);
+    ck_assert_ptr_nonnull(q);
+    named_job j = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    workq_push(q, record_name, &j);
+    pthread_mutex_lock(&j.mu);
+    while (!j.done)
+        pthread_cond_wait(&j.cv, &j.mu);
+    pthread_mutex_unlock(&j.mu);
+    workq_free(q);
+    ck_assert_str_eq(j.name, "bind threads");
+}
+END_TEST
+
 Suite *suite_util(void);
 Suite *suite_util(void)
 {
@@ -223,6 +282,7 @@ Suite *suite_util(void)
     tcase_add_test(t, read_file_is_bounded);
     tcase_add_test(t, heap_stats_follow_allocations);
     tcase_add_test(t, strmap_drop_if_keeps_the_rest);
+    tcase_add_test(t, threads_are_named);
     suite_add_tcase(s, t);
     return s;
 }

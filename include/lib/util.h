@@ -30,6 +30,10 @@ void gp_heap_trim(void);
  * still held. False (both 0) where it cannot tell. Walks the arenas: call it
  * for a metrics page, not per request. */
 bool gp_heap_stats(size_t *in_use, size_t *free_bytes);
+/* Names the calling thread (on Linux at most 15 characters, the rest cut
+ * off), so that top -H, perf and /proc/PID/task/TID/comm tell gpupack's
+ * threads apart. A no-op where the C library cannot. */
+void gp_thread_set_name(const char *name);
 char *xstrdup(const char *s);          /* NULL in, NULL out */
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) GP_PRINTF(1, 2);

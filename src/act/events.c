@@ -334,6 +334,7 @@ static void send_one(gp_events *ev, const occ *o)
 static void *events_thread(void *arg)
 {
     gp_events *ev = arg;
+    gp_thread_set_name("events");
     occ *o = xmalloc(sizeof *o);
     pthread_mutex_lock(&ev->mu);
     for (;;) {

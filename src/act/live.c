@@ -516,6 +516,7 @@ static void settle_unknown(gp_live *l)
 static void *housekeeping(void *arg)
 {
     gp_live *l = arg;
+    gp_thread_set_name("housekeeping");
     double period = l->cfg.assume_ttl_s / 4;
     if (period > 1)
         period = 1;

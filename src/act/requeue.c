@@ -565,6 +565,7 @@ static bool race_pass(gp_requeue *rq, gp_tbucket *tb)
 static void *requeue_thread(void *arg)
 {
     gp_requeue *rq = arg;
+    gp_thread_set_name("requeue");
     bool was_serving = false, decided = false;
     double edge_at = 0, scanned_at = 0;
     gp_tbucket tb;

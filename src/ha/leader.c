@@ -375,6 +375,7 @@ double leader_next_wait(gp_leader *l)
 static void *run(void *arg)
 {
     gp_leader *l = arg;
+    gp_thread_set_name("lease");
     pthread_mutex_lock(&l->mu);
     while (!l->quit) {
         pthread_mutex_unlock(&l->mu);

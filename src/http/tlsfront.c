@@ -207,6 +207,7 @@ static void linger(fconn *fc, gnutls_session_t ses)
 static void *conn_main(void *arg)
 {
     fconn *fc = arg;
+    gp_thread_set_name("verbs-conn");
     gp_tlsfront *f = fc->f;
     gnutls_session_t ses = NULL;
     bool ok = gnutls_init(&ses, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) == GNUTLS_E_SUCCESS;
@@ -287,6 +288,7 @@ static void reap(gp_tlsfront *f, bool all)
 static void *accept_main(void *arg)
 {
     gp_tlsfront *f = arg;
+    gp_thread_set_name("verbs-accept");
     while (!atomic_load(&f->stopping)) {
         struct pollfd pf[2] = {{.fd = f->lfd, .events = POLLIN}, {.fd = f->stop_pipe[0], .events = POLLIN}};
         if (poll(pf, 2, 1000) < 0 && errno != EINTR)

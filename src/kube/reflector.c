@@ -521,6 +521,9 @@ static double jitter(gp_reflector *r, double d)
 static void *run(void *arg)
 {
     gp_reflector *r = arg;
+    char tname[64];
+    snprintf(tname, sizeof tname, "w-%s", r->cfg.resource ? r->cfg.resource : "?");
+    gp_thread_set_name(tname);   /* "w-pods", "w-resourceclaim" */
     double backoff = r->cfg.backoff_min_s;
     r->need_list = true;
     bool just_listed = false;

@@ -7,6 +7,7 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -48,6 +49,17 @@ void gp_heap_trim(void)
 {
 #ifdef __GLIBC__
     malloc_trim(0);
+#endif
+}
+
+void gp_thread_set_name(const char *name)
+{
+#ifdef __GLIBC__
+    char n[16];   /* the kernel's TASK_COMM_LEN */
+    snprintf(n, sizeof n, "%s", name);
+    pthread_setname_np(pthread_self(), n);
+#else
+    (void)name;
 #endif
 }
 

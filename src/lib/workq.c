@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ struct gp_workq {
     pthread_cond_t cv;
     job *head, *tail;
     bool stopping;
+    char name[16];   /* its threads' name */
     int nthreads;
     pthread_t th[];
 };
@@ -28,6 +30,7 @@ struct gp_workq {
 static void *worker(void *p)
 {
     gp_workq *q = p;
+    gp_thread_set_name(q->name);
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->head && !q->stopping)
@@ -56,6 +59,7 @@ gp_workq *workq_new(int threads, const char *name, gp_err *err)
     gp_workq *q = xcalloc(1, sizeof *q + (size_t)threads * sizeof(pthread_t));
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
+    snprintf(q->name, sizeof q->name, "%s", name);
     for (int i = 0; i < threads; i++) {
         int rc = pthread_create(&q->th[q->nthreads], NULL, worker, q);
         if (rc != 0) {

@@ -326,6 +326,7 @@ static void poll_once(policy_store *st)
 static void *reload_thread(void *arg)
 {
     policy_store *st = arg;
+    gp_thread_set_name("policy-reload");
     pthread_mutex_lock(&st->mu);
     while (!st->stopping) {
         struct timespec until;

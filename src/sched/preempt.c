@@ -768,6 +768,7 @@ void preempt_tick(gp_preempt *p)
 static void *worker(void *arg)
 {
     gp_preempt *p = arg;
+    gp_thread_set_name("preempt");
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         struct timespec ts;

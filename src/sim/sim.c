@@ -1868,6 +1868,7 @@ typedef struct job {
 static void *worker(void *arg)
 {
     job *j = arg;
+    gp_thread_set_name("sim");
     for (;;) {
         int k = atomic_fetch_add(&j->next, 1);
         if (k >= j->n)
