@@ -103,7 +103,7 @@ perf_stop() {
 }
 
 # CPU seconds of each of gpupack's threads over its life, summed by thread name (gpupack names its
-# threads; libmicrohttpd's and the main thread keep the process's name). Threads that ended (a
+# threads, libmicrohttpd its own "MHD-…", the main thread keeps the process's). Threads that ended (a
 # verbs connection that closed) are only in the process's total: "(ended threads)".
 thread_cpu() {
   python3 - "$1" <<'PY'
