@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fakeapi.h"
 #include "kube/kube.h"
@@ -230,6 +231,53 @@ START_TEST(overlapping_requests_reuse_connections)
 }
 END_TEST
 
+typedef struct cancelled_call {
+    gp_kube *k;
+    gp_kube_cancel *cancel;
+    int rc;
+    gp_err err;
+} cancelled_call;
+
+static void *call_cancelled(void *arg)
+{
+    cancelled_call *c = arg;
+    gp_kube_resp r;
+    c->rc = kube_request(c->k, "GET", "/api/v1/nodes/held", NULL, NULL, 10, c->cancel, &r, &c->err);
+    kube_resp_free(&r);
+    return NULL;
+}
+
+/* The handles a request waits on are kept for the next ones: one a
+ * cancellation woke (shutdown, a leader stepping down) must not end or wake
+ * the requests that use it after it, and what is kept is freed with the
+ * client (LeakSanitizer, valgrind). */
+START_TEST(a_cancelled_request_leaves_the_next_ones_alone)
+{
+    fixture x;
+    setup(&x);
+    fakeapi_delay(x.f, "GET", "/api/v1/nodes/held", 5000, 1);
+    cancelled_call c = {.k = x.k, .cancel = kube_cancel_new()};
+    pthread_t th;
+    pthread_create(&th, NULL, call_cancelled, &c);
+    for (int i = 0; i < 500 && fakeapi_delaying(x.f) < 1; i++)
+        usleep(10000);
+    ck_assert_int_eq(fakeapi_delaying(x.f), 1);   /* the fake holds it */
+    kube_cancel_fire(c.cancel);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(c.rc, -1);
+    ck_assert_msg(strstr(c.err.msg, "cancelled"), "%s", c.err.msg);
+    /* the next requests, slow ones among them, get their answers */
+    fakeapi_delay(x.f, "GET", "/api/v1/nodes/later", 300, 1);
+    for (int i = 0; i < 20; i++)
+        request(x.k, "GET", i == 0 ? "/api/v1/nodes/later" : "/api/v1/nodes", NULL);
+    overlapping(&x, 8);   /* and as many at once as the bind threads */
+    for (int i = 0; i < 20; i++)
+        request(x.k, "GET", "/api/v1/nodes", NULL);
+    kube_cancel_free(c.cancel);
+    teardown(&x);
+}
+END_TEST
+
 Suite *suite_kube(void);
 Suite *suite_kube(void)
 {
@@ -241,6 +289,7 @@ Suite *suite_kube(void)
     tcase_add_test(t, requests_are_counted_by_verb_and_resource);
     tcase_add_test(t, calls_are_judged_by_status);
     tcase_add_test(t, overlapping_requests_reuse_connections);
+    tcase_add_test(t, a_cancelled_request_leaves_the_next_ones_alone);
     suite_add_tcase(s, t);
     return s;
 }

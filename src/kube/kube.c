@@ -25,6 +25,12 @@
  * to 4 per easy handle of that multi, i.e. 4 in all, and close a connection
  * after almost every request once binds, Events and watches overlap. */
 #define KUBE_MAX_CONNS 64L
+/* Idle multi handles kept for the next request. A multi handle is cheap to
+ * use but not to make: each comes with a socket pair (its wake-up channel)
+ * and hash tables, made and closed again per request before (a profile at
+ * 5,000 nodes: the socket pair's creation and close were about a tenth of the
+ * bind threads' CPU). One per thread that talks at once is enough. */
+#define KUBE_IDLE_MULTIS 32
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 void kube_auth_clear(gp_kube_auth *a)
@@ -190,6 +196,9 @@ struct gp_kube {
     char *token;              /* current bearer token (static or from the file) */
     struct stat token_st;     /* of the file when last read */
     double token_read_at;
+    pthread_mutex_t idle_mu;
+    CURLM *idle[KUBE_IDLE_MULTIS];   /* multi handles between requests (perform) */
+    int nidle;
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -315,6 +324,7 @@ gp_kube *kube_new(const gp_kube_auth *auth, gp_err *err)
     a->insecure = auth->insecure;
     a->origin = xstrdup(auth->origin ? auth->origin : "credentials");
     pthread_mutex_init(&k->token_mu, NULL);
+    pthread_mutex_init(&k->idle_mu, NULL);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&k->share_mu[i], NULL);
     k->token = xstrdup(a->token);
@@ -340,6 +350,9 @@ void kube_free(gp_kube *k)
 {
     if (!k)
         return;
+    for (int i = 0; i < k->nidle; i++)
+        curl_multi_cleanup(k->idle[i]);
+    pthread_mutex_destroy(&k->idle_mu);
     if (k->share)
         curl_share_cleanup(k->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -625,17 +638,46 @@ static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xf
     return h;
 }
 
-/* Runs one transfer on its own multi handle so that cancel can wake it.
- * Returns the curl result; CURLE_ABORTED_BY_CALLBACK when cancelled. */
-static CURLcode perform(CURL *h, gp_kube_cancel *cancel)
+/* A multi handle no other transfer uses: an idle one, else a new one. */
+static CURLM *multi_take(gp_kube *k)
 {
-    CURLM *m = curl_multi_init();
+    CURLM *m = NULL;
+    pthread_mutex_lock(&k->idle_mu);
+    if (k->nidle > 0)
+        m = k->idle[--k->nidle];
+    pthread_mutex_unlock(&k->idle_mu);
+    if (!m) {
+        m = curl_multi_init();
+        if (m)
+            curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, KUBE_MAX_CONNS);
+    }
+    return m;
+}
+
+/* Back to the idle ones once its transfer is removed (the connection stays in
+ * the share's cache, not in the multi handle), or closed when enough are idle. */
+static void multi_give(gp_kube *k, CURLM *m)
+{
+    pthread_mutex_lock(&k->idle_mu);
+    if (k->nidle < KUBE_IDLE_MULTIS) {
+        k->idle[k->nidle++] = m;
+        m = NULL;
+    }
+    pthread_mutex_unlock(&k->idle_mu);
+    if (m)
+        curl_multi_cleanup(m);
+}
+
+/* Runs one transfer on a multi handle of its own so that cancel can wake it.
+ * Returns the curl result; CURLE_ABORTED_BY_CALLBACK when cancelled. */
+static CURLcode perform(gp_kube *k, CURL *h, gp_kube_cancel *cancel)
+{
+    CURLM *m = multi_take(k);
     if (!m)
         return CURLE_OUT_OF_MEMORY;
-    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, KUBE_MAX_CONNS);
     CURLcode res = CURLE_ABORTED_BY_CALLBACK;
     if (cancel_attach(cancel, m) < 0) {
-        curl_multi_cleanup(m);
+        multi_give(k, m);
         return res;
     }
     curl_multi_add_handle(m, h);
@@ -668,7 +710,7 @@ static CURLcode perform(CURL *h, gp_kube_cancel *cancel)
     }
     cancel_detach(cancel, m);
     curl_multi_remove_handle(m, h);
-    curl_multi_cleanup(m);
+    multi_give(k, m);
     return res;
 }
 
@@ -701,7 +743,7 @@ int kube_request(gp_kube *k, const char *method, const char *path, const char *c
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     if (timeout_s > 0)
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
-    CURLcode res = perform(h, cancel);
+    CURLcode res = perform(k, h, cancel);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
     acct_done(acct_row_of(method, path, false), h, false);
     if (x.body_overflow) {
@@ -751,7 +793,7 @@ int kube_stream(gp_kube *k, const char *path, double stall_s, double max_s,
     }
     if (max_s > 0)
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(max_s * 1000));
-    CURLcode res = perform(h, cancel);
+    CURLcode res = perform(k, h, cancel);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     acct_done(x.acct, h, true);
     if (res == CURLE_ABORTED_BY_CALLBACK && kube_cancel_fired(cancel)) {
