@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
+#include "lib/util.h"
 
 typedef struct run {
     gp_kube *k;
@@ -40,13 +40,6 @@ static double cpu_s(void)
     getrusage(RUSAGE_SELF, &u);
     return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
            (double)u.ru_stime.tv_usec / 1e6;
-}
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -81,12 +74,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < threads; i++)
         pthread_join(th[i], NULL);
     atomic_store(&r.left, n);
-    double c0 = cpu_s(), w0 = wall_s();
+    double c0 = cpu_s(), w0 = gp_mono_s();
     for (int i = 0; i < threads; i++)
         pthread_create(&th[i], NULL, sender, &r);
     for (int i = 0; i < threads; i++)
         pthread_join(th[i], NULL);
-    double cpu = cpu_s() - c0, wall = wall_s() - w0;
+    double cpu = cpu_s() - c0, wall = gp_mono_s() - w0;
     printf("%d requests, %d threads, %d failed: %.1f us CPU per request, %.2f s wall, %.0f requests/s\n", n,
            threads, atomic_load(&r.failed), 1e6 * cpu / n, wall, n / wall);
     kube_free(r.k);
