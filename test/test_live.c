@@ -14,6 +14,7 @@
 #include "fakeapi.h"
 #include "kube/kube.h"
 #include "livetest.h"
+#include "testutil.h"
 #include "lib/log.h"
 
 #define TOKEN "live-test-token"
@@ -108,24 +109,23 @@ static void gp_spawn(live_env *x)
     const char *bin = getenv("GPUPACK_BIN");
     ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set");
     unlink(x->log);   /* so that the port read below is this run's */
-    x->pid = fork();
-    ck_assert_int_ge(x->pid, 0);
-    if (x->pid == 0) {
-        int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            dup2(fd, 1);
-        }
-        const char *argv[24] = {bin, "serve", "--kubeconfig", x->kubeconfig, "--listen",
-                                "127.0.0.1:0", "--assume-ttl", "3"};
-        int n = 8;
-        for (int i = 0; i < 8 && x->extra[i]; i++)
-            argv[n++] = x->extra[i];
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
+    const char *argv[24] = {bin, "serve", "--kubeconfig", x->kubeconfig, "--listen",
+                            "127.0.0.1:0", "--assume-ttl", "3"};
+    int n = 8;
+    for (int i = 0; i < 8 && x->extra[i]; i++)
+        argv[n++] = x->extra[i];
+    int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ck_assert_msg(fd >= 0, "%s: %s", x->log, strerror(errno));
+    x->pid = tu_spawn(argv, fd, fd);
+    close(fd);
     x->port = read_port(x->log, 10);
-    ck_assert_msg(x->port > 0, "gpupack did not report its port (log %s)", x->log);
+    if (x->port <= 0) {
+        tu_describe_process(x->pid);
+        kill(x->pid, SIGKILL);
+        waitpid(x->pid, NULL, 0);
+    }
+    ck_assert_msg(x->port > 0, "gpupack did not report its port (log %s; its threads above)",
+                  x->log);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", x->port);
     gp_kube_auth a = {.server = url};

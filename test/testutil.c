@@ -6,12 +6,19 @@
 
 #include <check.h>
 #include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 gp_node *tu_node(const char *name, int n, const int64_t *mem, const int64_t *used_mem,
                  const int *used_core)
@@ -133,6 +140,80 @@ void tu_kubeconfig(const char *url, char *path, size_t len)
     fclose(f);
 }
 
+pid_t tu_spawn(const char *const *argv, int out_fd, int err_fd)
+{
+    posix_spawn_file_actions_t fa;
+    ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
+    if (out_fd >= 0)
+        ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO), 0);
+    if (err_fd >= 0)
+        ck_assert_int_eq(posix_spawn_file_actions_adddup2(&fa, err_fd, STDERR_FILENO), 0);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ck_assert_msg(rc == 0, "cannot start %s: %s", argv[0], strerror(rc));
+    return pid;
+}
+
+/* One line of /proc/PID/<what> (or of a task's), newline cut; "?" if unreadable. */
+static void proc_line(const char *dir, const char *what, char *out, size_t len)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", dir, what);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(out, (int)len, f))
+        snprintf(out, len, "?");
+    if (f)
+        fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
+void tu_describe_process(pid_t pid)
+{
+    char dir[64], exe[512] = "?", line[512];
+    snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+    char path[96];
+    snprintf(path, sizeof path, "%s/exe", dir);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 1] = '\0';
+    fprintf(stderr, "process %d: executable %s\n", (int)pid, exe);
+    snprintf(path, sizeof path, "%s/task", dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char task[128], comm[64], wchan[128], sys[128];
+        snprintf(task, sizeof task, "%s/task/%.20s", dir, e->d_name);
+        proc_line(task, "comm", comm, sizeof comm);
+        proc_line(task, "wchan", wchan, sizeof wchan);
+        proc_line(task, "syscall", sys, sizeof sys);
+        proc_line(task, "stat", line, sizeof line);
+        const char *st = strrchr(line, ')');   /* "pid (comm) S ..." */
+        fprintf(stderr, "  thread %s %-16s state %c wchan %s syscall %.40s\n", e->d_name, comm,
+                st && st[1] && st[2] ? st[2] : '?', wchan, sys);
+    }
+    closedir(d);
+}
+
+/* The line "... listening on ... (port N)" in what the server wrote so far,
+ * once it is complete; 0 until then. */
+static int port_in(const char *text)
+{
+    for (const char *l = text; *l;) {
+        const char *end = strchr(l, '\n');
+        if (!end)
+            return 0;
+        const char *on = strstr(l, "listening on");
+        const char *p = strstr(l, "(port ");
+        if (on && p && on < end && p < end)
+            return atoi(p + 6);
+        l = end + 1;
+    }
+    return 0;
+}
+
 pid_t tu_serve(const char *const *args, int *port, FILE **log)
 {
     const char *bin = getenv("GPUPACK_BIN");
@@ -145,26 +226,49 @@ pid_t tu_serve(const char *const *args, int *port, FILE **log)
     }
     argv[n] = NULL;
     int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
+    ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
+    pid_t pid = tu_spawn(argv, -1, fds[1]);
     close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[1024];
+    /* read, not fgets: a server that hangs before it listens must not hang the test */
+    char text[16384];
+    size_t len = 0;
+    text[0] = '\0';
+    double end = gp_mono_s() + TU_SERVE_WAIT_S;
+    bool eof = false;
     *port = 0;
-    while (!*port && fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "(port ");
-        if (strstr(line, "listening on") && p)
-            *port = atoi(p + 6);
+    while (!*port && !eof) {
+        double left = end - gp_mono_s();
+        if (left <= 0)
+            break;
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+            continue;
+        if (len == sizeof text - 1) {   /* keep the newer half */
+            memmove(text, text + len / 2, len - len / 2);
+            len -= len / 2;
+        }
+        ssize_t r = read(fds[0], text + len, sizeof text - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        eof = r <= 0;
+        len += r > 0 ? (size_t)r : 0;
+        text[len] = '\0';
+        *port = port_in(text);
     }
-    ck_assert_msg(*port > 0, "the server never said where it listens");
-    *log = f;
+    if (*port <= 0) {
+        fprintf(stderr, "tu_serve: %s %s after %.0f s; it wrote:\n%s\n", bin,
+                eof ? "ended before it said where it listens" : "said nothing about where it listens",
+                TU_SERVE_WAIT_S - (end - gp_mono_s()), text);
+        if (!eof)
+            tu_describe_process(pid);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        close(fds[0]);
+        ck_abort_msg("the server never said where it listens (its log and threads are above)");
+    }
+    *log = fdopen(fds[0], "r");
+    ck_assert_ptr_nonnull(*log);
     return pid;
 }
 

@@ -34,11 +34,24 @@ char *tu_read_text(const char *path);
  * /tmp/gpupack-kc-XXXXXX; path (at least 32 bytes) gets its name. The caller
  * unlinks it. */
 void tu_kubeconfig(const char *url, char *path, size_t len);
+/* Starts argv[0] (a path) with argv, its stdout on out_fd and its stderr on
+ * err_fd (-1: the test's own). posix_spawn, not fork: the test process has
+ * threads (a fake API server's, a listener's), and a forked child that takes
+ * a lock one of them held -- the allocator's, a sanitizer's -- before it
+ * execs waits for ever. Fails the test if the program cannot start. */
+pid_t tu_spawn(const char *const *argv, int out_fd, int err_fd);
+/* Prints to stderr what a process is doing: its executable and, per thread,
+ * name, state, wait channel and current system call (from /proc). */
+void tu_describe_process(pid_t pid);
+/* How long tu_serve waits for the server to say where it listens. */
+#define TU_SERVE_WAIT_S 20.0
 /* Starts `$GPUPACK_BIN serve ARGS...` (args NULL-terminated, at most 14) with
  * its stderr piped, and reads that log until the line "listening on ... (port
  * N)". Returns the pid; *port gets N and *log the rest of the log (owned: the
  * caller reads or fcloses it; a server writing to a full pipe blocks). Fails
- * the test if GPUPACK_BIN is unset or the server never says where it listens. */
+ * the test if GPUPACK_BIN is unset, or if the server ends or is silent for
+ * TU_SERVE_WAIT_S before it says where it listens: then what it wrote and
+ * (if it still runs) its threads are printed, and it is killed. */
 pid_t tu_serve(const char *const *args, int *port, FILE **log);
 
 /* A served gpupack whose log a thread reads to its end (so the server never
