@@ -22,6 +22,11 @@
 #define H2_STREAM_WINDOW (1u << 20)   /* what a client may send on a stream unasked */
 #define H2_CONN_WINDOW (16u << 20)    /* ... and on the connection */
 #define H2_READ_CHUNK (16u << 10)
+/* How often the streams are walked for requests that did not arrive in time:
+ * the time-out is whole seconds. A walk after every read visited every open
+ * stream, binds waiting for the API server among them, a cache miss each:
+ * 3 % of the verbs' connection threads' CPU at 5,000 nodes x 20,000 pods. */
+#define H2_REAP_PERIOD_S 0.5
 
 typedef struct h2_conn h2_conn;
 
@@ -369,7 +374,7 @@ static void reap_slow_requests(h2_conn *c, double now)
 static void serve_loop(h2_conn *c, atomic_bool *stopping)
 {
     uint8_t *buf = xmalloc(H2_READ_CHUNK);
-    double last_rx = gp_mono_s();
+    double last_rx = gp_mono_s(), next_reap = last_rx + H2_REAP_PERIOD_S;
     for (;;) {
         if (!flush(c))
             break;
@@ -407,7 +412,10 @@ static void serve_loop(h2_conn *c, atomic_bool *stopping)
                 break;
             }
         }
-        reap_slow_requests(c, now);
+        if (now >= next_reap) {
+            reap_slow_requests(c, now);
+            next_reap = now + H2_REAP_PERIOD_S;
+        }
         if (!c->streams && now - last_rx > c->lim.idle_s && !c->goaway) {
             goaway(c);   /* idle: the client opens a new connection when it needs one */
         } else if (!c->streams && c->goaway && now - last_rx > c->lim.idle_s + 5) {
