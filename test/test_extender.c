@@ -473,6 +473,8 @@ typedef struct fake_binder {
     int calls;
     bool fail;
     char last_ann[4096];
+    bool had_a;
+    gp_assignment last_a;   /* what the Binding step was handed, whole */
 } fake_binder;
 
 /* The bind pipe's Binding step (act/bindpipe.h): the pipe around it does the
@@ -484,6 +486,9 @@ static gp_bind_outcome binder(void *ud, const gp_bind_call *call, double timeout
     char *s = json_dumps(call->annotations, JSON_COMPACT | JSON_SORT_KEYS);
     gp_strlcpy(b->last_ann, s, sizeof b->last_ann);
     free(s);
+    b->had_a = call->assign != NULL;
+    if (call->assign)
+        b->last_a = *call->assign;
     if (b->fail) {
         gp_fail(err, "POST binding of pod ns/%s: HTTP 409: Conflict", call->name);
         return GP_BIND_REFUSED;
@@ -538,6 +543,59 @@ START_TEST(binder_failure_rolls_back)
     ck_assert_int_eq(st, GP_POD_ASSUMED);
     ck_assert_int_eq(a.ctrs[0].gpus[0].core, 250);
     ck_assert_int_eq(total_used(c), 4096);
+    extender_free(e);
+    bindpipe_free(pipe);
+    cluster_free(c);
+}
+END_TEST
+
+/* A queued bind keeps only its pod's containers of the assignment (binds wait
+ * by the hundreds when the API server is slow); the Binding step gets the
+ * whole assignment back: every container, its name and its grants. */
+START_TEST(queued_bind_hands_the_whole_assignment_on)
+{
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 2, 16384, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    fake_binder fb = {0};
+    gp_bindpipe *pipe = fake_pipe(c, &fb);
+    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe};
+    gp_extender *e = extender_new(c, &cfg);
+    static const char *filter =
+        "{\"Pod\":{\"metadata\":{\"name\":\"two\",\"namespace\":\"ns\",\"uid\":\"u2\"},\"spec\":"
+        "{\"containers\":[{\"name\":\"first\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"4096\","
+        "\"gpupack.io/gpu-core\":\"25\"}}},{\"name\":\"second\",\"resources\":{\"limits\":"
+        "{\"gpupack.io/gpu-mem\":\"2048\",\"gpupack.io/gpu-core\":\"10\"}}}]}},\"NodeNames\":[\"n0\"]}";
+    json_t *out;
+    ck_assert_int_eq(call(extender_filter, e, filter, &out), 200);
+    json_decref(out);
+    ck_assert_int_eq(call(extender_bind, e,
+                          "{\"PodName\":\"two\",\"PodNamespace\":\"ns\",\"PodUID\":\"u2\",\"Node\":\"n0\"}",
+                          &out),
+                     200);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
+    json_decref(out);
+    ck_assert_int_eq(fb.calls, 1);
+    ck_assert(fb.had_a);
+    const gp_assignment *a = &fb.last_a;
+    ck_assert_str_eq(a->node, "n0");
+    ck_assert_int_eq(a->nctrs, 2);
+    ck_assert_str_eq(a->ctrs[0].name, "first");
+    ck_assert_str_eq(a->ctrs[1].name, "second");
+    ck_assert_int_eq(a->ctrs[0].ngpus, 1);
+    ck_assert_int_eq(a->ctrs[1].ngpus, 1);
+    ck_assert_int_eq(a->ctrs[0].gpus[0].mem_mib, 4096);
+    ck_assert_int_eq(a->ctrs[0].gpus[0].core, 250);
+    ck_assert_int_eq(a->ctrs[1].gpus[0].mem_mib, 2048);
+    ck_assert_int_eq(a->ctrs[1].gpus[0].core, 100);
+    /* the store holds the same */
+    gp_assignment held;
+    gp_pod_state st;
+    ck_assert_int_eq(cluster_pod_get(c, "u2", &held, &st), 0);
+    ck_assert_int_eq(held.nctrs, 2);
+    ck_assert_int_eq(held.ctrs[1].gpus[0].index, a->ctrs[1].gpus[0].index);
+    ck_assert_int_eq(total_used(c), 6144);
     extender_free(e);
     bindpipe_free(pipe);
     cluster_free(c);
@@ -1078,6 +1136,7 @@ Suite *suite_extender(void)
     tcase_add_loop_test(t, bad_requests_are_400_and_change_nothing, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(t, unschedulable_pod_reasons);
     tcase_add_test(t, binder_failure_rolls_back);
+    tcase_add_test(t, queued_bind_hands_the_whole_assignment_on);
     tcase_add_test(t, cpu_only_pod_is_placed_and_bound);
     tcase_add_test(t, webhook_env_required_and_filled);
     tcase_add_test(t, sidecar_counts_through_filter_bind_inspect);
