@@ -502,6 +502,38 @@ static gp_bindpipe *fake_pipe(gp_cluster *c, fake_binder *fb)
     return bindpipe_new(&bc);
 }
 
+/* One node "n0" (ngpus A100 GPUs of 16 GiB; cpu_milli allocatable when > 0)
+ * and an extender whose binds go through the bind pipe to fb. */
+typedef struct bind_fx {
+    gp_cluster *c;
+    fake_binder fb;
+    gp_bindpipe *pipe;
+    gp_extender *e;
+} bind_fx;
+
+static void bind_fx_start(bind_fx *x, int ngpus, int64_t cpu_milli,
+                          const gp_resource_names *webhook_names)
+{
+    memset(x, 0, sizeof *x);
+    x->c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, ngpus, 16384, "A100");
+    if (cpu_milli > 0)
+        inv.cpu_alloc_milli = cpu_milli;
+    cluster_upsert_node(x->c, "n0", &inv);
+    x->pipe = fake_pipe(x->c, &x->fb);
+    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = x->pipe,
+                              .webhook_names = webhook_names};
+    x->e = extender_new(x->c, &cfg);
+}
+
+static void bind_fx_stop(bind_fx *x)
+{
+    extender_free(x->e);
+    bindpipe_free(x->pipe);
+    cluster_free(x->c);
+}
+
 static const char *gpu_pod_filter =
     "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\"},\"spec\":{\"containers\":"
     "[{\"name\":\"c\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"4096\",\"gpupack.io/gpu-core\":\"25\"}}}]}},"
@@ -510,14 +542,11 @@ static const char *gpu_pod_bind = "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"
 
 START_TEST(binder_failure_rolls_back)
 {
-    gp_cluster *c = cluster_new();
-    gp_inventory inv;
-    tu_inventory(&inv, 1, 16384, "A100");
-    cluster_upsert_node(c, "n0", &inv);
-    fake_binder fb = {.fail = true};
-    gp_bindpipe *pipe = fake_pipe(c, &fb);
-    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe};
-    gp_extender *e = extender_new(c, &cfg);
+    bind_fx x;
+    bind_fx_start(&x, 1, 0, NULL);
+    x.fb.fail = true;
+    gp_cluster *c = x.c;
+    gp_extender *e = x.e;
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, gpu_pod_filter, &out), 200);
     json_decref(out);
@@ -525,15 +554,15 @@ START_TEST(binder_failure_rolls_back)
     const char *msg = json_string_value(json_object_get(out, "Error"));
     ck_assert_msg(strstr(msg, "refused: POST binding of pod ns/p: HTTP 409: Conflict"), "%s", msg);
     json_decref(out);
-    ck_assert_int_eq(fb.calls, 1);
+    ck_assert_int_eq(x.fb.calls, 1);
     ck_assert_int_eq(total_used(c), 0);   /* rolled back */
     /* the annotations handed to the binder are docs/requests.md's ("What bind writes") */
-    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/assignment\": \"{\\\"node\\\":\\\"n0\\\"") ||
-                  strstr(fb.last_ann, "\"gpupack.io/assignment\":\"{\\\"node\\\":\\\"n0\\\""), "%s", fb.last_ann);
-    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/visible-devices\":\"GPU-0\""), "%s", fb.last_ann);
-    ck_assert_msg(strstr(fb.last_ann, "gpupack.io/assume-time"), "%s", fb.last_ann);
+    ck_assert_msg(strstr(x.fb.last_ann, "\"gpupack.io/assignment\": \"{\\\"node\\\":\\\"n0\\\"") ||
+                  strstr(x.fb.last_ann, "\"gpupack.io/assignment\":\"{\\\"node\\\":\\\"n0\\\""), "%s", x.fb.last_ann);
+    ck_assert_msg(strstr(x.fb.last_ann, "\"gpupack.io/visible-devices\":\"GPU-0\""), "%s", x.fb.last_ann);
+    ck_assert_msg(strstr(x.fb.last_ann, "gpupack.io/assume-time"), "%s", x.fb.last_ann);
     /* success now: assumed, awaiting the watch */
-    fb.fail = false;
+    x.fb.fail = false;
     ck_assert_int_eq(call(extender_bind, e, gpu_pod_bind, &out), 200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
@@ -543,9 +572,7 @@ START_TEST(binder_failure_rolls_back)
     ck_assert_int_eq(st, GP_POD_ASSUMED);
     ck_assert_int_eq(a.ctrs[0].gpus[0].core, 250);
     ck_assert_int_eq(total_used(c), 4096);
-    extender_free(e);
-    bindpipe_free(pipe);
-    cluster_free(c);
+    bind_fx_stop(&x);
 }
 END_TEST
 
@@ -554,14 +581,10 @@ END_TEST
  * whole assignment back: every container, its name and its grants. */
 START_TEST(queued_bind_hands_the_whole_assignment_on)
 {
-    gp_cluster *c = cluster_new();
-    gp_inventory inv;
-    tu_inventory(&inv, 2, 16384, "A100");
-    cluster_upsert_node(c, "n0", &inv);
-    fake_binder fb = {0};
-    gp_bindpipe *pipe = fake_pipe(c, &fb);
-    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe};
-    gp_extender *e = extender_new(c, &cfg);
+    bind_fx x;
+    bind_fx_start(&x, 2, 0, NULL);
+    gp_cluster *c = x.c;
+    gp_extender *e = x.e;
     static const char *filter =
         "{\"Pod\":{\"metadata\":{\"name\":\"two\",\"namespace\":\"ns\",\"uid\":\"u2\"},\"spec\":"
         "{\"containers\":[{\"name\":\"first\",\"resources\":{\"limits\":{\"gpupack.io/gpu-mem\":\"4096\","
@@ -576,9 +599,9 @@ START_TEST(queued_bind_hands_the_whole_assignment_on)
                      200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
-    ck_assert_int_eq(fb.calls, 1);
-    ck_assert(fb.had_a);
-    const gp_assignment *a = &fb.last_a;
+    ck_assert_int_eq(x.fb.calls, 1);
+    ck_assert(x.fb.had_a);
+    const gp_assignment *a = &x.fb.last_a;
     ck_assert_str_eq(a->node, "n0");
     ck_assert_int_eq(a->nctrs, 2);
     ck_assert_str_eq(a->ctrs[0].name, "first");
@@ -596,9 +619,7 @@ START_TEST(queued_bind_hands_the_whole_assignment_on)
     ck_assert_int_eq(held.nctrs, 2);
     ck_assert_int_eq(held.ctrs[1].gpus[0].index, a->ctrs[1].gpus[0].index);
     ck_assert_int_eq(total_used(c), 6144);
-    extender_free(e);
-    bindpipe_free(pipe);
-    cluster_free(c);
+    bind_fx_stop(&x);
 }
 END_TEST
 
@@ -608,15 +629,10 @@ END_TEST
  * plain Binding). It used to fail: "asks for no gpupack resources". */
 START_TEST(cpu_only_pod_is_placed_and_bound)
 {
-    gp_cluster *c = cluster_new();
-    gp_inventory inv;
-    tu_inventory(&inv, 1, 16384, "A100");
-    inv.cpu_alloc_milli = 8000;
-    cluster_upsert_node(c, "n0", &inv);
-    fake_binder fb = {0};
-    gp_bindpipe *pipe = fake_pipe(c, &fb);
-    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe};
-    gp_extender *e = extender_new(c, &cfg);
+    bind_fx x;
+    bind_fx_start(&x, 1, 8000, NULL);
+    gp_cluster *c = x.c;
+    gp_extender *e = x.e;
     static const char *filter =
         "{\"Pod\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"u9\"},\"spec\":"
         "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1500m\"}}}]}},"
@@ -633,8 +649,8 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
     ck_assert_int_eq(call(extender_bind, e, bind, &out), 200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
-    ck_assert_int_eq(fb.calls, 1);
-    ck_assert_str_eq(fb.last_ann, "{}");
+    ck_assert_int_eq(x.fb.calls, 1);
+    ck_assert_str_eq(x.fb.last_ann, "{}");
     cluster_rdlock(c);
     ck_assert_int_eq(cluster_rd_node(c, "n0")->cpu_used_milli, 1500);
     cluster_unlock(c);
@@ -646,7 +662,7 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
         "\"NodeNames\":[\"n0\"]}";
     ck_assert_int_eq(call(extender_filter, e, filter2, &out), 200);
     json_decref(out);
-    fb.fail = true;
+    x.fb.fail = true;
     ck_assert_int_eq(
         call(extender_bind, e,
              "{\"PodName\":\"d\",\"PodNamespace\":\"ns\",\"PodUID\":\"u10\",\"Node\":\"n0\"}", &out),
@@ -657,7 +673,7 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
     ck_assert_int_eq(cluster_rd_node(c, "n0")->cpu_used_milli, 1500);
     cluster_unlock(c);
     /* a node gpupack does not know: still a plain Binding */
-    fb.fail = false;
+    x.fb.fail = false;
     ck_assert_int_eq(
         call(extender_bind, e,
              "{\"PodName\":\"d\",\"PodNamespace\":\"ns\",\"PodUID\":\"u10\",\"Node\":\"elsewhere\"}",
@@ -665,10 +681,8 @@ START_TEST(cpu_only_pod_is_placed_and_bound)
         200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
-    ck_assert_int_eq(fb.calls, 3);
-    extender_free(e);
-    bindpipe_free(pipe);
-    cluster_free(c);
+    ck_assert_int_eq(x.fb.calls, 3);
+    bind_fx_stop(&x);
 }
 END_TEST
 
@@ -763,16 +777,12 @@ END_TEST
  * comes through filter, so this also proves the request reader keeps env. */
 START_TEST(webhook_env_required_and_filled)
 {
-    gp_cluster *c = cluster_new();
-    gp_inventory inv;
-    tu_inventory(&inv, 1, 16384, "A100");
-    cluster_upsert_node(c, "n0", &inv);
-    fake_binder fb = {0};
     gp_resource_names names;
     podreq_default_names(&names);
-    gp_bindpipe *pipe = fake_pipe(c, &fb);
-    gp_extender_config cfg = {.binder = bindpipe_binder(), .binder_ud = pipe, .webhook_names = &names};
-    gp_extender *e = extender_new(c, &cfg);
+    bind_fx x;
+    bind_fx_start(&x, 1, 0, &names);
+    gp_cluster *c = x.c;
+    gp_extender *e = x.e;
     json_t *out;
     ck_assert_int_eq(call(extender_filter, e, gpu_pod_filter, &out), 200);
     json_decref(out);
@@ -780,7 +790,7 @@ START_TEST(webhook_env_required_and_filled)
     const char *msg = json_string_value(json_object_get(out, "Error"));
     ck_assert_msg(strstr(msg, "containers[0] (c) lacks the NVIDIA_VISIBLE_DEVICES"), "%s", msg);
     json_decref(out);
-    ck_assert_int_eq(fb.calls, 0);
+    ck_assert_int_eq(x.fb.calls, 0);
     ck_assert_int_eq(total_used(c), 0);
     static const char *mutated =
         "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\"},\"spec\":{\"containers\":"
@@ -794,13 +804,11 @@ START_TEST(webhook_env_required_and_filled)
     ck_assert_int_eq(call(extender_bind, e, gpu_pod_bind, &out), 200);
     ck_assert_str_eq(json_string_value(json_object_get(out, "Error")), "");
     json_decref(out);
-    ck_assert_int_eq(fb.calls, 1);
-    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-visible-devices\":\"GPU-0\""), "%s", fb.last_ann);
-    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-mem-limit\":\"4096m\""), "%s", fb.last_ann);
-    ck_assert_msg(strstr(fb.last_ann, "\"gpupack.io/ctr-0-sm-limit\":\"25\""), "%s", fb.last_ann);
-    extender_free(e);
-    bindpipe_free(pipe);
-    cluster_free(c);
+    ck_assert_int_eq(x.fb.calls, 1);
+    ck_assert_msg(strstr(x.fb.last_ann, "\"gpupack.io/ctr-0-visible-devices\":\"GPU-0\""), "%s", x.fb.last_ann);
+    ck_assert_msg(strstr(x.fb.last_ann, "\"gpupack.io/ctr-0-mem-limit\":\"4096m\""), "%s", x.fb.last_ann);
+    ck_assert_msg(strstr(x.fb.last_ann, "\"gpupack.io/ctr-0-sm-limit\":\"25\""), "%s", x.fb.last_ann);
+    bind_fx_stop(&x);
 }
 END_TEST
 
