@@ -150,6 +150,81 @@ static bool drop_odd(const char *key, void *val, void *ud)
     return true;
 }
 
+typedef struct named {
+    char name[24];
+    int v;
+} named;
+
+static named *named_new(int i, int v)
+{
+    named *n = xmalloc(sizeof *n);
+    snprintf(n->name, sizeof n->name, "node-%d", i);
+    n->v = v;
+    return n;
+}
+
+static bool drop_low(const char *key, void *val, void *ud)
+{
+    (void)key;
+    (void)ud;
+    named *n = val;
+    bool drop = n->v < 100;
+    if (drop)
+        free(n);
+    return drop;
+}
+
+/* Keys that live in the values: replacing a value hands the map the new
+ * value's key, and freeing the old value then leaves no dangling key behind
+ * (AddressSanitizer and valgrind read the suite). */
+START_TEST(strmap_borrowing_keys_follow_their_values)
+{
+    strmap *m = strmap_new_borrowing();
+    enum { N = 300 };
+    for (int i = 0; i < N; i++) {
+        named *n = named_new(i, i);
+        ck_assert_ptr_null(strmap_put(m, n->name, n));
+    }
+    for (int i = 0; i < N; i += 3) {   /* a new value for every third: the old one is freed */
+        named *n = named_new(i, 1000 + i);
+        named *old = strmap_put(m, n->name, n);
+        ck_assert_ptr_nonnull(old);
+        ck_assert_int_eq(old->v, i);
+        free(old);
+    }
+    ck_assert_uint_eq(strmap_count(m), N);
+    /* growing rehashes by the stored hash; the keys read after are the new values' */
+    for (int i = N; i < 4 * N; i++) {
+        named *n = named_new(i, i);
+        ck_assert_ptr_null(strmap_put(m, n->name, n));
+    }
+    for (int i = 0; i < 4 * N; i++) {
+        char k[24];
+        snprintf(k, sizeof k, "node-%d", i);
+        named *n = strmap_get(m, k);
+        ck_assert_ptr_nonnull(n);
+        ck_assert_int_eq(n->v, i < N && i % 3 == 0 ? 1000 + i : i);
+    }
+    named *gone = strmap_del(m, "node-7");
+    ck_assert_ptr_nonnull(gone);
+    free(gone);
+    ck_assert_ptr_null(strmap_get(m, "node-7"));
+    /* v < 100: 0..99 less the 34 renewed (multiples of 3) and node-7 */
+    ck_assert_uint_eq(strmap_drop_if(m, drop_low, NULL), 65);
+    size_t it = 0;
+    const char *key;
+    named *n;
+    size_t left = 0;
+    while ((n = strmap_next(m, &it, &key))) {
+        ck_assert_ptr_eq(key, n->name);   /* the key is the value's own */
+        left++;
+        free(n);
+    }
+    ck_assert_uint_eq(left, 4 * N - 1 - 65);
+    strmap_free(m);
+}
+END_TEST
+
 START_TEST(strmap_drop_if_keeps_the_rest)
 {
     strmap *m = strmap_new();
@@ -266,6 +341,7 @@ Suite *suite_util(void)
     tcase_add_test(t, read_file_is_bounded);
     tcase_add_test(t, heap_stats_follow_allocations);
     tcase_add_test(t, strmap_drop_if_keeps_the_rest);
+    tcase_add_test(t, strmap_borrowing_keys_follow_their_values);
     tcase_add_test(t, threads_are_named);
     suite_add_tcase(s, t);
     return s;

@@ -15,6 +15,9 @@
  * print a message and abort, so logic code carries no NULL checks. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t count, size_t size);
+/* n zeroed bytes at an address that is a multiple of align (a power of two,
+ * for example a cache line's 64); freed with free(). */
+void *xcalloc_aligned(size_t align, size_t n);
 /* xcalloc for a fixed-size table that fills as it is used (a ring, an LRU):
  * every page is made resident now, so the process's resident size is its
  * steady one from the start and a later rise in RSS means a leak, not a

@@ -69,16 +69,18 @@ typedef struct gp_gpu {
  * (the live extender leaves those checks to kube-scheduler; the simulator
  * fills them). */
 typedef struct gp_node {
+    /* Fingerprint of the state placement depends on (placement_state_hash),
+     * kept current by whoever owns the node; 0 = not kept (then readers hash
+     * the node themselves). Lets one request share verdicts between nodes in
+     * the same state without reading their GPUs again. First, beside ngpus
+     * and the start of the name: a filter that finds a node by name and
+     * reuses a verdict reads one cache line of it (pack/cluster.c). */
+    uint64_t state_hash;
+    int ngpus;
     char name[GP_NAME_MAX];
     char source[16];              /* inventory source: gpupack, hami, gfd, aliyun, trace */
     int64_t cpu_alloc_milli, cpu_used_milli;
     int64_t host_mem_alloc_mib, host_mem_used_mib;
-    /* Fingerprint of the state placement depends on (placement_state_hash),
-     * kept current by whoever owns the node; 0 = not kept (then readers hash
-     * the node themselves). Lets one request share verdicts between nodes in
-     * the same state without reading their GPUs again. */
-    uint64_t state_hash;
-    int ngpus;
     /* Must stay the last member: stores allocate nodes to their GPU count
      * (gp_node_size() in cluster.h). Positions 0..ngpus-1, sorted by index. */
     gp_gpu gpus[GP_MAX_GPUS_PER_NODE];

@@ -18,6 +18,7 @@ struct strmap {
     size_t cap;      /* power of two */
     size_t count;    /* live keys */
     size_t used;     /* live + tombstones */
+    bool borrow;     /* keys belong to the values: never copied or freed */
 };
 
 static char tomb_marker;
@@ -36,13 +37,26 @@ strmap *strmap_new(void)
     return m;
 }
 
+strmap *strmap_new_borrowing(void)
+{
+    strmap *m = strmap_new();
+    m->borrow = true;
+    return m;
+}
+
+static void key_free(const strmap *m, char *key)
+{
+    if (!m->borrow)
+        free(key);
+}
+
 void strmap_free(strmap *m)
 {
     if (!m)
         return;
     for (size_t i = 0; i < m->cap; i++)
         if (m->slots[i].key && m->slots[i].key != TOMB)
-            free(m->slots[i].key);
+            key_free(m, m->slots[i].key);
     free(m->slots);
     free(m);
 }
@@ -96,6 +110,8 @@ void *strmap_put(strmap *m, const char *key, void *val)
     if (s) {
         void *prev = s->val;
         s->val = val;
+        if (m->borrow)
+            s->key = (char *)key;   /* the old key may go with the old value */
         return prev;
     }
     if ((m->used + 1) * 4 >= m->cap * 3)
@@ -106,7 +122,7 @@ void *strmap_put(strmap *m, const char *key, void *val)
         i = (i + 1) & mask;
     if (!m->slots[i].key)
         m->used++;
-    m->slots[i] = (slot){xstrdup(key), val, h};
+    m->slots[i] = (slot){m->borrow ? (char *)key : xstrdup(key), val, h};
     m->count++;
     return NULL;
 }
@@ -117,7 +133,7 @@ void *strmap_del(strmap *m, const char *key)
     if (!s)
         return NULL;
     void *v = s->val;
-    free(s->key);
+    key_free(m, s->key);
     s->key = TOMB;
     s->val = NULL;
     m->count--;
@@ -149,7 +165,7 @@ size_t strmap_drop_if(strmap *m, bool (*drop)(const char *key, void *val, void *
         slot *s = &m->slots[i];
         if (!s->key || s->key == TOMB || !drop(s->key, s->val, ud))
             continue;
-        free(s->key);   /* a tombstone keeps the probe chains through it intact */
+        key_free(m, s->key);   /* a tombstone keeps the probe chains through it intact */
         s->key = TOMB;
         s->val = NULL;
         m->count--;

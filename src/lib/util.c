@@ -33,6 +33,18 @@ void *xcalloc(size_t count, size_t size)
     return p;
 }
 
+void *xcalloc_aligned(size_t align, size_t n)
+{
+    size_t len = (n ? n : 1) + align - 1;
+    if (len < n)
+        oom(n);
+    len -= len % align;
+    void *p = aligned_alloc(align, len);
+    if (!p)
+        oom(len);
+    return memset(p, 0, len);
+}
+
 void *xcalloc_resident(size_t count, size_t size)
 {
     char *p = xcalloc(count, size);

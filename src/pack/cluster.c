@@ -62,7 +62,10 @@ typedef struct node_ent {
     uint64_t over;              /* GPU positions over capacity at the last reconcile */
     pod_rec **pods;             /* pods whose assignment names this node */
     size_t npods, cappods;
-    gp_node node;               /* allocated to node.ngpus GPUs: keep last */
+    /* allocated to node.ngpus GPUs: keep last. On a cache line of its own
+     * (ent_build), so that its first line holds the map's key and what a
+     * filter reads of a node whose verdict it already has. */
+    _Alignas(64) gp_node node;
 } node_ent;
 
 struct gp_cluster {
@@ -70,7 +73,7 @@ struct gp_cluster {
     /* lock acquisitions that had to wait, and how long (ns), read and write */
     atomic_ulong waits[2];
     atomic_ullong wait_ns[2];
-    strmap *nodes;              /* name -> node_ent */
+    strmap *nodes;              /* node.name -> node_ent (the key is the entry's) */
     strmap *pods;               /* uid -> pod_rec */
     size_t orphans;             /* pods whose node is not (yet) in the store */
     unsigned node_gen, pod_gen;
@@ -146,7 +149,7 @@ gp_cluster *cluster_new(void)
 {
     gp_cluster *c = xcalloc(1, sizeof *c);
     pthread_rwlock_init(&c->lock, NULL);
-    c->nodes = strmap_new();
+    c->nodes = strmap_new_borrowing();   /* keyed on each entry's node.name */
     c->pods = strmap_new();
     c->dra = strmap_new();
     return c;
@@ -808,7 +811,7 @@ static node_ent *ent_build(gp_cluster *c, const char *name, const char *source, 
         if (match[k] < 0 && ninv + extra < GP_MAX_GPUS_PER_NODE)
             extra++;
     }
-    node_ent *e = xcalloc(1, ent_size(ninv + extra));
+    node_ent *e = xcalloc_aligned(_Alignof(node_ent), ent_size(ninv + extra));
     gp_strlcpy(e->node.name, name, sizeof e->node.name);
     gp_strlcpy(e->inv_source, source, sizeof e->inv_source);
     gp_strlcpy(e->node.source, ninv == 0 && extra ? "dra" : source, sizeof e->node.source);
@@ -880,7 +883,7 @@ void cluster_upsert_node(gp_cluster *c, const char *name, const gp_inventory *in
     node_ent *e = ent_build(c, name, inv->source, inv->cpu_alloc_milli, inv->mem_alloc_mib,
                             inv->gpus, inv->n);
     e->gen = c->node_gen;
-    strmap_put(c->nodes, name, e);
+    strmap_put(c->nodes, e->node.name, e);
     if (old) {
         ent_adopt(c, e, old);
     } else if (c->orphans > 0) {
@@ -1042,7 +1045,7 @@ void cluster_set_dra(gp_cluster *c, const char *name, const gp_dra_node_view *v)
         node_ent *e = ent_build(c, name, old->inv_source, old->node.cpu_alloc_milli,
                                 old->node.host_mem_alloc_mib, inv, old->ninv);
         e->gen = old->gen;
-        strmap_put(c->nodes, name, e);
+        strmap_put(c->nodes, e->node.name, e);
         ent_adopt(c, e, old);
         /* pods whose claims the view now holds: their predicted GPUs go */
         size_t n = 0;
