@@ -22,6 +22,8 @@
 #define H2_STREAM_WINDOW (1u << 20)   /* what a client may send on a stream unasked */
 #define H2_CONN_WINDOW (16u << 20)    /* ... and on the connection */
 #define H2_READ_CHUNK (16u << 10)
+#define H2_OUT_CHUNK (16u << 10)      /* frames gathered per write: a TLS record's most */
+#define H2_READS_PER_POLL 16          /* records read in a row before the loop looks around */
 /* How often the streams are walked for requests that did not arrive in time:
  * the time-out is whole seconds. A walk after every read visited every open
  * stream, binds waiting for the API server among them, a cache miss each:
@@ -61,6 +63,7 @@ struct h2_conn {
     bool dead;                  /* the connection is gone: answers are dropped */
     pthread_mutex_t mu;         /* the ready list: bind threads push, the connection pops */
     h2_stream *ready;
+    uint8_t *out;               /* flush's gathering buffer, H2_OUT_CHUNK bytes */
 };
 
 /* ------------------------------------------------------------ streams -- */
@@ -321,19 +324,38 @@ bool h2_send_all(ssize_t (*snd)(void *ud, const void *buf, size_t n), void *ud, 
     return true;
 }
 
-/* Writes what nghttp2 has queued; false when the peer does not take it. */
+/* Writes what nghttp2 has queued; false when the peer does not take it.
+ * nghttp2 hands its frames out one at a time (an answer's HEADERS, then its
+ * DATA): they are gathered into c->out and written together, so that an
+ * answer, or several ready at once, costs one TLS record and one system call
+ * where each frame cost its own. A frame larger than the room left goes
+ * after what is gathered, straight from nghttp2's buffer. */
 static bool flush(h2_conn *c)
 {
+    size_t have = 0;
     for (;;) {
         const uint8_t *data;
         ssize_t n = nghttp2_session_mem_send(c->ng, &data);
         if (n < 0)
             return false;
         if (n == 0)
-            return true;
-        if (!h2_send_all(c->io->send, c->io->ud, data, (size_t)n))
+            break;
+        if ((size_t)n <= H2_OUT_CHUNK - have) {
+            memcpy(c->out + have, data, (size_t)n);   /* valid only until the next call */
+            have += (size_t)n;
+            continue;
+        }
+        if (have && !h2_send_all(c->io->send, c->io->ud, c->out, have))
+            return false;
+        have = 0;
+        if ((size_t)n <= H2_OUT_CHUNK) {
+            memcpy(c->out, data, (size_t)n);
+            have = (size_t)n;
+        } else if (!h2_send_all(c->io->send, c->io->ud, data, (size_t)n)) {
             return false;   /* the send time-out passed, or the peer left */
+        }
     }
+    return !have || h2_send_all(c->io->send, c->io->ud, c->out, have);
 }
 
 /* Answers the streams whose bind is done. */
@@ -371,6 +393,32 @@ static void reap_slow_requests(h2_conn *c, double now)
         }
 }
 
+/* Reads what the connection has and feeds it to nghttp2: one read, then more
+ * while bytes are buffered already (the rest of a request's records), up to
+ * H2_READS_PER_POLL, without a poll between. False when the connection is
+ * done: closed, a TLS error, stalled past the time-out, or a protocol error
+ * (the GOAWAY for it sent). */
+static bool read_some(h2_conn *c, uint8_t *buf)
+{
+    for (int k = 0; k < H2_READS_PER_POLL; k++) {
+        if (k > 0 && !(c->io->pending && c->io->pending(c->io->ud)))
+            break;
+        ssize_t n = c->io->recv(c->io->ud, buf, H2_READ_CHUNK);
+        if (n == H2_IO_STALLED) {   /* a record started and stalled past the time-out */
+            srv_count_h2(c->s, SRV_H2_STALLED);
+            return false;
+        }
+        if (n <= 0)
+            return false;   /* closed, or a TLS error */
+        if (nghttp2_session_mem_recv(c->ng, buf, (size_t)n) < 0) {
+            srv_count_h2(c->s, SRV_H2_PROTOCOL);
+            flush(c);   /* nghttp2 queued a GOAWAY for the error */
+            return false;
+        }
+    }
+    return true;
+}
+
 static void serve_loop(h2_conn *c, atomic_bool *stopping)
 {
     uint8_t *buf = xmalloc(H2_READ_CHUNK);
@@ -398,19 +446,9 @@ static void serve_loop(h2_conn *c, atomic_bool *stopping)
         if (pf[1].revents & POLLIN)
             drain_ready(c);
         if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || pending) {
-            ssize_t n = c->io->recv(c->io->ud, buf, H2_READ_CHUNK);
-            if (n == H2_IO_STALLED) {   /* a record started and stalled past the time-out */
-                srv_count_h2(c->s, SRV_H2_STALLED);
+            if (!read_some(c, buf))
                 break;
-            }
-            if (n <= 0)
-                break;   /* closed, or a TLS error */
             last_rx = now;
-            if (nghttp2_session_mem_recv(c->ng, buf, (size_t)n) < 0) {
-                srv_count_h2(c->s, SRV_H2_PROTOCOL);
-                flush(c);   /* nghttp2 queued a GOAWAY for the error */
-                break;
-            }
         }
         if (now >= next_reap) {
             reap_slow_requests(c, now);
@@ -429,6 +467,7 @@ void h2_serve(gp_server *s, const h2_io *io, int wake, atomic_bool *stopping,
               const h2_limits *lim, const char *peer_addr)
 {
     h2_conn c = {.s = s, .io = io, .wake = wake, .peer_addr = peer_addr};
+    c.out = xmalloc(H2_OUT_CHUNK);
     c.lim.max_streams = lim && lim->max_streams ? lim->max_streams : 128;
     c.lim.idle_s = lim && lim->idle_s ? lim->idle_s : 60;
     c.lim.request_s = lim && lim->request_s ? lim->request_s : 60;
@@ -469,5 +508,6 @@ void h2_serve(gp_server *s, const h2_io *io, int wake, atomic_bool *stopping,
     nghttp2_session_del(c.ng);   /* closes no stream through the callbacks */
     while (c.streams)
         stream_free(&c, c.streams);
+    free(c.out);
     pthread_mutex_destroy(&c.mu);
 }

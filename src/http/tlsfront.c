@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -81,7 +82,74 @@ static ssize_t plain_send(void *ud, const void *buf, size_t n)
 typedef struct tls_io {
     fconn *fc;
     gnutls_session_t ses;
+    /* HTTP/2's read-ahead (tls_read_ahead): bytes received from the socket
+     * that GnuTLS has not taken yet; NULL before */
+    uint8_t *ra;
+    size_t ra_off, ra_len;
 } tls_io;
+
+/* GnuTLS reads a record with two receives, its 5-byte header and then its
+ * body, and a client's request is two or three records (HEADERS, DATA): each
+ * a system call. HTTP/2's connections read instead whatever the socket holds,
+ * up to READ_AHEAD bytes, and hand it to GnuTLS from here. */
+#define READ_AHEAD (16u << 10)
+
+static ssize_t ra_pull(gnutls_transport_ptr_t p, void *buf, size_t n)
+{
+    tls_io *t = p;
+    if (t->ra_off == t->ra_len) {
+        ssize_t r;
+        do
+            r = recv(t->fc->fd, t->ra, READ_AHEAD, 0);
+        while (r < 0 && errno == EINTR);
+        if (r <= 0)
+            return r;   /* errno says EAGAIN when the receive time-out passed */
+        t->ra_off = 0;
+        t->ra_len = (size_t)r;
+    }
+    size_t k = t->ra_len - t->ra_off < n ? t->ra_len - t->ra_off : n;
+    memcpy(buf, t->ra + t->ra_off, k);
+    t->ra_off += k;
+    return (ssize_t)k;
+}
+
+static int ra_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+    tls_io *t = p;
+    if (t->ra_off < t->ra_len)
+        return 1;
+    struct pollfd pf = {.fd = t->fc->fd, .events = POLLIN};
+    int r;
+    do
+        r = poll(&pf, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+/* A record out in one system call, as GnuTLS's own writer does. */
+static ssize_t ra_push(gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
+{
+    tls_io *t = p;
+    struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+    ssize_t w;
+    do
+        w = sendmsg(t->fc->fd, &m, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    return w;   /* errno says EAGAIN when the send time-out passed */
+}
+
+/* From here on the session's bytes go through t: reads through its buffer.
+ * Nothing is lost in the switch: GnuTLS has read only whole handshake
+ * records so far, and the socket holds the rest. */
+static void tls_read_ahead(tls_io *t)
+{
+    t->ra = xmalloc(READ_AHEAD);
+    t->ra_off = t->ra_len = 0;
+    gnutls_transport_set_ptr(t->ses, t);
+    gnutls_transport_set_pull_function(t->ses, ra_pull);
+    gnutls_transport_set_pull_timeout_function(t->ses, ra_pull_timeout);
+    gnutls_transport_set_vec_push_function(t->ses, ra_push);
+}
 
 static ssize_t tls_recv(void *ud, void *buf, size_t n)
 {
@@ -110,7 +178,7 @@ static ssize_t tls_send(void *ud, const void *buf, size_t n)
 static bool tls_pending(void *ud)
 {
     tls_io *t = ud;
-    return gnutls_record_check_pending(t->ses) > 0;
+    return gnutls_record_check_pending(t->ses) > 0 || t->ra_off < t->ra_len;
 }
 
 static int tls_auth(void *ud)
@@ -142,7 +210,7 @@ static void pump(fconn *fc, gnutls_session_t ses)
         close(pair[0]);
         return;   /* libmicrohttpd closed pair[1] */
     }
-    tls_io t = {fc, ses};
+    tls_io t = {.fc = fc, .ses = ses};
     char *buf = xmalloc(PUMP_CHUNK);
     /* false once libmicrohttpd closed its side for reading (it answered a
      * request early, 413 say): its answer still goes out, the rest of the
@@ -210,6 +278,7 @@ static void *conn_main(void *arg)
     gp_thread_set_name("verbs-conn");
     gp_tlsfront *f = fc->f;
     gnutls_session_t ses = NULL;
+    tls_io t = {.ra = NULL};   /* an HTTP/2 session's transport (tls_read_ahead) */
     bool ok = gnutls_init(&ses, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) == GNUTLS_E_SUCCESS;
     if (ok) {
         gnutls_priority_set(ses, f->prio);
@@ -243,7 +312,8 @@ static void *conn_main(void *arg)
             int one = 1;
             setsockopt(fc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             h2_limits lim = {.idle_s = f->cfg.idle_s, .request_s = f->cfg.request_s};
-            tls_io t = {fc, ses};
+            t = (tls_io){.fc = fc, .ses = ses};
+            tls_read_ahead(&t);   /* t outlives the session: it is its transport now */
             h2_io io = {.recv = tls_recv, .send = tls_send, .pending = tls_pending,
                         .auth = tls_auth, .ud = &t, .fd = fc->fd};
             h2_serve(f->s, &io, fc->wake, &f->stopping, &lim, fc->addr_text);
@@ -255,6 +325,7 @@ static void *conn_main(void *arg)
     }
     if (ses)
         gnutls_deinit(ses);
+    free(t.ra);
     pthread_mutex_lock(&f->mu);
     close(fc->fd);
     fc->fd = -1;
