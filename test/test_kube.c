@@ -278,6 +278,50 @@ START_TEST(a_cancelled_request_leaves_the_next_ones_alone)
 }
 END_TEST
 
+/* The client keeps its handles between requests: nothing of one request
+ * (method, body, content type) reaches the next. */
+START_TEST(a_request_carries_nothing_of_the_one_before)
+{
+    fixture x;
+    setup(&x);
+    size_t base = fakeapi_request_count(x.f);
+    static const struct {
+        const char *method, *path, *ct, *body;
+    } seq[] = {
+        {"POST", "/api/v1/namespaces/default/pods/a/binding", "application/json", "{\"kind\":\"Binding\"}"},
+        {"GET", "/api/v1/namespaces/default/pods/a", NULL, NULL},
+        {"PATCH", "/api/v1/namespaces/default/pods/a", "application/merge-patch+json", "{\"metadata\":{}}"},
+        {"DELETE", "/api/v1/namespaces/default/pods/a", NULL, NULL},
+        {"GET", "/api/v1/nodes", NULL, NULL},
+    };
+    for (int round = 0; round < 3; round++)
+        for (size_t i = 0; i < GP_ARRAY_LEN(seq); i++) {
+            gp_kube_resp r;
+            gp_err err;
+            ck_assert_int_eq(kube_request(x.k, seq[i].method, seq[i].path, seq[i].ct, seq[i].body, 10,
+                                          NULL, &r, &err), 0);
+            kube_resp_free(&r);
+        }
+    ck_assert_uint_eq(fakeapi_request_count(x.f) - base, 3 * GP_ARRAY_LEN(seq));
+    for (size_t n = 0; n < 3 * GP_ARRAY_LEN(seq); n++) {
+        size_t i = n % GP_ARRAY_LEN(seq);
+        gp_fake_req q;
+        ck_assert_int_eq(fakeapi_request(x.f, base + n, &q), 0);
+        ck_assert_str_eq(q.method, seq[i].method);
+        ck_assert_str_eq(q.url, seq[i].path);
+        ck_assert_str_eq(q.body, seq[i].body ? seq[i].body : "");
+        if (seq[i].ct)
+            ck_assert_str_eq(q.content_type ? q.content_type : "(none)", seq[i].ct);
+        else
+            ck_assert_msg(q.content_type == NULL, "%s %s sent Content-Type %s", q.method, q.url,
+                          q.content_type);
+        ck_assert_ptr_null(q.auth);   /* this client has no token */
+        fakeapi_req_clear(&q);
+    }
+    teardown(&x);
+}
+END_TEST
+
 Suite *suite_kube(void);
 Suite *suite_kube(void)
 {
@@ -290,6 +334,7 @@ Suite *suite_kube(void)
     tcase_add_test(t, calls_are_judged_by_status);
     tcase_add_test(t, overlapping_requests_reuse_connections);
     tcase_add_test(t, a_cancelled_request_leaves_the_next_ones_alone);
+    tcase_add_test(t, a_request_carries_nothing_of_the_one_before);
     suite_add_tcase(s, t);
     return s;
 }

@@ -31,6 +31,7 @@
  * 5,000 nodes: the socket pair's creation and close were about a tenth of the
  * bind threads' CPU). One per thread that talks at once is enough. */
 #define KUBE_IDLE_MULTIS 32
+#define KUBE_IDLE_EASY 32
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 void kube_auth_clear(gp_kube_auth *a)
@@ -199,6 +200,8 @@ struct gp_kube {
     pthread_mutex_t idle_mu;
     CURLM *idle[KUBE_IDLE_MULTIS];   /* multi handles between requests (perform) */
     int nidle;
+    CURL *idle_easy[KUBE_IDLE_EASY];   /* kube_request's handles between requests */
+    int nidle_easy;
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -352,6 +355,8 @@ void kube_free(gp_kube *k)
         return;
     for (int i = 0; i < k->nidle; i++)
         curl_multi_cleanup(k->idle[i]);
+    for (int i = 0; i < k->nidle_easy; i++)
+        curl_easy_cleanup(k->idle_easy[i]);
     pthread_mutex_destroy(&k->idle_mu);
     if (k->share)
         curl_share_cleanup(k->share);
@@ -577,14 +582,13 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xfer *x)
+/* A handle with what every request of this client sets: protocol, time-outs,
+ * TLS and credentials (easy_prepare adds the request's own). */
+static CURL *easy_common(gp_kube *k)
 {
     CURL *h = curl_easy_init();
     if (!h)
         return NULL;
-    char *url = xasprintf("%s%s", k->auth.server, path);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    free(url);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -595,7 +599,6 @@ static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xf
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
     if (k->share)
         curl_easy_setopt(h, CURLOPT_SHARE, k->share);
     const gp_kube_auth *a = &k->auth;
@@ -628,6 +631,17 @@ static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xf
     }
     if (a->key_file || a->key_pem)
         curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    return h;
+}
+
+/* The request's own part: its URL, where its answer goes, and the headers
+ * (the bearer token as it is now: the file may have been rotated). */
+static void easy_prepare(gp_kube *k, CURL *h, const char *path, struct curl_slist **hdrs, xfer *x)
+{
+    char *url = xasprintf("%s%s", k->auth.server, path);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    free(url);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
     *hdrs = curl_slist_append(*hdrs, "Accept: application/json");
     char *auth = token_header(k);
     if (auth) {
@@ -635,7 +649,57 @@ static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xf
         free(auth);
     }
     x->easy = h;
+}
+
+static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xfer *x)
+{
+    CURL *h = easy_common(k);
+    if (h)
+        easy_prepare(k, h, path, hdrs, x);
     return h;
+}
+
+/* A handle for kube_request: an idle one (easy_give), else a new one.
+ * Making a handle and setting the credentials on it cost about as much CPU
+ * as a small request's TLS work. */
+static CURL *easy_take(gp_kube *k, const char *path, struct curl_slist **hdrs, xfer *x)
+{
+    CURL *h = NULL;
+    pthread_mutex_lock(&k->idle_mu);
+    if (k->nidle_easy > 0)
+        h = k->idle_easy[--k->nidle_easy];
+    pthread_mutex_unlock(&k->idle_mu);
+    if (!h)
+        h = easy_common(k);
+    if (h)
+        easy_prepare(k, h, path, hdrs, x);
+    return h;
+}
+
+/* Back to the idle ones after a request that ended normally, with every
+ * option kube_request sets per request undone (its next user sets its own);
+ * closed after anything else, or when enough are idle. */
+static void easy_give(gp_kube *k, CURL *h, bool reuse)
+{
+    if (reuse) {
+        curl_easy_setopt(h, CURLOPT_URL, NULL);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);   /* the method back to GET */
+        curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 0L);
+        pthread_mutex_lock(&k->idle_mu);
+        if (k->nidle_easy < KUBE_IDLE_EASY) {
+            k->idle_easy[k->nidle_easy++] = h;
+            h = NULL;
+        }
+        pthread_mutex_unlock(&k->idle_mu);
+    }
+    if (h)
+        curl_easy_cleanup(h);
 }
 
 /* A multi handle no other transfer uses: an idle one, else a new one. */
@@ -723,7 +787,8 @@ int kube_request(gp_kube *k, const char *method, const char *path, const char *c
     xfer x = {.body = &resp->body};
     struct curl_slist *hdrs = NULL;
     int rc = -1;
-    CURL *h = easy_new(k, path, &hdrs, &x);
+    CURLcode res = CURLE_FAILED_INIT;
+    CURL *h = easy_take(k, path, &hdrs, &x);
     if (!h) {
         gp_fail(err, "%s %s: cannot create a curl handle", method, path);
         goto out;
@@ -743,7 +808,7 @@ int kube_request(gp_kube *k, const char *method, const char *path, const char *c
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     if (timeout_s > 0)
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
-    CURLcode res = perform(k, h, cancel);
+    res = perform(k, h, cancel);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
     acct_done(acct_row_of(method, path, false), h, false);
     if (x.body_overflow) {
@@ -760,9 +825,9 @@ int kube_request(gp_kube *k, const char *method, const char *path, const char *c
     }
     rc = 0;
 out:
-    curl_slist_free_all(hdrs);
     if (h)
-        curl_easy_cleanup(h);
+        easy_give(k, h, res == CURLE_OK && !x.body_overflow);
+    curl_slist_free_all(hdrs);   /* after: the handle points at the list until then */
     return rc;
 }
 
