@@ -339,8 +339,16 @@ START_TEST(schedule_bind_restart_same_map)
             json_t *b = json_loads(r.body, 0, NULL);
             ck_assert_str_eq(json_string_value(json_object_get(b, "kind")), "Binding");
             ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "target"), "name")), "node-a");
+            ck_assert_str_eq(json_string_value(json_object_get(b, "apiVersion")), "v1");
+            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "target"), "kind")), "Node");
             json_t *md = json_object_get(b, "metadata");
+            ck_assert_str_eq(json_string_value(json_object_get(md, "name")), "p1");
+            ck_assert_str_eq(json_string_value(json_object_get(md, "namespace")), "default");
             ck_assert_str_eq(json_string_value(json_object_get(md, "uid")), uid_of(pod));
+            /* the pod's resourceVersion as gpupack saw it: the Binding's precondition */
+            ck_assert_str_eq(json_string_value(json_object_get(md, "resourceVersion")),
+                             json_string_value(json_object_get(json_object_get(pod, "metadata"),
+                                                               "resourceVersion")));
             json_t *ann = json_object_get(md, "annotations");
             ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/assignment"));
             ck_assert_ptr_nonnull(json_object_get(ann, "gpupack.io/visible-devices"));

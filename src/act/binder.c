@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/annotations.h"
+#include "lib/jsonw.h"
 #include "lib/log.h"
 
 /* Does the pod carry call->assign (any assignment is fine for a plain Binding)? */
@@ -92,28 +93,42 @@ gp_bind_outcome binder_check(gp_kube *k, const gp_bind_call *call, double timeou
     return check_pod(k, call, timeout_s, rv, sizeof rv, err);
 }
 
+#define BINDING_BODY_MAX (1u << 20)   /* the API server takes up to 3 MiB; ours are < 64 KiB */
+
 static char *binding_body(const gp_bind_call *call, const char *rv)
 {
-    json_t *b = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
-                          "Binding", "metadata", "name", call->name, "namespace", call->ns, "target",
-                          "apiVersion", "v1", "kind", "Node", "name", call->node);
-    if (!b)
-        abort();   /* only strings the extender validated */
-    json_t *md = json_object_get(b, "metadata");
+    /* written as text: one Binding per pod, and building it as jansson
+     * values cost as much as writing it (the strings are the extender's,
+     * already valid UTF-8; the annotations are gpupack's own, bounded) */
+    gp_buf b;
+    gp_buf_init(&b, BINDING_BODY_MAX);
+    jsonw_raw(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":");
+    jsonw_str(&b, call->name);
+    jsonw_raw(&b, ",\"namespace\":");
+    jsonw_str(&b, call->ns);
     /* both preconditions: the uid is checked where the server honours it
      * (1.26.4+, 1.27+), and wiped harmlessly where it does not; the
      * resourceVersion is checked everywhere (a re-created pod has another) */
-    if (call->uid && *call->uid)
-        json_object_set_new(md, "uid", json_string(call->uid));
-    if (rv && *rv)
-        json_object_set_new(md, "resourceVersion", json_string(rv));
-    if (call->annotations)
-        json_object_set(md, "annotations", (json_t *)call->annotations);
-    char *s = json_dumps(b, JSON_COMPACT);
-    json_decref(b);
-    if (!s)
-        abort();
-    return s;
+    if (call->uid && *call->uid) {
+        jsonw_raw(&b, ",\"uid\":");
+        jsonw_str(&b, call->uid);
+    }
+    if (rv && *rv) {
+        jsonw_raw(&b, ",\"resourceVersion\":");
+        jsonw_str(&b, rv);
+    }
+    if (call->annotations) {
+        jsonw_raw(&b, ",\"annotations\":");
+        jsonw_value(&b, call->annotations);
+    }
+    jsonw_raw(&b, "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":");
+    jsonw_str(&b, call->node);
+    jsonw_raw(&b, "}}");
+    if (gp_buf_failed(&b) || gp_buf_append(&b, "", 1)) {   /* NUL-terminated for the client */
+        gp_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
 }
 
 /* One POST of the Binding with `rv` as precondition. Returns the outcome;
@@ -125,6 +140,13 @@ static gp_bind_outcome post_binding(gp_kube *k, const gp_bind_call *call, const 
     gp_bind_outcome out;
     char *path = kube_pod_path(call->ns, call->name, "binding");
     char *body = binding_body(call, rv);
+    if (!body) {
+        gp_fail(err, "binding of pod %s/%s to node %s not sent: its body passed %u bytes", call->ns,
+                call->name, call->node, BINDING_BODY_MAX);
+        free(path);
+        fresh_rv[0] = '\0';
+        return GP_BIND_REFUSED;
+    }
     char what[900];
     snprintf(what, sizeof what, "POST binding of pod %s/%s to node %s", call->ns, call->name,
              call->node);
