@@ -395,6 +395,46 @@ START_TEST(pending_pods_past_the_limit)
 }
 END_TEST
 
+/* Filtered pods are remembered for bind as their filter decoded them; once
+ * PENDING_TREES (256) newer ones came, as trimmed text. Either way each binds
+ * with its own request: 300 filters of pods asking 100 + i MiB, then their
+ * binds in filter order (the first ones from text, the last from trees). */
+START_TEST(filtered_pods_bind_with_their_own_request)
+{
+    enum { N = 300 };
+    gp_cluster *c = cluster_new();
+    gp_inventory inv;
+    tu_inventory(&inv, 8, 81920, "A100");
+    cluster_upsert_node(c, "n0", &inv);
+    gp_extender_config cfg = {0};
+    gp_extender *e = extender_new(c, &cfg);
+    for (int i = 0; i < N; i++) {
+        char body[400];
+        snprintf(body, sizeof body,
+                 "{\"Pod\":{\"metadata\":{\"name\":\"f%03d\",\"namespace\":\"d\",\"uid\":\"f%03d\"},"
+                 "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+                 "{\"gpupack.io/gpu-mem\":\"%d\"}}}]}},\"NodeNames\":[\"n0\"]}",
+                 i, i, 100 + i);
+        json_t *out;
+        ck_assert_int_eq(call(extender_filter, e, body, &out), 200);
+        ck_assert_uint_eq(json_array_size(json_object_get(out, "NodeNames")), 1);
+        json_decref(out);
+    }
+    int64_t want = 0;
+    for (int i = 0; i < N; i++) {
+        char uid[16];
+        snprintf(uid, sizeof uid, "f%03d", i);
+        int64_t before = total_used(c);
+        ck_assert_msg(bind_known(e, uid), "%s forgotten", uid);
+        ck_assert_int_eq(total_used(c) - before, 100 + i);
+        want += 100 + i;
+    }
+    ck_assert_int_eq(total_used(c), want);
+    extender_free(e);
+    cluster_free(c);
+}
+END_TEST
+
 /* A full pod LIST notes every pending pod again; what was remembered before
  * it asked its first page and not since was deleted or bound while no watch
  * ran, and is forgotten at its end: bind no longer knows it. A pod noted
@@ -1136,6 +1176,7 @@ Suite *suite_extender(void)
     tcase_add_test(t, filter_prioritize_bind_real_sample);
     tcase_add_test(t, embedded_bind_of_cpu_only_pod);
     tcase_add_test(t, pending_pods_past_the_limit);
+    tcase_add_test(t, filtered_pods_bind_with_their_own_request);
     tcase_add_test(t, relist_forgets_pending_pods_gone);
     tcase_add_test(t, deleted_pending_pod_forgotten_after_grace);
     tcase_add_test(t, multi_container_init_pod_sample);

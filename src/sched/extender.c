@@ -34,12 +34,21 @@
 #define SCORE_MEMO_SLOTS (1u << 15)     /* 512 KiB: two entries per node state and policy */
 
 typedef struct pending {
-    char *pod;          /* trimmed copy (metadata + container resources) as compact JSON:
-                         * a tenth of the memory of the tree, and 20,000 pods may wait */
+    /* The pod as bind reads it: first its tree as the filter decoded it
+     * (shared, never changed), then, once PENDING_TREES newer pods came,
+     * a trimmed copy as compact JSON text (a tenth of the tree's memory,
+     * and 20,000 pods may wait). A bind mostly follows its filter within
+     * milliseconds: it then takes the tree as it is, where it used to parse
+     * the text that the filter had written. */
+    json_t *tree;       /* or NULL, and then: */
+    char *pod;
     size_t len;
+    struct pending *tprev, *tnext;   /* among those with a tree, oldest first */
     double at;          /* monotonic seconds */
     double gone_at;     /* the watch showed it deleted then (0 = not) */
 } pending;
+
+#define PENDING_TREES 256
 
 struct gp_extender {
     gp_cluster *c;
@@ -47,6 +56,8 @@ struct gp_extender {
     gp_policy_set *fallback;    /* used when cfg.policies is NULL */
     pthread_mutex_t mu;         /* guards pending */
     strmap *pending;            /* uid -> pending */
+    pending trees;              /* the list of those with a tree (a sentinel) */
+    size_t ntrees;
     double list_began;          /* when the pod LIST being applied asked its first page (0: none) */
     double pending_swept;       /* when pending_sweep_locked last scanned */
     atomic_ulong n_filter, n_prioritize, n_bind, n_bind_errors, n_bad;
@@ -96,12 +107,39 @@ gp_extender *extender_new(gp_cluster *c, const gp_extender_config *cfg)
     return e;
 }
 
-static void pending_free(pending *p)
+static void tree_unlink(gp_extender *e, pending *p)
+{
+    if (!p->tnext)
+        return;
+    p->tprev->tnext = p->tnext;
+    p->tnext->tprev = p->tprev;
+    p->tprev = p->tnext = NULL;
+    e->ntrees--;
+}
+
+/* Under e->mu. */
+static void pending_free(gp_extender *e, pending *p)
 {
     if (p) {
+        tree_unlink(e, p);
+        json_decref(p->tree);
         free(p->pod);
         free(p);
     }
+}
+
+/* The oldest tree becomes text (e->mu held): at most PENDING_TREES stay. */
+static void pending_to_text(gp_extender *e, pending *p)
+{
+    tree_unlink(e, p);
+    json_t *t = k8s_obs_trim_pod(p->tree);
+    p->pod = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    if (!p->pod)
+        abort();   /* out of memory: jansson's only failure on a valid tree */
+    p->len = strlen(p->pod);
+    json_decref(p->tree);
+    p->tree = NULL;
 }
 
 void extender_stop_binds(gp_extender *e)
@@ -123,7 +161,7 @@ void extender_free(gp_extender *e)
     size_t it = 0;
     pending *p;
     while ((p = strmap_next(e->pending, &it, NULL)))
-        pending_free(p);
+        pending_free(e, p);
     strmap_free(e->pending);
     keycache_free(e->fits);
     keycache_free(e->scores);
@@ -270,7 +308,7 @@ static void pending_evict_locked(gp_extender *e, double now)
             char key[GP_UID_MAX];
             gp_strlcpy(key, keys[i], sizeof key);
             strmap_del(e->pending, key);
-            pending_free(victims[i]);
+            pending_free(e, victims[i]);
         }
         if (n < GP_ARRAY_LEN(victims))
             return;
@@ -278,6 +316,7 @@ static void pending_evict_locked(gp_extender *e, double now)
 }
 
 typedef struct stale_ctx {
+    gp_extender *e;
     double now, ttl_s, gone_s;
 } stale_ctx;
 
@@ -288,7 +327,7 @@ static bool pending_stale(const char *uid, void *val, void *ud)
     const stale_ctx *x = ud;
     if (!(p->gone_at > 0 && x->now - p->gone_at >= x->gone_s) && x->now - p->at < x->ttl_s)
         return false;
-    pending_free(p);
+    pending_free(x->e, p);
     return true;
 }
 
@@ -301,21 +340,19 @@ static void pending_sweep_locked(gp_extender *e, double now)
     if (now - e->pending_swept < every)
         return;
     e->pending_swept = now;
-    stale_ctx x = {now, e->cfg.pending_ttl_s, e->cfg.pending_gone_s};
+    stale_ctx x = {e, now, e->cfg.pending_ttl_s, e->cfg.pending_gone_s};
     strmap_drop_if(e->pending, pending_stale, &x);
 }
 
-static void remember(gp_extender *e, const json_t *pod, const char *uid)
+/* Remembers the pod for its bind. `reduced`: pod is already what the scanner
+ * keeps of a pod (extargs.h) and nobody changes it, so it is kept as it is;
+ * else a trimmed copy is. */
+static void remember(gp_extender *e, const json_t *pod, bool reduced, const char *uid)
 {
     if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
         return;
     pending *p = xcalloc(1, sizeof *p);
-    json_t *t = k8s_obs_trim_pod(pod);   /* what bind reads, as the scanner keeps it */
-    p->pod = json_dumps(t, JSON_COMPACT);
-    json_decref(t);
-    if (!p->pod)
-        abort();   /* out of memory: jansson's only failure on a valid tree */
-    p->len = strlen(p->pod);
+    p->tree = reduced ? json_incref((json_t *)pod) : k8s_obs_trim_pod(pod);
     p->at = gp_mono_s();
     pthread_mutex_lock(&e->mu);
     pending_sweep_locked(e, p->at);
@@ -324,23 +361,37 @@ static void remember(gp_extender *e, const json_t *pod, const char *uid)
     const pending *old = strmap_get(e->pending, uid);
     if (old)
         p->gone_at = old->gone_at;   /* a filter after its deletion: it stays gone */
-    pending_free(strmap_put(e->pending, uid, p));
+    pending_free(e, strmap_put(e->pending, uid, p));
+    if (!e->trees.tnext)
+        e->trees.tprev = e->trees.tnext = &e->trees;
+    p->tprev = e->trees.tprev;   /* newest last */
+    p->tnext = &e->trees;
+    e->trees.tprev->tnext = p;
+    e->trees.tprev = p;
+    if (++e->ntrees > PENDING_TREES)
+        pending_to_text(e, e->trees.tnext);
     pthread_mutex_unlock(&e->mu);
 }
 
+/* The pod remembered for uid (owned), or NULL. A tree is shared: read it,
+ * never change it. */
 static json_t *recall(gp_extender *e, const char *uid)
 {
     char *text = NULL;
     size_t len = 0;
+    json_t *pod = NULL;
     pthread_mutex_lock(&e->mu);
     pending *p = strmap_get(e->pending, uid);
-    if (p) {
+    if (p && p->tree) {
+        pod = json_incref(p->tree);
+    } else if (p) {
         text = xmalloc(p->len + 1);
         memcpy(text, p->pod, p->len + 1);
         len = p->len;
     }
     pthread_mutex_unlock(&e->mu);
-    json_t *pod = text ? json_loadb(text, len, 0, NULL) : NULL;
+    if (text)
+        pod = json_loadb(text, len, 0, NULL);
     free(text);
     return pod;
 }
@@ -349,7 +400,7 @@ void extender_note_pod(gp_extender *e, const json_t *pod)
 {
     const char *uid = pod_uid(pod);
     if (uid)
-        remember(e, pod, uid);
+        remember(e, pod, false, uid);
 }
 
 void extender_forget_pod(gp_extender *e, const char *uid)
@@ -357,7 +408,7 @@ void extender_forget_pod(gp_extender *e, const char *uid)
     if (!uid || !*uid)
         return;
     pthread_mutex_lock(&e->mu);
-    pending_free(strmap_del(e->pending, uid));
+    pending_free(e, strmap_del(e->pending, uid));
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -378,9 +429,10 @@ static bool pending_unlisted(const char *uid, void *val, void *ud)
 {
     (void)uid;
     pending *p = val;
-    if (p->at >= *(const double *)ud)
+    gp_extender *e = ud;
+    if (p->at >= e->list_began)
         return false;
-    pending_free(p);
+    pending_free(e, p);
     return true;
 }
 
@@ -391,7 +443,7 @@ void extender_pods_listing(gp_extender *e, bool end, double since)
         e->list_began = since > 0 ? since : gp_mono_s();
     } else {
         if (e->list_began > 0)   /* the LIST remembered every pending pod afresh */
-            strmap_drop_if(e->pending, pending_unlisted, &e->list_began);
+            strmap_drop_if(e->pending, pending_unlisted, e);
         e->list_began = 0;
     }
     pthread_mutex_unlock(&e->mu);
@@ -1106,7 +1158,7 @@ static assess_result assess(gp_extender *e, const verb_args *va, bool scores, bo
     /* pods without GPU containers too: where their CPU and memory go
      * decides what GPU pods can still use (fragmentation-aware policies
      * weigh it; docs/simulator.md) */
-    remember(e, va->pod, vp->req.uid);
+    remember(e, va->pod, va->fast.pod != NULL, vp->req.uid);
     if (!scores)
         cluster_unreserve(e->c, vp->req.uid);   /* filter decides afresh */
     reasons_mode reasons = scores                    ? REASONS_NONE
