@@ -34,12 +34,13 @@
 #define SCORE_MEMO_SLOTS (1u << 15)     /* 512 KiB: two entries per node state and policy */
 
 typedef struct pending {
-    /* The pod as bind reads it: first its tree as the filter decoded it
-     * (shared, never changed), then, once PENDING_TREES newer pods came,
-     * a trimmed copy as compact JSON text (a tenth of the tree's memory,
-     * and 20,000 pods may wait). A bind mostly follows its filter within
-     * milliseconds: it then takes the tree as it is, where it used to parse
-     * the text that the filter had written. */
+    /* The pod as bind reads it: after a filter, its tree as the filter
+     * decoded it (shared, never changed) until PENDING_TREES newer filtered
+     * pods came, then a trimmed copy as compact JSON text (a tenth of the
+     * tree's memory, and 20,000 pods may wait); from the watch, the text at
+     * once. A bind mostly follows its filter within milliseconds: it then
+     * takes the tree as it is, where it used to parse text that the filter
+     * had written. */
     json_t *tree;       /* or NULL, and then: */
     char *pod;
     size_t len;
@@ -344,15 +345,25 @@ static void pending_sweep_locked(gp_extender *e, double now)
     strmap_drop_if(e->pending, pending_stale, &x);
 }
 
-/* Remembers the pod for its bind. `reduced`: pod is already what the scanner
- * keeps of a pod (extargs.h) and nobody changes it, so it is kept as it is;
- * else a trimmed copy is. */
-static void remember(gp_extender *e, const json_t *pod, bool reduced, const char *uid)
+/* Remembers the pod for its bind. From a filter (`filtered`: pod is what the
+ * scanner keeps of a pod, extargs.h, and nobody changes it) it is kept as it
+ * is, the bind coming next; a pod the watch shows pending may wait long for
+ * its filter, and goes to text at once. */
+static void remember(gp_extender *e, const json_t *pod, bool filtered, const char *uid)
 {
     if (!uid || !*uid || strlen(uid) >= GP_UID_MAX)
         return;
     pending *p = xcalloc(1, sizeof *p);
-    p->tree = reduced ? json_incref((json_t *)pod) : k8s_obs_trim_pod(pod);
+    if (filtered) {
+        p->tree = json_incref((json_t *)pod);
+    } else {
+        json_t *t = k8s_obs_trim_pod(pod);   /* what bind reads, as the scanner keeps it */
+        p->pod = json_dumps(t, JSON_COMPACT);
+        json_decref(t);
+        if (!p->pod)
+            abort();   /* out of memory: jansson's only failure on a valid tree */
+        p->len = strlen(p->pod);
+    }
     p->at = gp_mono_s();
     pthread_mutex_lock(&e->mu);
     pending_sweep_locked(e, p->at);
@@ -362,14 +373,16 @@ static void remember(gp_extender *e, const json_t *pod, bool reduced, const char
     if (old)
         p->gone_at = old->gone_at;   /* a filter after its deletion: it stays gone */
     pending_free(e, strmap_put(e->pending, uid, p));
-    if (!e->trees.tnext)
-        e->trees.tprev = e->trees.tnext = &e->trees;
-    p->tprev = e->trees.tprev;   /* newest last */
-    p->tnext = &e->trees;
-    e->trees.tprev->tnext = p;
-    e->trees.tprev = p;
-    if (++e->ntrees > PENDING_TREES)
-        pending_to_text(e, e->trees.tnext);
+    if (p->tree) {
+        if (!e->trees.tnext)
+            e->trees.tprev = e->trees.tnext = &e->trees;
+        p->tprev = e->trees.tprev;   /* newest last */
+        p->tnext = &e->trees;
+        e->trees.tprev->tnext = p;
+        e->trees.tprev = p;
+        if (++e->ntrees > PENDING_TREES)
+            pending_to_text(e, e->trees.tnext);
+    }
     pthread_mutex_unlock(&e->mu);
 }
 
