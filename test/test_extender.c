@@ -396,7 +396,7 @@ START_TEST(pending_pods_past_the_limit)
 END_TEST
 
 /* Filtered pods are remembered for bind as their filter decoded them; once
- * PENDING_TREES (256) newer ones came, as trimmed text. Either way each binds
+ * PENDING_TREES (64) newer ones came, as trimmed text. Either way each binds
  * with its own request: 300 filters of pods asking 100 + i MiB, then their
  * binds in filter order (the first ones from text, the last from trees). */
 START_TEST(filtered_pods_bind_with_their_own_request)

@@ -49,7 +49,7 @@ typedef struct pending {
     double gone_at;     /* the watch showed it deleted then (0 = not) */
 } pending;
 
-#define PENDING_TREES 256
+#define PENDING_TREES 64   /* a bind follows its filter: about as many pods as binds in flight */
 
 struct gp_extender {
     gp_cluster *c;
