@@ -6,6 +6,12 @@
 # SCHEME is http or https.
 CP="" GP=""
 cleanup() {
+  # under a wrapper (SCALE_WRAP="perf stat ..."), gpupack first, and the wrapper given 10 s
+  # to write its report and end: perf stat ends on SIGTERM without ending gpupack, which
+  # would run on, orphaned, into the next run
+  if [ -n "$GP" ] && pkill -TERM -P "$GP" 2>/dev/null; then
+    for _ in $(seq 50); do kill -0 "$GP" 2>/dev/null || break; sleep 0.2; done
+  fi
   [ -n "$GP" ] && kill "$GP" 2>/dev/null && wait "$GP" 2>/dev/null || true
   [ -n "$CP" ] && [ -f "$CP/env" ] && "$K8S/kube-down" "$CP" >/dev/null 2>&1 || true
   GP="" CP=""
