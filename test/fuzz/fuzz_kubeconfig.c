@@ -15,10 +15,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char path[64];
 
+static void remove_input(void)
+{
+    unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!path[0])
+    if (!path[0]) {
         snprintf(path, sizeof path, "/tmp/gpupack-fuzz-kc-%ld.yaml", (long)getpid());
+        atexit(remove_input);   /* a run that ends normally leaves nothing in /tmp */
+    }
     FILE *f = fopen(path, "wb");
     if (!f)
         abort();
