@@ -41,6 +41,7 @@ void flags_usage(const gp_command *cmd, FILE *f)
         fprintf(f, "%s", cmd->footer);
 }
 
+static void verror(const gp_command *cmd, const char *fmt, va_list ap) GP_PRINTF(2, 0);
 static void verror(const gp_command *cmd, const char *fmt, va_list ap)
 {
     fprintf(stderr, "%s: ", cmd->name);
