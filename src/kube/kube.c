@@ -198,9 +198,9 @@ struct gp_kube {
     struct stat token_st;     /* of the file when last read */
     double token_read_at;
     pthread_mutex_t idle_mu;
-    CURLM *idle[KUBE_IDLE_MULTIS];   /* multi handles between requests (perform) */
+    void *idle[KUBE_IDLE_MULTIS];    /* CURLM *: multi handles between requests (perform) */
     int nidle;
-    CURL *idle_easy[KUBE_IDLE_EASY];   /* kube_request's handles between requests */
+    void *idle_easy[KUBE_IDLE_EASY];   /* CURL *: kube_request's handles between requests */
     int nidle_easy;
 };
 
@@ -659,16 +659,34 @@ static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xf
     return h;
 }
 
+/* The client's stacks of idle handles (multi and easy), under idle_mu: the
+ * top one, or NULL; and a push that says whether there was room. */
+static void *idle_pop(gp_kube *k, void **stack, int *n)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&k->idle_mu);
+    if (*n > 0)
+        p = stack[--*n];
+    pthread_mutex_unlock(&k->idle_mu);
+    return p;
+}
+
+static bool idle_push(gp_kube *k, void **stack, int *n, int max, void *p)
+{
+    pthread_mutex_lock(&k->idle_mu);
+    bool room = *n < max;
+    if (room)
+        stack[(*n)++] = p;
+    pthread_mutex_unlock(&k->idle_mu);
+    return room;
+}
+
 /* A handle for kube_request: an idle one (easy_give), else a new one.
  * Making a handle and setting the credentials on it cost about as much CPU
  * as a small request's TLS work. */
 static CURL *easy_take(gp_kube *k, const char *path, struct curl_slist **hdrs, xfer *x)
 {
-    CURL *h = NULL;
-    pthread_mutex_lock(&k->idle_mu);
-    if (k->nidle_easy > 0)
-        h = k->idle_easy[--k->nidle_easy];
-    pthread_mutex_unlock(&k->idle_mu);
+    CURL *h = idle_pop(k, k->idle_easy, &k->nidle_easy);
     if (!h)
         h = easy_common(k);
     if (h)
@@ -691,25 +709,16 @@ static void easy_give(gp_kube *k, CURL *h, bool reuse)
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);   /* the method back to GET */
         curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 0L);
-        pthread_mutex_lock(&k->idle_mu);
-        if (k->nidle_easy < KUBE_IDLE_EASY) {
-            k->idle_easy[k->nidle_easy++] = h;
-            h = NULL;
-        }
-        pthread_mutex_unlock(&k->idle_mu);
+        if (idle_push(k, k->idle_easy, &k->nidle_easy, KUBE_IDLE_EASY, h))
+            return;
     }
-    if (h)
-        curl_easy_cleanup(h);
+    curl_easy_cleanup(h);
 }
 
 /* A multi handle no other transfer uses: an idle one, else a new one. */
 static CURLM *multi_take(gp_kube *k)
 {
-    CURLM *m = NULL;
-    pthread_mutex_lock(&k->idle_mu);
-    if (k->nidle > 0)
-        m = k->idle[--k->nidle];
-    pthread_mutex_unlock(&k->idle_mu);
+    CURLM *m = idle_pop(k, k->idle, &k->nidle);
     if (!m) {
         m = curl_multi_init();
         if (m)
@@ -722,13 +731,7 @@ static CURLM *multi_take(gp_kube *k)
  * the share's cache, not in the multi handle), or closed when enough are idle. */
 static void multi_give(gp_kube *k, CURLM *m)
 {
-    pthread_mutex_lock(&k->idle_mu);
-    if (k->nidle < KUBE_IDLE_MULTIS) {
-        k->idle[k->nidle++] = m;
-        m = NULL;
-    }
-    pthread_mutex_unlock(&k->idle_mu);
-    if (m)
+    if (!idle_push(k, k->idle, &k->nidle, KUBE_IDLE_MULTIS, m))
         curl_multi_cleanup(m);
 }
 
