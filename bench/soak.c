@@ -1156,6 +1156,9 @@ static void read_word_file(const char *path, char *out, size_t len)
 
 typedef struct proc_stat {
     double rss_mib;
+    double anon_mib, file_mib;  /* RssAnon: the process's own pages (a leak shows here);
+                                 * RssFile: pages of the binary and libraries it has touched,
+                                 * which cannot pass what it maps */
     int fds, threads;
 } proc_stat;
 
@@ -1174,6 +1177,10 @@ static bool proc_read(long pid, proc_stat *s)
         char st;
         if (sscanf(line, "VmRSS: %lf kB", &kib) == 1)
             s->rss_mib = kib / 1024;
+        else if (sscanf(line, "RssAnon: %lf kB", &kib) == 1)
+            s->anon_mib = kib / 1024;
+        else if (sscanf(line, "RssFile: %lf kB", &kib) == 1)
+            s->file_mib = kib / 1024;
         else if (sscanf(line, "Threads: %d", &th) == 1)
             s->threads = th;
         else if (sscanf(line, "State: %c", &st) == 1)
@@ -1201,6 +1208,7 @@ typedef struct psample {
     bool is_new;
     int seg;                    /* a process's run in one role: growth() gives each its own warm-up */
     double rss, fds, threads, heap;   /* heap: MiB in use by the allocator (NAN if not served) */
+    double anon, file;          /* RssAnon, RssFile (NAN when proc.csv predates them) */
 } psample;
 
 static struct {
@@ -1246,9 +1254,9 @@ static void sample(double t_rel, double window_s)
         }
         rp->pid_prev = rp->pid;
         free(m);
-        fprintf(S.proc, "%.1f,%s,%s,%ld,%d,%.2f,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%.2f,%g\n", t_rel, rp->name, rp->ver,
-                rp->pid, alive, ps.rss_mib, ps.fds, ps.threads, leader, pb, pa, rem, res, parked, preempt, lists,
-                heap, known);
+        fprintf(S.proc, "%.1f,%s,%s,%ld,%d,%.2f,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%.2f,%g,%.2f,%.2f\n", t_rel, rp->name,
+                rp->ver, rp->pid, alive, ps.rss_mib, ps.fds, ps.threads, leader, pb, pa, rem, res, parked, preempt,
+                lists, heap, known, ps.anon_mib, ps.file_mib);
         /* a new segment at the process's start and at each change of role (a
          * scrape that failed keeps the role it had) */
         bool is_leader = isnan(leader) ? rp->seg_leader : leader == 1;
@@ -1262,8 +1270,9 @@ static void sample(double t_rel, double window_s)
                 S.cap = S.cap ? 2 * S.cap : 1024;
                 S.s = xrealloc(S.s, S.cap * sizeof *S.s);
             }
-            S.s[S.n++] = (psample){t_rel,       r,         rp->pid,       strcmp(rp->ver, "new") == 0,
-                                   rp->seg,     ps.rss_mib, ps.fds,       ps.threads, heap};
+            S.s[S.n++] = (psample){t_rel,   r,          rp->pid,    strcmp(rp->ver, "new") == 0,
+                                   rp->seg, ps.rss_mib, ps.fds,     ps.threads,
+                                   heap,    ps.anon_mib, ps.file_mib};
         }
     }
     pthread_mutex_lock(&M.mu);
@@ -1324,7 +1333,8 @@ static double median(double *v, size_t n)
 
 static double sval(const psample *y, int what)
 {
-    return what == 0 ? y->rss : what == 1 ? y->fds : what == 2 ? y->threads : y->heap;
+    return what == 0 ? y->rss : what == 1 ? y->fds : what == 2 ? y->threads : what == 3 ? y->heap
+           : what == 4 ? y->anon : y->file;
 }
 
 /* Where a segment's samples start to count: PROC_WARM_S after its first
@@ -1436,13 +1446,15 @@ static double growth(int what, double warm, bool by_round, double *ci, size_t *n
 }
 
 /* The growth verdicts of a run: RSS, fds, threads and heap in use by the
- * rule above, RSS and heap also without the fault round. */
+ * rule above, RSS and heap also without the fault round. RSS splits into
+ * RssAnon and RssFile: reported beside it, not judged. */
+#define NGROWTH 6              /* RSS, fds, threads, heap in use, RssAnon, RssFile (sval's order) */
 typedef struct growth_verdicts {
     double warm;
-    double gr[4], ci[4], mean[4];   /* RSS, fds, threads, heap in use */
-    size_t np[4];
-    const char *verdict[4];
-    char gtext[4][96];
+    double gr[NGROWTH], ci[NGROWTH], mean[NGROWTH];
+    size_t np[NGROWTH];
+    const char *verdict[NGROWTH];
+    char gtext[NGROWTH][96];
     double gr0[2], ci0[2], mean0[2];   /* RSS, heap: without the fault round */
     size_t np0[2];
 } growth_verdicts;
@@ -1461,10 +1473,15 @@ static void judge_growth(double t_end, growth_verdicts *g)
 {
     memset(g, 0, sizeof *g);
     g->warm = t_end * 0.2 > 120 ? t_end * 0.2 : 120;
-    for (int w = 0; w < 4; w++) {
+    for (int w = 0; w < NGROWTH; w++) {
         g->gr[w] = growth(w, g->warm, true, &g->ci[w], &g->np[w], &g->mean[w]);
         g->verdict[w] = verdict_of(g->gr[w], g->ci[w]);
-        if (isnan(g->gr[w]) || isnan(g->ci[w]))
+        bool recorded = false;
+        for (size_t i = 0; i < S.n && !recorded; i++)
+            recorded = !isnan(sval(&S.s[i], w));
+        if (!recorded)
+            snprintf(g->gtext[w], sizeof g->gtext[w], "not recorded (a proc.csv older than the figure)");
+        else if (isnan(g->gr[w]) || isnan(g->ci[w]))
             snprintf(g->gtext[w], sizeof g->gtext[w], "unmeasured: no process of the current build ran %.0f s past "
                      "the warm-ups", PROC_SPAN_S);
         else
@@ -1482,6 +1499,8 @@ static void print_growth(const growth_verdicts *g)
            "(mean %.1f MiB, not judged: it tells a kept allocation from fragmentation)\n", g->warm, PROC_WARM_S,
            g->np[0], opt.growth_max, g->gtext[0], g->mean[0], g->gtext[1], g->mean[1], g->gtext[2], g->gtext[3],
            g->mean[3]);
+    printf("RSS in two parts (not judged): the process's own pages (RssAnon) %s (mean %.1f MiB); pages of the "
+           "binary and libraries (RssFile) %s (mean %.1f MiB)\n", g->gtext[4], g->mean[4], g->gtext[5], g->mean[5]);
     printf("growth without the fault round in the warm-up (reported, not judged), over %zu process-minutes: "
            "RSS %+.2f %%/h +-%.2f; heap in use %+.2f %%/h +-%.2f\n", g->np0[0], g->gr0[0], g->ci0[0], g->gr0[1],
            g->ci0[1]);
@@ -1541,9 +1560,10 @@ static int cmd_growth(int argc, char **argv)
     bool seg_leader[MAX_REPLICAS] = {false};
     int seg[MAX_REPLICAS] = {0}, nrep = 0;
     while (fgets(line, sizeof line, pf)) {
-        char *f[20];
+        char *f[24];
         int nf = 0;
-        for (char *tok = line, *sep; nf < 20; tok = sep + 1) {
+        line[strcspn(line, "\n")] = '\0';
+        for (char *tok = line, *sep; nf < 24; tok = sep + 1) {
             f[nf++] = tok;
             if (!(sep = strchr(tok, ',')))
                 break;
@@ -1574,7 +1594,8 @@ static int cmd_growth(int argc, char **argv)
             S.s = xrealloc(S.s, S.cap * sizeof *S.s);
         }
         S.s[S.n++] = (psample){strtod(f[0], NULL), r, pid, strcmp(f[2], "new") == 0, seg[r], strtod(f[5], NULL),
-                               strtod(f[6], NULL), strtod(f[7], NULL), strtod(f[16], NULL)};
+                               strtod(f[6], NULL), strtod(f[7], NULL), strtod(f[16], NULL),
+                               nf > 19 ? strtod(f[18], NULL) : NAN, nf > 19 ? strtod(f[19], NULL) : NAN};
     }
     fclose(pf);
     growth_verdicts gv;
@@ -1782,7 +1803,7 @@ static int cmd_run(int argc, char **argv)
         return 2;
     }
     fprintf(S.proc, "t,replica,build,pid,alive,rss_mib,fds,threads,leader,pods_bound,pods_assumed,pods_remembered,"
-                    "reservations,parked,preemptions,lists,heap_mib,pods_known\n");
+                    "reservations,parked,preemptions,lists,heap_mib,pods_known,rss_anon_mib,rss_file_mib\n");
     fprintf(S.cluster, "t,pods,bound,pending,binds_per_s,filter_p50_ms,filter_p99_ms,bind_p50_ms,bind_p99_ms,"
                        "prioritize_p50_ms,prioritize_p99_ms,fit_pending,created,faults_active,gpus_used_pct,core_used_pct\n");
 
@@ -1904,9 +1925,9 @@ static int cmd_run(int argc, char **argv)
     json_object_set_new(rep, "convergence_s", json_pack("{s:i,s:f,s:f,s:f}", "faults", F.n, "max_after_fault",
                                                         max_conv, "max_divergence_outside_faults", maxdiv, "bound",
                                                         opt.converge_bound));
-    const char *wn[4] = {"rss", "fds", "threads", "heap_in_use"};
+    const char *wn[NGROWTH] = {"rss", "fds", "threads", "heap_in_use", "rss_anon", "rss_file"};
     json_t *g = json_object();
-    for (int w = 0; w < 4; w++)
+    for (int w = 0; w < NGROWTH; w++)
         json_object_set_new(g, wn[w], json_pack("{s:s,s:f,s:f,s:f,s:I}", "verdict", gv.verdict[w], "pct_per_hour",
                                                 isnan(gv.gr[w]) ? 0 : gv.gr[w],
                                                 "ci95", isnan(gv.ci[w]) ? -1 : gv.ci[w], "mean",

@@ -278,7 +278,7 @@ set multiplot layout 6,1 title 'bench/soak.sh --minutes $MINUTES, Kubernetes $KV
 set grid; set key top left horizontal; set xlabel 'seconds since the churn started'
 set style rect fc rgb '#ffdddd' fs solid 0.5 noborder
 load '$WORK/rects.gp'
-set ylabel 'RSS MiB'; plot '$WORK/soak-a.dat' u 1:6 w lp pt 7 ps 0.3 t 'soak-a RSS', '$WORK/soak-b.dat' u 1:6 w lp pt 7 ps 0.3 t 'soak-b RSS'
+set ylabel 'RSS MiB'; plot '$WORK/soak-a.dat' u 1:6 w lp pt 7 ps 0.3 t 'soak-a RSS', '$WORK/soak-b.dat' u 1:6 w lp pt 7 ps 0.3 t 'soak-b RSS', '$WORK/soak-a.dat' u 1:19 w l dt 2 t 'soak-a anon', '$WORK/soak-b.dat' u 1:19 w l dt 2 t 'soak-b anon'
 set ylabel 'count'; set yrange [0:*]; plot '$WORK/soak-a.dat' u 1:7 w l t 'soak-a fds', '$WORK/soak-b.dat' u 1:7 w l t 'soak-b fds', '$WORK/soak-a.dat' u 1:8 w l t 'soak-a threads', '$WORK/soak-b.dat' u 1:8 w l t 'soak-b threads'
 set ylabel 'pods'; set yrange [*:*]; plot '$WORK/cluster.dat' u 1:3 w l t 'bound (annotations)', '$WORK/cluster.dat' u 1:4 w l t 'pending', '$WORK/soak-a.dat' u 1:12 w l t 'soak-a remembered', '$WORK/soak-b.dat' u 1:12 w l t 'soak-b remembered', '$WORK/soak-a.dat' u 1:(\$13*100) w l t 'soak-a reservations x100', '$WORK/soak-b.dat' u 1:(\$13*100) w l t 'soak-b reservations x100'
 set ylabel 'ms'; set yrange [*:*]; set logscale y; plot '$WORK/cluster.dat' u 1:6 w l t 'filter p50', '$WORK/cluster.dat' u 1:7 w l t 'filter p99', '$WORK/cluster.dat' u 1:8 w l t 'bind p50', '$WORK/cluster.dat' u 1:9 w l t 'bind p99'
