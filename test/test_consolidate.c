@@ -124,8 +124,7 @@ static void build(const ccase *c, world *w)
         snprintf(name, sizeof name, "n%d", i);
         w->nodes[i] = tu_node(name, c->ngpus, mem, NULL, NULL);
         for (int g = 0; g < c->ngpus; g++)
-            gp_strlcpy(w->nodes[i]->gpus[g].info.model, i == 1 && c->model1 ? c->model1 : "A100",
-                       sizeof w->nodes[i]->gpus[g].info.model);
+            w->nodes[i]->gpus[g].info.model = gp_model_intern(i == 1 && c->model1 ? c->model1 : "A100");
     }
     for (int p = 0; p < c->npods; p++) {
         const cpod *t = &c->pods[p];
@@ -217,7 +216,7 @@ START_TEST(req_from_holds)
 {
     int64_t mem[2] = {G, G};
     gp_node *n = tu_node("n", 2, mem, NULL, NULL);
-    gp_strlcpy(n->gpus[1].info.model, "L4", sizeof n->gpus[1].info.model);
+    n->gpus[1].info.model = gp_model_intern("L4");
     gp_hold same[2] = {{0, 1000, 300, false}, {1, 1000, 300, false}};
     gp_pod_req r;
     consolidate_req_from_holds(n, same, 2, &r);

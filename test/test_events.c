@@ -16,7 +16,7 @@ START_TEST(describe_one_and_many)
 {
     int64_t mem[2] = {81920, 81920};
     gp_node *n = tu_node("node-a100", 2, mem, NULL, NULL);
-    gp_strlcpy(n->gpus[1].info.model, "A100-SXM4-80GB", sizeof n->gpus[1].info.model);
+    n->gpus[1].info.model = gp_model_intern("A100-SXM4-80GB");
     gp_assignment a;
     memset(&a, 0, sizeof a);
     gp_strlcpy(a.node, "node-a100", sizeof a.node);

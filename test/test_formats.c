@@ -494,7 +494,7 @@ static gp_node *hnode(int n, const int64_t *mem, const char *const *model, const
 {
     gp_node *node = tu_node("mixed", n, mem, used, NULL);
     for (int i = 0; i < n; i++)
-        gp_strlcpy(node->gpus[i].info.model, model[i], sizeof node->gpus[i].info.model);
+        node->gpus[i].info.model = gp_model_intern(model[i]);
     return node;
 }
 

@@ -27,7 +27,7 @@ static frag_view view(int n, const int *free, int64_t cpu)
     v.n = n;
     for (int i = 0; i < n; i++) {
         v.free[i] = free[i];
-        v.model[i] = "G2";
+        v.model[i] = gp_model_intern("G2");
     }
     v.cpu_free = cpu;
     return v;
@@ -116,7 +116,7 @@ static void g2_node(gp_node *n, int ngpus)
     n->ngpus = ngpus;
     for (int i = 0; i < ngpus; i++) {
         n->gpus[i].info.index = i;
-        gp_strlcpy(n->gpus[i].info.model, "G2", sizeof n->gpus[i].info.model);
+        n->gpus[i].info.model = gp_model_intern("G2");
         n->gpus[i].info.mem_total = 20000;
         n->gpus[i].info.core_total = GP_CORE_FULL;
         n->gpus[i].info.healthy = true;
@@ -226,7 +226,7 @@ static bool ref_place(const frag_view *v, const gp_shape *m, int gpu, frag_view 
     for (int i = 0; i < out->n && got < m->count; i++) {
         if (m->count == 1 && i != gpu)
             continue;
-        if (out->free[i] >= need && (!m->models[0] || gp_model_allowed(m->models, out->model[i]))) {
+        if (out->free[i] >= need && (!m->models[0] || gp_model_allowed(m->models, gp_model_name(out->model[i])))) {
             out->free[i] -= need;
             got++;
         }
@@ -328,7 +328,7 @@ START_TEST(lookahead_matches_reference)
                 ck_assert(frag_lookahead_amount(&v, &s) == ref_lookahead(&v, &s));
                 ck_assert(frag_lookahead_amount(&v, def) == ref_lookahead(&v, def));
                 ck_assert(frag_lookahead_amount(&v, NULL) == ref_lookahead(&v, def));
-                v.model[n - 1] = "T4";   /* a node with two models */
+                v.model[n - 1] = gp_model_intern("T4");   /* a node with two models */
                 ck_assert(frag_lookahead_amount(&v, &s) == ref_lookahead(&v, &s));
             }
         }
@@ -344,7 +344,7 @@ START_TEST(lookahead_matches_reference)
         bool mixed = r % 3 == 0;
         for (int i = 0; i < v.n; i++) {
             v.free[i] = shares[test_rng(&st) % 10];
-            v.model[i] = mixed ? models[test_rng(&st) % 4] : "G2";
+            v.model[i] = gp_model_intern(mixed ? models[test_rng(&st) % 4] : "G2");
         }
         v.cpu_free = r % 5 == 0 ? -1 : (int64_t)(test_rng(&st) % 100) * 1000;
         ck_assert(frag_lookahead_amount(&v, &s) == ref_lookahead(&v, &s));

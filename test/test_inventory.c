@@ -74,8 +74,8 @@ static void check_gpus(const char *what, const gp_inventory *inv, const char *so
         const gp_gpu_info *g = &inv->gpus[i];
         ck_assert_msg(g->index == w[i].index, "%s: gpus[%d].index %d", what, i, g->index);
         ck_assert_msg(strcmp(g->uuid, w[i].uuid) == 0, "%s: gpus[%d].uuid %s", what, i, g->uuid);
-        ck_assert_msg(strcmp(g->model, w[i].model) == 0, "%s: gpus[%d].model %s", what, i,
-                      g->model);
+        ck_assert_msg(strcmp(gp_model_name(g->model), w[i].model) == 0, "%s: gpus[%d].model %s", what, i,
+                      gp_model_name(g->model));
         ck_assert_msg(g->mem_total == w[i].mem, "%s: gpus[%d].mem %lld", what, i,
                       (long long)g->mem_total);
         ck_assert_msg(g->core_total == w[i].core, "%s: gpus[%d].core %d", what, i, g->core_total);

@@ -252,7 +252,7 @@ START_TEST(policy_models_and_unhealthy)
 {
     int64_t mem[2] = {16384, 16384};
     gp_node *n = tu_node("n", 2, mem, NULL, NULL);
-    gp_strlcpy(n->gpus[1].info.model, "Tesla-T4", sizeof n->gpus[1].info.model);
+    n->gpus[1].info.model = gp_model_intern("Tesla-T4");
     gp_pod_req r;
     tu_req(&r, "u", 1, 1024, 0);
     gp_place_opts o;

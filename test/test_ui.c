@@ -25,7 +25,7 @@ START_TEST(figures_of_nodes)
     gp_node *a = tu_node("a", 4, mem, used, core);
     gp_node *b = tu_node("b", 2, mem, NULL, NULL);
     b->gpus[1].info.healthy = false;
-    gp_strlcpy(b->gpus[0].info.model, "T4", sizeof b->gpus[0].info.model);
+    b->gpus[0].info.model = gp_model_intern("T4");
     clusterview v;
     clusterview_init(&v);
     clusterview_add_node(&v, a, NULL);
@@ -91,7 +91,9 @@ START_TEST(many_models_fold_into_other)
     int64_t mem[1] = {1024};
     for (int i = 0; i < CLUSTERVIEW_MAX_MODELS + 5; i++) {
         gp_node *n = tu_node("n", 1, mem, NULL, NULL);
-        snprintf(n->gpus[0].info.model, sizeof n->gpus[0].info.model, "M%d", i);
+        char name[16];
+        snprintf(name, sizeof name, "M%d", i);
+        n->gpus[0].info.model = gp_model_intern(name);
         clusterview_add_node(&v, n, NULL);
         free(n);
     }

@@ -146,7 +146,7 @@ static gp_node *case_node(const vcase *c, gp_hold holds[][4])
     gp_node *n = tu_node("n1", c->ngpus, mem, NULL, NULL);
     for (int i = 0; i < c->ngpus; i++)
         if (c->models[i])
-            gp_strlcpy(n->gpus[i].info.model, c->models[i], sizeof n->gpus[i].info.model);
+            n->gpus[i].info.model = gp_model_intern(c->models[i]);
     n->cpu_alloc_milli = c->cpu_alloc;
     for (int p = 0; p < c->npods; p++) {
         const tpod *t = &c->pods[p];

@@ -32,7 +32,7 @@ gp_node *tu_node(const char *name, int n, const int64_t *mem, const int64_t *use
         g->info.mem_total = mem[i];
         g->info.core_total = GP_CORE_FULL;
         g->info.healthy = true;
-        gp_strlcpy(g->info.model, "A100-SXM4-80GB", sizeof g->info.model);
+        g->info.model = gp_model_intern("A100-SXM4-80GB");
         snprintf(g->info.uuid, sizeof g->info.uuid, "GPU-%s-%d", name, i);
         g->mem_used = used_mem ? used_mem[i] : 0;
         g->core_used = used_core ? used_core[i] : 0;
@@ -51,7 +51,7 @@ void tu_inventory(gp_inventory *inv, int n, int64_t mem, const char *model)
         inv->gpus[i].mem_total = mem;
         inv->gpus[i].core_total = GP_CORE_FULL;
         inv->gpus[i].healthy = true;
-        gp_strlcpy(inv->gpus[i].model, model, sizeof inv->gpus[i].model);
+        inv->gpus[i].model = gp_model_intern(model);
         snprintf(inv->gpus[i].uuid, sizeof inv->gpus[i].uuid, "GPU-%d", i);
     }
 }

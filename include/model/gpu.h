@@ -11,12 +11,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/modelref.h"
+
 #define GP_CORE_FULL 1000
 #define GP_MAX_GPUS_PER_NODE 64   /* inventories larger than this are rejected */
 #define GP_MAX_GPUS_PER_CTR 16    /* gpu-count above this is rejected */
 #define GP_MAX_CTRS 16            /* GPU-using containers per pod (init included) */
 #define GP_UUID_MAX 96
-#define GP_MODEL_MAX 64
 #define GP_NAME_MAX 254           /* DNS subdomain 253 + NUL */
 #define GP_CTR_NAME_MAX 64        /* DNS label 63 + NUL */
 #define GP_UID_MAX 64
@@ -30,7 +31,7 @@ typedef struct gp_gpu_info {
     int core_total;               /* per-mille; GP_CORE_FULL for a whole GPU */
     int index;                    /* device index on the node */
     bool healthy;
-    char model[GP_MODEL_MAX];     /* "" when unknown */
+    gp_model_ref model;           /* 0 when unknown; gp_model_name() gives the name */
     char uuid[GP_UUID_MAX];       /* "" when the source does not know it */
 } gp_gpu_info;
 

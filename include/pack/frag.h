@@ -24,7 +24,7 @@
 typedef struct frag_view {
     int n;
     int free[GP_MAX_GPUS_PER_NODE];          /* per-mille of a whole GPU */
-    const char *model[GP_MAX_GPUS_PER_NODE]; /* borrowed from the node */
+    gp_model_ref model[GP_MAX_GPUS_PER_NODE];
     int64_t cpu_free;
 } frag_view;
 

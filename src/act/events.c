@@ -30,8 +30,8 @@ void events_describe_bind(const gp_assignment *a, const gp_node *node, const cha
     size_t off = (size_t)snprintf(out, len, "assigned GPU%s ", nh == 1 ? "" : "s");
     for (int i = 0; i < nh && off < len; i++) {
         int pos = node ? gp_node_gpu_pos(node, holds[i].index) : -1;
-        const char *model = pos >= 0 && node->gpus[pos].info.model[0] ? node->gpus[pos].info.model
-                                                                      : "unknown model";
+        const char *model = pos >= 0 && node->gpus[pos].info.model ? gp_model_name(node->gpus[pos].info.model)
+                                                                   : "unknown model";
         off += (size_t)snprintf(out + off, len - off, "%s%d (%s, %lld MiB, %d %%)",
                                 i ? ", " : "", holds[i].index, model,
                                 (long long)holds[i].mem_mib, holds[i].core / 10);

@@ -14,6 +14,7 @@
 #include "act/requeue.h"
 #include "kube/apiversion.h"
 #include "model/k8s_obs.h"
+#include "model/modelref.h"
 #include "model/pod.h"
 #include "kube/kube.h"
 #include "kube/kubeconfig.h"
@@ -769,6 +770,10 @@ void live_metrics(void *live, gp_buf *out)
         metrics_u(out, "gpupack_heap_bytes", "state=\"in_use\"", heap_used);
         metrics_u(out, "gpupack_heap_bytes", "state=\"free\"", heap_free);
     }
+    metrics_header(out, "gpupack_gpu_model_names", "gauge",
+                   "Distinct GPU model names kept (model/modelref.h), and names refused because the table was full.");
+    metrics_i(out, "gpupack_gpu_model_names", "state=\"kept\"", gp_model_refs_used());
+    metrics_i(out, "gpupack_gpu_model_names", "state=\"refused\"", gp_model_refs_refused());
     metrics_header(out, "gpupack_heap_trims_total", "counter",
                    "Times the heap's free pages were handed back to the system.");
     metrics_u(out, "gpupack_heap_trims_total", NULL, atomic_load(&l->trims));

@@ -116,6 +116,7 @@ static int src_array(const array_source *src, const json_t *node, gp_inventory *
         gp_gpu_info *info = &inv->gpus[inv->n];
         memset(info, 0, sizeof *info);
         int64_t idx = (int64_t)i, mem, core = 100;
+        char model[GP_MODEL_MAX] = "";
         if (!json_is_object(g)) {
             gp_fail(err, "%s[%zu]: must be an object", what, i);
             goto out;
@@ -126,7 +127,7 @@ static int src_array(const array_source *src, const json_t *node, gp_inventory *
             (json_object_get(g, src->core) &&
              get_int(g, src->core, src->core_min, 100, &core, what, i, err)) ||
             get_str(g, src->uuid, info->uuid, sizeof info->uuid, what, i, err) ||
-            get_str(g, src->model, info->model, sizeof info->model, what, i, err))
+            get_str(g, src->model, model, sizeof model, what, i, err))
             goto out;
         const json_t *h = json_object_get(g, src->health);
         if (h && !json_is_boolean(h)) {
@@ -134,6 +135,7 @@ static int src_array(const array_source *src, const json_t *node, gp_inventory *
             goto out;
         }
         info->index = (int)idx;
+        info->model = gp_model_intern(model);
         info->mem_total = mem;
         info->core_total = core > 0 ? (int)core * 10 : GP_CORE_FULL;
         info->healthy = h ? json_is_true(h) : true;
@@ -180,7 +182,7 @@ static void fill_even(gp_inventory *inv, int n, int64_t mem, const char *model)
         info->mem_total = mem;
         info->core_total = GP_CORE_FULL;
         info->healthy = true;
-        gp_strlcpy(info->model, model, sizeof info->model);
+        info->model = gp_model_intern(model);
     }
     inv->n = n;
 }

@@ -833,7 +833,7 @@ static node_ent *ent_build(gp_cluster *c, const char *name, const char *source, 
             gi->core_total = GP_CORE_FULL;
             gi->index = ++maxidx;
             gi->healthy = true;
-            gp_strlcpy(gi->model, v->model, sizeof gi->model);
+            gi->model = gp_model_intern(v->model);
             gp_strlcpy(gi->uuid, v->uuid, sizeof gi->uuid);
         }
         gp_gpu *g = &e->node.gpus[pos];
@@ -1653,7 +1653,7 @@ static void w_node(const gp_cluster *c, const node_ent *e, bool uids, gp_buf *b)
         jsonw_raw(b, i ? ",{" : "{");
         w_kint(b, true, "index", g->info.index);
         w_kstr(b, false, "uuid", g->info.uuid);
-        w_kstr(b, false, "model", g->info.model);
+        w_kstr(b, false, "model", gp_model_name(g->info.model));
         w_key(b, false, "healthy");
         jsonw_raw(b, g->info.healthy ? "true" : "false");
         gp_buf_printf(b, ",\"memoryMiB\":{\"used\":%lld,\"total\":%lld},\"corePercent\":{\"used\":",

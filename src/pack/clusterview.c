@@ -37,7 +37,7 @@ void clusterview_add_node(clusterview *v, const gp_node *n, const gp_shapes *sha
         v->gpus++;
         if (!g->info.healthy)
             continue;
-        clusterview_model *m = model_slot(v, g->info.model);
+        clusterview_model *m = model_slot(v, gp_model_name(g->info.model));
         bool idle = g->mem_used == 0 && g->core_used == 0 && g->pods == 0;
         bool full = g->mem_used >= g->info.mem_total || g->core_used >= g->info.core_total;
         v->gpus_healthy++;

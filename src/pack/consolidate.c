@@ -313,6 +313,6 @@ void consolidate_req_from_holds(const gp_node *node, const gp_hold *holds, int n
                                                     holds[h].core, GP_ASK_MIB};
     }
     int pos = node ? gp_node_gpu_pos(node, holds[0].index) : -1;
-    if (pos >= 0 && node->gpus[pos].info.model[0])
-        gp_strlcpy(out->models, node->gpus[pos].info.model, sizeof out->models);
+    if (pos >= 0 && node->gpus[pos].info.model)
+        gp_strlcpy(out->models, gp_model_name(node->gpus[pos].info.model), sizeof out->models);
 }

@@ -67,7 +67,7 @@ int64_t frag_idle(const frag_view *v)
 /* Fragment of one shape on a node whose GPUs all have one model. */
 static int64_t shape_frag_homog(const frag_view *v, const gp_shape *m, int64_t total)
 {
-    if (m->models[0] && !gp_model_allowed(m->models, v->model[0]))
+    if (m->models[0] && !gp_model_allowed(m->models, gp_model_name(v->model[0])))
         return total;
     int need = m->core > 0 ? m->core : 1;
     int fit = 0;
@@ -87,7 +87,7 @@ static int64_t shape_frag_mixed(const frag_view *v, const gp_shape *m, int64_t t
     int fit = 0;
     int64_t below = 0;
     for (int i = 0; i < v->n; i++) {
-        bool ok = !m->models[0] || gp_model_allowed(m->models, v->model[i]);
+        bool ok = !m->models[0] || gp_model_allowed(m->models, gp_model_name(v->model[i]));
         if (ok && v->free[i] >= need)
             fit++;
         else
@@ -105,7 +105,7 @@ double frag_amount(const frag_view *v, const gp_shapes *shapes)
         return 0.0;
     bool homog = true;
     for (int i = 1; i < v->n && homog; i++)
-        if (v->model[i] != v->model[0] && strcmp(v->model[i], v->model[0]) != 0)
+        if (v->model[i] != v->model[0])
             homog = false;
     double sum = 0.0;
     for (int k = 0; k < shapes->n; k++) {

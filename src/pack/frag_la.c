@@ -86,11 +86,6 @@ typedef struct la_change {
     int new_free[GP_MAX_GPUS_PER_NODE];
 } la_change;
 
-static bool same_model(const char *a, const char *b)
-{
-    return a == b || strcmp(a, b) == 0;
-}
-
 static void la_prepare(const frag_view *v, const gp_shapes *shapes, la_shapes *L)
 {
     uint64_t all = v->n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << v->n) - 1;
@@ -115,8 +110,8 @@ static void la_prepare(const frag_view *v, const gp_shapes *shapes, la_shapes *L
             s->ok = 0;
             bool allowed = false;
             for (int i = 0; i < v->n; i++) {
-                if (i == 0 || !same_model(v->model[i], v->model[i - 1]))
-                    allowed = gp_model_allowed(m->models, v->model[i]);
+                if (i == 0 || v->model[i] != v->model[i - 1])
+                    allowed = gp_model_allowed(m->models, gp_model_name(v->model[i]));
                 if (allowed)
                     s->ok |= UINT64_C(1) << i;
             }
@@ -274,7 +269,7 @@ static double la_lookahead(const frag_view *v, la_shapes *L, double *now)
     for (int g = 0; g < v->n; g++) {
         bool seen = false;
         for (int x = 0; x < ncls && !seen; x++)
-            seen = v->free[cls[x]] == v->free[g] && same_model(v->model[cls[x]], v->model[g]);
+            seen = v->free[cls[x]] == v->free[g] && v->model[cls[x]] == v->model[g];
         if (!seen)
             cls[ncls++] = g;
     }

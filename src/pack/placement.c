@@ -262,8 +262,8 @@ static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req
          * node side of its own enforces their share */
         bool source_ok = req->dra ? g->dra.order > 0 : !g->dra.only;
         x->allowed[i] = source_ok && g->info.healthy &&
-                        (!any_models || (gp_req_model_ok(req, g->info.model) &&
-                                         gp_model_allowed(o->models, g->info.model)));
+                        (!any_models || (gp_req_model_ok(req, gp_model_name(g->info.model)) &&
+                                         gp_model_allowed(o->models, gp_model_name(g->info.model))));
     }
 }
 
@@ -326,7 +326,7 @@ static bool same_gpu_state(const gp_place_ctx *x, int a, int b)
            x->base_core[a] == x->base_core[b] && x->reg_mem[a] == x->reg_mem[b] &&
            x->reg_core[a] == x->reg_core[b] && x->init_mem[a] == x->init_mem[b] &&
            x->init_core[a] == x->init_core[b] && x->touched[a] == x->touched[b] &&
-           (ga->info.model == gb->info.model || strcmp(ga->info.model, gb->info.model) == 0);
+           ga->info.model == gb->info.model;
 }
 
 static void sort_cands(cand *c, int n)
@@ -370,18 +370,18 @@ static void describe_mem_format(const gp_place_ctx *x, const gp_pod_req *req,
     }
     /* a relative request is said on one model: the free memory of that model's
      * GPUs; an amount in MiB is the same everywhere: the node's largest */
-    const char *model = n->gpus[best].info.model;
+    gp_model_ref model = n->gpus[best].info.model;
     bool relative = r->mem_mib == 0;
     int64_t largest = 0;
     for (int i = 0; i < n->ngpus; i++) {
-        if (!x->allowed[i] || (relative && strcmp(n->gpus[i].info.model, model) != 0))
+        if (!x->allowed[i] || (relative && n->gpus[i].info.model != model))
             continue;
         int64_t fm = r->init ? x->base_mem[i] : x->base_mem[i] - x->reg_mem[i];
         if (fm > largest)
             largest = fm;
     }
     char what[192];
-    formats_describe(req->profile, r, model, best_need, what, sizeof what);
+    formats_describe(req->profile, r, gp_model_name(model), best_need, what, sizeof what);
     const char *kind = r->init ? "init container" : "container";
     char line[512];   /* room for every part; the caller's buffer may cut it */
     if (r->count == 1)
@@ -449,12 +449,12 @@ static void describe_fail(const gp_place_ctx *x, const gp_pod_req *req, const gp
             snprintf(nouse, sizeof nouse, "%s nvidia.com/nouse-gputype \"%.60s\" does not exclude",
                      use[0] ? " and" : "", req->type_nouse);
         snprintf(line, sizeof line, "no healthy GPU of a type%s%s (node has %.63s)", use, nouse,
-                 n->gpus[0].info.model[0] ? n->gpus[0].info.model : "GPUs of unknown model");
+                 n->gpus[0].info.model ? gp_model_name(n->gpus[0].info.model) : "GPUs of unknown model");
         gp_strlcpy(out, line, len);
     } else if (allowed == 0) {
         const char *models = req->models[0] ? req->models : x->opts->models;
         snprintf(out, len, "no healthy GPU of model %.100s on node (node has %.63s)", models,
-                 n->gpus[0].info.model[0] ? n->gpus[0].info.model : "GPUs of unknown model");
+                 n->gpus[0].info.model ? gp_model_name(n->gpus[0].info.model) : "GPUs of unknown model");
     } else if (allowed < r->count) {
         snprintf(out, len, "%s %s needs %d GPU%s, node has %d usable", what, r->name, r->count,
                  gp_s(r->count), allowed);
@@ -771,7 +771,7 @@ bool placement_same_state(const gp_node *a, const gp_node *b)
         if (x->mem_used != y->mem_used || x->core_used != y->core_used || x->pods != y->pods ||
             x->info.mem_total != y->info.mem_total || x->info.core_total != y->info.core_total ||
             x->info.index != y->info.index || x->info.healthy != y->info.healthy ||
-            strcmp(x->info.model, y->info.model) != 0 || !same_dra(&x->dra, &y->dra))
+            x->info.model != y->info.model || !same_dra(&x->dra, &y->dra))
             return false;
     }
     return true;
@@ -806,9 +806,7 @@ uint64_t placement_state_hash(const gp_node *n)
             MIX((uint64_t)g->dra.order | (uint64_t)g->dra.claims << 16 |
                 (uint64_t)g->dra.multi << 32 | (uint64_t)g->dra.only << 33);
         }
-        for (const char *m = g->info.model; *m; m++)
-            MIX((unsigned char)*m);
-        MIX(0xff);
+        MIX(g->info.model);   /* equal names, equal references (modelref.h) */
     }
 #undef MIX
     /* finalise (splitmix64): FNV alone mixes the high bits poorly */

@@ -370,7 +370,7 @@ void trace_node_to_gp(const trace_node *t, gp_node *out)
     for (int i = 0; i < t->gpus; i++) {
         gp_gpu_info *g = &out->gpus[i].info;
         g->index = i;
-        gp_strlcpy(g->model, t->model, sizeof g->model);
+        g->model = gp_model_intern(t->model);
         g->mem_total = t->gpu_mem_mib;
         g->core_total = GP_CORE_FULL;
         g->healthy = true;

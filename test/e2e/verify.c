@@ -94,9 +94,9 @@ static void check_request(e2e_verdict *v, const json_t *pod, const gp_pod_view *
             if (cr->core > 0 && ca->gpus[g].core != cr->core)
                 problem(v, "pod %s/%s: container %s holds %d per-mille of GPU %d, asked %d", pv->ns,
                         pv->name, cr->name, ca->gpus[g].core, gi->index, cr->core);
-            if (!gp_req_model_ok(&req, gi->model))
+            if (!gp_req_model_ok(&req, gp_model_name(gi->model)))
                 problem(v, "pod %s/%s: GPU %d of %s is a %s, pod allows %s", pv->ns, pv->name,
-                        gi->index, n->name, gi->model, req.models);
+                        gi->index, n->name, gp_model_name(gi->model), req.models);
         }
     }
 }

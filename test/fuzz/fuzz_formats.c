@@ -31,7 +31,7 @@ static void node_init(void)
     for (int i = 0; i < 4; i++) {
         node.gpus[i].info = (gp_gpu_info){.mem_total = mem[i], .core_total = GP_CORE_FULL,
                                           .index = i, .healthy = true};
-        strcpy(node.gpus[i].info.model, model[i]);
+        node.gpus[i].info.model = gp_model_intern(model[i]);
         strcpy(node.gpus[i].info.uuid, "GPU-x");
         node.gpus[i].info.uuid[4] = (char)('0' + i);
     }
@@ -59,7 +59,7 @@ static void check_req(const gp_pod_req *r)
                 abort();
         }
         char text[96];
-        formats_describe(r->profile, c, node.gpus[i % 4].info.model, 12345, text, sizeof text);
+        formats_describe(r->profile, c, gp_model_name(node.gpus[i % 4].info.model), 12345, text, sizeof text);
         if (strlen(text) >= sizeof text)
             abort();
     }
