@@ -39,7 +39,8 @@ typedef struct cworld {
     size_t nn;
     gp_node **nodes;
     bool *target_ok;
-    npods *pods;                  /* per node */
+    npods all;                    /* every copied pod, node after node, in one block */
+    npods *pods;                  /* per node: a window of all.v, not owned */
     int nm;
     gp_mover *movers;             /* node by node */
     gp_pod_req *reqs;             /* the movers' replacements */
@@ -52,10 +53,9 @@ typedef struct cworld {
 
 static void cworld_free(cworld *w)
 {
-    for (size_t i = 0; i < w->nn; i++) {
+    for (size_t i = 0; i < w->nn; i++)
         free(w->nodes[i]);
-        free(w->pods[i].v);
-    }
+    free(w->all.v);
     free(w->nodes);
     free(w->target_ok);
     free(w->pods);
@@ -95,7 +95,12 @@ static const pmeta *may_move(gp_preempt *p, const gp_pod_req *req, const npod *x
     return m;
 }
 
-/* Copies the nodes and their pods, and picks the pods that may move. */
+/* Copies the nodes and their pods, and picks the pods that may move. The
+ * pods go into one block for the whole world (2.4 KB each: a few MB for a
+ * few hundred nodes), not an array per node: the block is mapped for itself
+ * and handed back whole when the plan ends, where hundreds of per-node arrays
+ * of tens of KB came from the leader's heap and left it fragmented after
+ * each round (docs/reliability.md, the leader's level under slow answers). */
 static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_view *view,
                          gp_policy_set *set, const char *const *nodes, const bool *unresolvable,
                          size_t n, cworld *w)
@@ -105,6 +110,7 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
     w->target_ok = xcalloc(cap ? cap : 1, sizeof *w->target_ok);
     w->pods = xcalloc(cap ? cap : 1, sizeof *w->pods);
     gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
+    int *start = xmalloc((cap ? cap : 1) * sizeof *start);   /* each node's first pod in all */
     cluster_rdlock(p->c);
     for (size_t i = 0; i < n && w->nn < cap; i++) {
         const gp_node *v = cluster_rd_node_for(p->c, nodes[i], req, scratch);
@@ -113,11 +119,17 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
         w->nodes[w->nn] = xmalloc(gp_node_size(v->ngpus));
         memcpy(w->nodes[w->nn], v, gp_node_size(v->ngpus));
         w->target_ok[w->nn] = !(unresolvable && unresolvable[i]);
-        cluster_rd_node_pods(p->c, nodes[i], pre_collect, &w->pods[w->nn]);
+        start[w->nn] = w->all.n;
+        cluster_rd_node_pods(p->c, nodes[i], pre_collect, &w->all);
         w->nn++;
     }
     cluster_unlock(p->c);
     free(scratch);
+    for (size_t i = 0; i < w->nn; i++) {   /* all.v has stopped moving */
+        int end = i + 1 < w->nn ? start[i + 1] : w->all.n;
+        w->pods[i] = (npods){w->all.v ? w->all.v + start[i] : NULL, end - start[i], end - start[i]};
+    }
+    free(start);
     /* the arrays below are per mover: count the pods that may move first (a
      * replacement's request is 3 KiB, and most pods of a world stay) */
     size_t total = 0;
