@@ -242,6 +242,13 @@ void placement_default_opts(gp_place_opts *o)
 
 /* ------------------------------------------------------------- fitting -- */
 
+/* The pod's model rules and the policy's both allow a GPU of this model. */
+static bool models_allow(const gp_pod_req *req, const gp_place_opts *o, gp_model_ref ref)
+{
+    const char *model = gp_model_name(ref);
+    return gp_req_model_ok(req, model) && gp_model_allowed(o->models, model);
+}
+
 /* Touches only the node's GPUs: the arrays are sized for the largest node,
  * and clearing all of them per node dominated filter time on big clusters. */
 static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req,
@@ -261,9 +268,7 @@ static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req
         /* claims go where DRA publishes GPUs; gpupack's own pods where a
          * node side of its own enforces their share */
         bool source_ok = req->dra ? g->dra.order > 0 : !g->dra.only;
-        x->allowed[i] = source_ok && g->info.healthy &&
-                        (!any_models || (gp_req_model_ok(req, gp_model_name(g->info.model)) &&
-                                         gp_model_allowed(o->models, gp_model_name(g->info.model))));
+        x->allowed[i] = source_ok && g->info.healthy && (!any_models || models_allow(req, o, g->info.model));
     }
 }
 

@@ -240,7 +240,8 @@ static bool relevant(const search *s, const gp_victim *v, bool host_short)
         if (pos < 0)
             continue;
         const gp_gpu_info *g = &s->node->gpus[pos].info;
-        if (g->healthy && gp_model_allowed(req->models, gp_model_name(g->model)) && gp_model_allowed(o->models, gp_model_name(g->model)))
+        const char *model = gp_model_name(g->model);
+        if (g->healthy && gp_model_allowed(req->models, model) && gp_model_allowed(o->models, model))
             return true;
     }
     return false;

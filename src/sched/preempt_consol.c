@@ -110,7 +110,6 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
     w->target_ok = xcalloc(cap ? cap : 1, sizeof *w->target_ok);
     w->pods = xcalloc(cap ? cap : 1, sizeof *w->pods);
     gp_node *scratch = xmalloc(gp_node_size(GP_MAX_GPUS_PER_NODE));
-    int *start = xmalloc((cap ? cap : 1) * sizeof *start);   /* each node's first pod in all */
     cluster_rdlock(p->c);
     for (size_t i = 0; i < n && w->nn < cap; i++) {
         const gp_node *v = cluster_rd_node_for(p->c, nodes[i], req, scratch);
@@ -119,17 +118,16 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
         w->nodes[w->nn] = xmalloc(gp_node_size(v->ngpus));
         memcpy(w->nodes[w->nn], v, gp_node_size(v->ngpus));
         w->target_ok[w->nn] = !(unresolvable && unresolvable[i]);
-        start[w->nn] = w->all.n;
+        int before = w->all.n;
         cluster_rd_node_pods(p->c, nodes[i], pre_collect, &w->all);
+        w->pods[w->nn].n = w->pods[w->nn].cap = w->all.n - before;
         w->nn++;
     }
     cluster_unlock(p->c);
     free(scratch);
-    for (size_t i = 0; i < w->nn; i++) {   /* all.v has stopped moving */
-        int end = i + 1 < w->nn ? start[i + 1] : w->all.n;
-        w->pods[i] = (npods){w->all.v ? w->all.v + start[i] : NULL, end - start[i], end - start[i]};
-    }
-    free(start);
+    int off = 0;   /* all.v has stopped moving: each node's window follows the one before */
+    for (size_t i = 0; i < w->nn; off += w->pods[i++].n)
+        w->pods[i].v = w->all.v ? w->all.v + off : NULL;
     /* the arrays below are per mover: count the pods that may move first (a
      * replacement's request is 3 KiB, and most pods of a world stay) */
     size_t total = 0;
