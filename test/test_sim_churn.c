@@ -185,11 +185,12 @@ START_TEST(defragmentation_keeps_its_limits)
 }
 END_TEST
 
-/* --whole-first: wholefirst_pods.csv has w (two whole GPUs: fits neither
- * one-GPU node, so it waits for ever) then s (half a GPU). Load 1.25 lets
- * both arrive (2,500 of 2,000). While w waits, s may not start on an
- * entirely free GPU; without the rule it does. */
-START_TEST(whole_first_holds_free_gpus_back)
+/* --whole-first holds free GPUs only for a waiting pod that could use them.
+ * wholefirst_pods.csv has w (two whole GPUs: neither one-GPU node can ever
+ * hold it, so it waits for ever) then s (half a GPU). Load 1.25 lets both
+ * arrive (2,500 of 2,000). s starts on an entirely free GPU with the rule
+ * too: holding that GPU back could never serve w. */
+START_TEST(whole_first_ignores_pods_no_node_holds)
 {
     teardown();
     load(FIX "consol_nodes.csv", FIX "wholefirst_pods.csv");
@@ -202,14 +203,45 @@ START_TEST(whole_first_holds_free_gpus_back)
     ck_assert_double_eq_tol(r.end.alloc, 0.25, 1e-9);
     ck_assert_int_eq(r.churn.held_back, 0);
     c.whole_first = true;
+    c.whole_first_near = GP_MAX_GPUS_PER_NODE;
     ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(r.churn.placements, 0);
-    ck_assert_int_ge(r.churn.held_back, 1);
-    ck_assert_int_eq(r.churn.waiting_end, 2);
-    ck_assert_double_eq_tol(r.end.alloc, 0.0, 1e-9);
+    ck_assert_int_eq(r.churn.placements, 1);
+    ck_assert_int_eq(r.churn.held_back, 0);
+    ck_assert_double_eq_tol(r.end.alloc, 0.25, 1e-9);
     c.churn = false;
     ck_assert_int_eq(sim_run(&c, 42, &r, &err), -1);
     ck_assert_msg(strstr(err.msg, "churn") != NULL, "%s", err.msg);
+}
+END_TEST
+
+/* wholefirst_near_pods.csv on one node of two GPUs (load 1.8: x, w, s
+ * arrive, 3,500 of 3,600; pods never leave): x takes a GPU for ever, w (two
+ * GPUs) waits one GPU short, s arrives while the other GPU is entirely free.
+ * With --whole-first-near 1 that GPU is held for w and s waits; with 0 (w
+ * lacks one GPU, more than 0) s takes it, as it does without the rule. */
+START_TEST(whole_first_holds_free_gpus_of_near_nodes)
+{
+    teardown();
+    load(FIX "wholefirst_nodes.csv", FIX "wholefirst_near_pods.csv");
+    sim_config c = churn_config("best-fit", 1.8, 0);
+    sim_result r;
+    gp_err err;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.pods, 3);
+    ck_assert_int_eq(r.churn.placements, 2);
+    ck_assert_double_eq_tol(r.end.alloc, 0.75, 1e-9);
+    c.whole_first = true;
+    c.whole_first_near = 1;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.churn.placements, 1);
+    ck_assert_int_ge(r.churn.held_back, 1);
+    ck_assert_int_eq(r.churn.waiting_end, 2);
+    ck_assert_double_eq_tol(r.end.alloc, 0.5, 1e-9);
+    c.whole_first_near = 0;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.churn.placements, 2);
+    ck_assert_int_eq(r.churn.held_back, 0);
+    ck_assert_double_eq_tol(r.end.alloc, 0.75, 1e-9);
 }
 END_TEST
 
@@ -298,7 +330,8 @@ Suite *suite_sim_churn(void)
     tcase_add_test(tc, arrivals_only_match_the_reference_protocol);
     tcase_add_test(tc, defragmentation_frees_a_gpu_ahead_of_demand);
     tcase_add_test(tc, defragmentation_keeps_its_limits);
-    tcase_add_test(tc, whole_first_holds_free_gpus_back);
+    tcase_add_test(tc, whole_first_ignores_pods_no_node_holds);
+    tcase_add_test(tc, whole_first_holds_free_gpus_of_near_nodes);
     suite_add_tcase(s, tc);
     return s;
 }

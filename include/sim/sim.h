@@ -93,9 +93,11 @@ typedef struct sim_config {
      * free one more, one plan per event; 0 = off. */
     int defrag_free;
     /* While a pod asking whole GPUs waits, a pod asking a GPU share may not
-     * start on an entirely free GPU (churn only): a choice of which pods to
-     * serve, for comparison. */
+     * start on an entirely free GPU of a node that pod could run on once it
+     * lacked at most whole_first_near more free GPUs (churn only): a choice
+     * of which pods to serve, for comparison. */
     bool whole_first;
+    int whole_first_near;
 } sim_config;
 
 typedef struct sim_point {

@@ -713,6 +713,8 @@ typedef struct churn {
     long search_after;              /* no search before this event (after one found nothing) */
     long defrag_after;              /* no defragmentation search before this event */
     long whole_waiting;             /* pods asking whole GPUs that wait (--whole-first) */
+    int *wholeq;                    /* those pods' ids, in no order (--whole-first near) */
+    size_t nwholeq;
     long searches;                  /* plan searches so far: the clock of cls_fit_at */
     long *cls_fit_at;               /* per class: the search cls_fits[] holds the answer of */
     bool *cls_fits;                 /* per class: mover_may_refit */
@@ -829,6 +831,11 @@ static void started(churn *C, int id)
     if (w->counted) {
         w->counted = false;
         C->whole_waiting--;
+        for (size_t i = 0; i < C->nwholeq; i++)
+            if (C->wholeq[i] == id) {
+                C->wholeq[i] = C->wholeq[--C->nwholeq];
+                break;
+            }
     }
     if (C->R->cfg->churn_lifetime > 0) {
         w->leave = C->now - C->R->cfg->churn_lifetime * log(rng_unit(&C->life));
@@ -842,19 +849,53 @@ static void started(churn *C, int id)
     wait_record(C, w, C->now - w->arrive);
 }
 
+/* GPUs of node n that no pod holds any part of. */
+static int free_gpus(const gp_node *n)
+{
+    int k = 0;
+    for (int g = 0; g < n->ngpus; g++)
+        k += n->gpus[g].pods == 0;
+    return k;
+}
+
+/* Could waiting whole-GPU pod `id` run on node ni once it had `freed` GPUs
+ * entirely free: enough GPUs of a model it accepts, its CPU and memory. */
+static bool whole_could_use(const churn *C, int id, int ni, int freed)
+{
+    const run *R = C->R;
+    size_t pi = C->in[id].pod;
+    const trace_pod *p = &R->cfg->pods[pi];
+    const gp_node *n = &R->nodes[ni];
+    if (p->num_gpu > n->ngpus || freed + C->R->cfg->whole_first_near < p->num_gpu ||
+        !kube_fits(&R->ka[ni], p))
+        return false;
+    const gp_pod_req *req = &C->creq[R->cls[pi]];
+    for (int g = 0; g < n->ngpus; g++)
+        if (gp_req_model_ok(req, gp_model_name(n->gpus[g].info.model)))
+            return true;
+    return false;
+}
+
 /* --whole-first: a pod asking a GPU share that took an entirely free GPU
- * while a pod asking whole GPUs waits. */
+ * while a pod asking whole GPUs waits. With --whole-first-near N, only on a
+ * node that such a pod could use with at most N more GPUs freed. */
 static bool held_back(const churn *C, size_t pi, const placed *pl)
 {
     const trace_pod *p = &C->R->cfg->pods[pi];
     if (!C->R->cfg->whole_first || C->whole_waiting == 0 || p->num_gpu == 0 || whole_gpu(p))
         return false;
     const gp_node *n = &C->R->nodes[pl->node];
+    int took = 0;
     for (int h = 0; h < pl->ngpus; h++) {
         int pos = gp_node_gpu_pos(n, pl->holds[h].index);
-        if (pos >= 0 && n->gpus[pos].pods == 1)
-            return true;
+        took += pos >= 0 && n->gpus[pos].pods == 1;
     }
+    if (took == 0)
+        return false;
+    int freed = free_gpus(n) + took;   /* entirely free before this pod */
+    for (size_t i = 0; i < C->nwholeq; i++)
+        if (whole_could_use(C, C->wholeq[i], pl->node, freed))
+            return true;
     return false;
 }
 
@@ -954,15 +995,6 @@ static bool mover_may_refit(churn *C, size_t pi)
     C->cls_fit_at[cls] = C->searches;
     C->cls_fits[cls] = ok;
     return ok;
-}
-
-/* GPUs of node n that no pod holds any part of. */
-static int free_gpus(const gp_node *n)
-{
-    int k = 0;
-    for (int g = 0; g < n->ngpus; g++)
-        k += n->gpus[g].pods == 0;
-    return k;
 }
 
 /* Nodes a plan may target: enough GPUs that are free enough already or, for
@@ -1238,6 +1270,7 @@ static void arrivals(churn *C)
             C->running = xrealloc(C->running, C->capin * sizeof *C->running);
             C->mover_ok = xrealloc(C->mover_ok, C->capin * sizeof *C->mover_ok);
             C->wait = xrealloc(C->wait, C->capin * sizeof *C->wait);
+            C->wholeq = xrealloc(C->wholeq, C->capin * sizeof *C->wholeq);
             C->whole_waits = xrealloc(C->whole_waits, C->capin * sizeof *C->whole_waits);
             C->all_waits = xrealloc(C->all_waits, C->capin * sizeof *C->all_waits);
         }
@@ -1261,6 +1294,7 @@ static void arrivals(churn *C)
         if (whole_gpu(&R->cfg->pods[pi])) {
             w->counted = true;
             C->whole_waiting++;
+            C->wholeq[C->nwholeq++] = id;
         }
         (void)try_consolidate(C, id);
     }
@@ -1353,6 +1387,7 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
     C.running = xmalloc(C.capin * sizeof *C.running);
     C.mover_ok = xmalloc(C.capin * sizeof *C.mover_ok);
     C.wait = xmalloc(C.capin * sizeof *C.wait);
+    C.wholeq = xmalloc(C.capin * sizeof *C.wholeq);
     C.whole_waits = xmalloc(C.capin * sizeof *C.whole_waits);
     C.all_waits = xmalloc(C.capin * sizeof *C.all_waits);
     C.order = xmalloc(cfg->npods * sizeof *C.order);
@@ -1429,6 +1464,7 @@ static int sim_churn(run *R, uint64_t seed, sim_result *out)
     free(C.all_waits);
     free(C.whole_waits);
     free(C.wait);
+    free(C.wholeq);
     free(C.running);
     free(C.mover_inst);
     free(C.movers);
@@ -1566,6 +1602,7 @@ typedef struct cli {
     unsigned consol_max_moves, consol_checks;
     unsigned defrag_free;         /* --defrag-free N */
     bool whole_first;             /* --whole-first */
+    unsigned whole_first_near;    /* --whole-first-near N */
 } cli;
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -1815,7 +1852,12 @@ static const gp_flag sim_flags[] = {
     GP_FLAG("--whole-first", FLAG_BOOL, O(whole_first), NULL,
      "with --churn: while a pod asking whole GPUs waits, a pod\n"
      "asking a GPU share does not start on an entirely free GPU\n"
-     "(it waits for room on a GPU in use)"),
+     "(it waits for room on a GPU in use) on a node that pod\n"
+     "could use (--whole-first-near)"),
+    GP_FLAG("--whole-first-near", FLAG_UINT, O(whole_first_near), "N",
+     "with --whole-first: hold the free GPUs of a node for a\n"
+     "waiting whole-GPU pod only while it lacks at most N more\n"
+     "(default 1; 8: every node it could run on)", .max = GP_MAX_GPUS_PER_NODE),
     GP_FLAG("--defrag-free", FLAG_UINT, O(defrag_free), "N",
      "with --consolidate-budget: background defragmentation;\n"
      "while fewer than N GPUs are entirely free, move pods (one\n"
@@ -2371,6 +2413,7 @@ static int sim_parse(int argc, char **argv, cli *c)
     c->churn_horizon = 4;
     c->churn_warmup = 1;
     c->consol_max_moves = 4;
+    c->whole_first_near = 1;
     c->consol_checks = GP_CONSOL_BUDGET_DEFAULT;
     c->weight = SIM_DEFAULT_WEIGHT;
     c->ties = SIM_TIES_RANDOM;
@@ -2488,6 +2531,7 @@ static void sim_configure(cli *c, sim_job *r)
     cfg->consol_budget = c->consol_budget;
     cfg->defrag_free = (int)c->defrag_free;
     cfg->whole_first = c->whole_first;
+    cfg->whole_first_near = (int)c->whole_first_near;
     cfg->consol_max_moves = (int)c->consol_max_moves;
     cfg->consol_checks = (int)c->consol_checks;
     if (c->churn)
