@@ -1251,6 +1251,38 @@ START_TEST(consolidation_record_ignored)
 }
 END_TEST
 
+/* Each moved pod's replacement asks what that pod holds, on its own GPU
+ * model: x (T4) and b (A100) hold the same 12 GiB, so a request made for
+ * one must not serve the other. x cannot move (no other T4 GPU); b can, to
+ * n3, the one A100 with 12 GiB free. */
+START_TEST(consolidation_replacements_keep_their_model)
+{
+    world *w = world_new(60);
+    add_node(w, "n1", 1, "T4");
+    add_node(w, "n2", 1, "A100");
+    add_node(w, "n3", 1, "A100");
+    add_pod_owned(w, "x", 0, "n1", GPU0, 3 * G / 4, 1, NULL, "ReplicaSet/rs-x");
+    add_pod_owned(w, "b", 0, "n2", GPU0, 3 * G / 4, 2, NULL, "ReplicaSet/rs-b");
+    add_pod(w, "c", 0, "n3", GPU0, G / 4, 3, NULL);
+    static const char *const all[] = {"n1", "n2", "n3", NULL};
+    json_t *big = pod_json("big", 0, NULL, G, 1, NULL, NULL);
+    json_t *ans = filter(w, big, all);
+    ck_assert_msg(strstr(reason(ans, "n2"), "moving 1 pod to free GPU 0 (16384 MiB) for this pod: "
+                                            "ml/b"), "%s", reason(ans, "n2"));
+    json_decref(ans);
+    preempt_tick(w->p);
+    ck_assert_int_eq(w->io.nevict, 1);
+    ck_assert_str_eq(w->io.evicted[0], "b");
+    bool moved = false;
+    for (int i = 0; i < w->io.nevents; i++)
+        moved |= strncmp(w->io.events[i], "MovedForConsolidation b:", 24) == 0 &&
+                 strstr(w->io.events[i], "held for the replacement on n3 GPU 0 (12288 MiB)");
+    ck_assert_msg(moved, "%s | %s", w->io.events[0], w->io.events[1]);
+    json_decref(big);
+    world_free(w);
+}
+END_TEST
+
 /* Nothing stays held: the replacement never comes, the waiting pod is deleted. */
 START_TEST(consolidation_nothing_stays)
 {
@@ -1294,6 +1326,7 @@ Suite *suite_preempt(void)
     tcase_add_loop_test(t, consolidation_keeps, 0, (int)GP_ARRAY_LEN(keeps));
     tcase_add_test(t, consolidation_pdb_blocked);
     tcase_add_test(t, consolidation_nothing_stays);
+    tcase_add_test(t, consolidation_replacements_keep_their_model);
     tcase_add_test(t, consolidation_restart_holds_again);
     tcase_add_test(t, consolidation_record_ignored);
     tcase_add_test(t, consolidation_same_second_is_not_after);

@@ -43,8 +43,13 @@ typedef struct cworld {
     npods *pods;                  /* per node: a window of all.v, not owned */
     int nm;
     gp_mover *movers;             /* node by node */
-    gp_pod_req *reqs;             /* the movers' replacements */
-    gp_policy_view *views;        /* the movers' policies */
+    gp_pod_req *reqs;             /* the replacements' requests, one per distinct shape */
+    int nreqs, capreqs;
+    uint64_t *req_keys;           /* per request: the hash of what it was made from */
+    const npod **req_from;        /* per request: the pod it was made from */
+    gp_policy_view *views;        /* the movers' policies, one per policy name */
+    const char **view_names;
+    int nviews, capviews;
     const npod **mpod;            /* mover -> its pod */
     int ng;
     const char **groups;          /* budget groups: namespaces */
@@ -61,7 +66,10 @@ static void cworld_free(cworld *w)
     free(w->pods);
     free(w->movers);
     free(w->reqs);
+    free(w->req_keys);
+    free(w->req_from);
     free(w->views);
+    free(w->view_names);
     free(w->mpod);
     free(w->groups);
     free(w->group_left);
@@ -118,6 +126,74 @@ static void collect_movable(void *ud, const gp_pod_on_node *x)
         pre_collect(c->out, x);
 }
 
+/* The policy view of the pods of policy `name` (the waiting pod's when it
+ * names none that exists): one per name, however many pods share it. */
+static int view_of(cworld *w, gp_policy_set *set, const gp_policy_view *view, const char *name)
+{
+    for (int k = 0; k < w->nviews; k++)
+        if (strcmp(w->view_names[k], name) == 0)
+            return k;
+    if (w->nviews == w->capviews) {
+        w->capviews = w->capviews ? 2 * w->capviews : 4;
+        w->views = xrealloc(w->views, (size_t)w->capviews * sizeof *w->views);
+        w->view_names = xrealloc(w->view_names, (size_t)w->capviews * sizeof *w->view_names);
+    }
+    gp_policy_view *mv = &w->views[w->nviews];
+    gp_err err;
+    if ((!name[0] || policy_view_by_name(set, name, mv, &err) != 0) &&
+        policy_view_by_name(set, "default", mv, &err) != 0)
+        *mv = *view;
+    w->view_names[w->nviews] = name;
+    return w->nviews++;
+}
+
+/* What a replacement's request is made from (consolidate_req_from_holds):
+ * the holds' shares and the model of the GPU of the first. */
+static uint64_t shape_key(const gp_node *n, const npod *x)
+{
+    uint64_t h = gp_fnv1a(14695981039346656037ULL, &x->nholds, sizeof x->nholds);
+    for (int k = 0; k < x->nholds; k++) {
+        h = gp_fnv1a(h, &x->holds[k].mem_mib, sizeof x->holds[k].mem_mib);
+        h = gp_fnv1a(h, &x->holds[k].core, sizeof x->holds[k].core);
+    }
+    int pos = gp_node_gpu_pos(n, x->holds[0].index);
+    gp_model_ref model = pos >= 0 ? n->gpus[pos].info.model : 0;
+    return gp_fnv1a(h, &model, sizeof model);
+}
+
+static bool same_shape(const gp_node *na, const npod *a, const gp_node *nb, const npod *b)
+{
+    if (a->nholds != b->nholds)
+        return false;
+    for (int k = 0; k < a->nholds; k++)
+        if (a->holds[k].mem_mib != b->holds[k].mem_mib || a->holds[k].core != b->holds[k].core)
+            return false;
+    int pa = gp_node_gpu_pos(na, a->holds[0].index), pb = gp_node_gpu_pos(nb, b->holds[0].index);
+    return (pa >= 0 ? na->gpus[pa].info.model : 0) == (pb >= 0 ? nb->gpus[pb].info.model : 0);
+}
+
+/* The request of x's replacement, x on node i: one per distinct shape (a
+ * request is 3 KiB, and the pods of a set share theirs). */
+static int req_of(cworld *w, int i, const npod *x, int *req_node)
+{
+    uint64_t key = shape_key(w->nodes[i], x);
+    for (int k = 0; k < w->nreqs; k++)
+        if (w->req_keys[k] == key &&
+            same_shape(w->nodes[req_node[k]], w->req_from[k], w->nodes[i], x))
+            return k;
+    if (w->nreqs == w->capreqs) {
+        w->capreqs = w->capreqs ? 2 * w->capreqs : 8;
+        w->reqs = xrealloc(w->reqs, (size_t)w->capreqs * sizeof *w->reqs);
+        w->req_keys = xrealloc(w->req_keys, (size_t)w->capreqs * sizeof *w->req_keys);
+        w->req_from = xrealloc(w->req_from, (size_t)w->capreqs * sizeof *w->req_from);
+    }
+    consolidate_req_from_holds(w->nodes[i], x->holds, x->nholds, &w->reqs[w->nreqs]);
+    w->req_keys[w->nreqs] = key;
+    w->req_from[w->nreqs] = x;
+    req_node[w->nreqs] = i;
+    return w->nreqs++;
+}
+
 /* Copies the nodes and the pods that may move, and picks the movers among
  * them (policies, cool-downs, budgets, PDBs). Only those pods are copied: a
  * filter of a pod that fits nowhere runs this, and copying every pod of a
@@ -155,19 +231,14 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
     int off = 0;   /* all.v has stopped moving: each node's window follows the one before */
     for (size_t i = 0; i < w->nn; off += w->pods[i++].n)
         w->pods[i].v = w->all.v ? w->all.v + off : NULL;
-    /* the arrays below are per mover: count the pods that may move first (a
-     * replacement's request is 3 KiB, and most pods of a world stay) */
-    size_t total = 0;
-    for (size_t i = 0; i < w->nn; i++)
-        for (int j = 0; j < w->pods[i].n; j++)
-            total += may_move(p, req, &w->pods[i].v[j]) != NULL;
-    total = total ? total : 1;
+    /* every pod copied may move, as far as the store and its owner tell */
+    size_t total = w->all.n ? (size_t)w->all.n : 1;
     w->movers = xcalloc(total, sizeof *w->movers);
-    w->reqs = xmalloc(total * sizeof *w->reqs);
-    w->views = xmalloc(total * sizeof *w->views);
     w->mpod = xcalloc(total, sizeof *w->mpod);
     w->groups = xcalloc(total, sizeof *w->groups);
     w->group_left = xcalloc(total, sizeof *w->group_left);
+    int *mreq = xmalloc(total * sizeof *mreq), *mview = xmalloc(total * sizeof *mview);
+    int *req_node = xmalloc(total * sizeof *req_node);
     double now = pre_now_s();
     size_t npdb = strmap_count(p->pdbs);
     gp_pdb **pdbs = xmalloc((npdb ? npdb : 1) * sizeof *pdbs);
@@ -184,18 +255,16 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
             const pmeta *m = may_move(p, req, x);
             if (!m)
                 continue;
-            gp_policy_view *mv = &w->views[w->nm];
-            gp_err err;
-            if ((!x->policy[0] || policy_view_by_name(set, x->policy, mv, &err) != 0) &&
-                policy_view_by_name(set, "default", mv, &err) != 0)
-                *mv = *view;
+            int vk = view_of(w, set, view, x->policy);
+            const gp_policy_view *mv = &w->views[vk];
             if (mv->preempt.protect || !mv->consol.movable ||
                 ledger_cooling(p->ledger, m->owner.uid, mv->consol.cooldown_s, now))
                 continue;
             int g = group_of(w, x->ns, ledger_left(p->ledger, x->ns, mv->consol.max_per_hour, now));
-            consolidate_req_from_holds(w->nodes[i], x->holds, x->nholds, &w->reqs[w->nm]);
+            mreq[w->nm] = req_of(w, (int)i, x, req_node);
+            mview[w->nm] = vk;
             w->movers[w->nm] = (gp_mover){(int)i, m->priority, false, g, x->nholds, x->holds,
-                                          x->cpu, x->mem, &w->reqs[w->nm], &mv->place};
+                                          x->cpu, x->mem, NULL, NULL};
             pp[w->nm] = (gp_pdb_pod){x->ns, x->name, m->labels ? m->labels : ""};
             w->mpod[w->nm++] = x;
         }
@@ -206,6 +275,14 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
                 w->movers[j].pdb_violating = viol[j];
         }
     }
+    /* reqs and views have stopped moving */
+    for (int j = 0; j < w->nm; j++) {
+        w->movers[j].req = &w->reqs[mreq[j]];
+        w->movers[j].opts = &w->views[mview[j]].place;
+    }
+    free(mreq);
+    free(mview);
+    free(req_node);
     free(viol);
     free(pp);
     free(pdbs);
