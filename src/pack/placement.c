@@ -258,6 +258,8 @@ static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req
     x->opts = o;
     x->init_phase = false;
     bool any_models = req->models[0] || o->models[0] || req->type_use[0] || req->type_nouse[0];
+    gp_model_ref last = 0;   /* a node's GPUs are mostly of one model: its verdict once */
+    bool last_ok = false, have_last = false;
     for (int i = 0; i < node->ngpus; i++) {
         const gp_gpu *g = &node->gpus[i];
         x->base_mem[i] = alloc_mem(g, o) - (empty ? 0 : g->mem_used);
@@ -268,7 +270,16 @@ static void ctx_init(gp_place_ctx *x, const gp_node *node, const gp_pod_req *req
         /* claims go where DRA publishes GPUs; gpupack's own pods where a
          * node side of its own enforces their share */
         bool source_ok = req->dra ? g->dra.order > 0 : !g->dra.only;
-        x->allowed[i] = source_ok && g->info.healthy && (!any_models || models_allow(req, o, g->info.model));
+        bool model_ok = true;
+        if (any_models) {
+            if (!have_last || g->info.model != last) {
+                last = g->info.model;
+                last_ok = models_allow(req, o, last);
+                have_last = true;
+            }
+            model_ok = last_ok;
+        }
+        x->allowed[i] = source_ok && g->info.healthy && model_ok;
     }
 }
 
