@@ -47,6 +47,7 @@ typedef struct cworld {
     int nreqs, capreqs;
     uint64_t *req_keys;           /* per request: the hash of what it was made from */
     const npod **req_from;        /* per request: the pod it was made from */
+    int *req_node;                /* per request: that pod's node */
     gp_policy_view *views;        /* the movers' policies, one per policy name */
     const char **view_names;
     int nviews, capviews;
@@ -68,6 +69,7 @@ static void cworld_free(cworld *w)
     free(w->reqs);
     free(w->req_keys);
     free(w->req_from);
+    free(w->req_node);
     free(w->views);
     free(w->view_names);
     free(w->mpod);
@@ -174,23 +176,24 @@ static bool same_shape(const gp_node *na, const npod *a, const gp_node *nb, cons
 
 /* The request of x's replacement, x on node i: one per distinct shape (a
  * request is 3 KiB, and the pods of a set share theirs). */
-static int req_of(cworld *w, int i, const npod *x, int *req_node)
+static int req_of(cworld *w, int i, const npod *x)
 {
     uint64_t key = shape_key(w->nodes[i], x);
     for (int k = 0; k < w->nreqs; k++)
         if (w->req_keys[k] == key &&
-            same_shape(w->nodes[req_node[k]], w->req_from[k], w->nodes[i], x))
+            same_shape(w->nodes[w->req_node[k]], w->req_from[k], w->nodes[i], x))
             return k;
     if (w->nreqs == w->capreqs) {
         w->capreqs = w->capreqs ? 2 * w->capreqs : 8;
         w->reqs = xrealloc(w->reqs, (size_t)w->capreqs * sizeof *w->reqs);
         w->req_keys = xrealloc(w->req_keys, (size_t)w->capreqs * sizeof *w->req_keys);
         w->req_from = xrealloc(w->req_from, (size_t)w->capreqs * sizeof *w->req_from);
+        w->req_node = xrealloc(w->req_node, (size_t)w->capreqs * sizeof *w->req_node);
     }
     consolidate_req_from_holds(w->nodes[i], x->holds, x->nholds, &w->reqs[w->nreqs]);
     w->req_keys[w->nreqs] = key;
     w->req_from[w->nreqs] = x;
-    req_node[w->nreqs] = i;
+    w->req_node[w->nreqs] = i;
     return w->nreqs++;
 }
 
@@ -238,7 +241,6 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
     w->groups = xcalloc(total, sizeof *w->groups);
     w->group_left = xcalloc(total, sizeof *w->group_left);
     int *mreq = xmalloc(total * sizeof *mreq), *mview = xmalloc(total * sizeof *mview);
-    int *req_node = xmalloc(total * sizeof *req_node);
     double now = pre_now_s();
     size_t npdb = strmap_count(p->pdbs);
     gp_pdb **pdbs = xmalloc((npdb ? npdb : 1) * sizeof *pdbs);
@@ -261,7 +263,7 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
                 ledger_cooling(p->ledger, m->owner.uid, mv->consol.cooldown_s, now))
                 continue;
             int g = group_of(w, x->ns, ledger_left(p->ledger, x->ns, mv->consol.max_per_hour, now));
-            mreq[w->nm] = req_of(w, (int)i, x, req_node);
+            mreq[w->nm] = req_of(w, (int)i, x);
             mview[w->nm] = vk;
             w->movers[w->nm] = (gp_mover){(int)i, m->priority, false, g, x->nholds, x->holds,
                                           x->cpu, x->mem, NULL, NULL};
@@ -282,7 +284,6 @@ static void cworld_build(gp_preempt *p, const gp_pod_req *req, const gp_policy_v
     }
     free(mreq);
     free(mview);
-    free(req_node);
     free(viol);
     free(pp);
     free(pdbs);

@@ -121,7 +121,6 @@ static void work_free(node_work *w)
     free(w->n);
 }
 
-/* Copies the node and its pods out of the store. false: unknown node. */
 /* Whether a node holds a pod a plan could use: one kube-scheduler evicts
  * anyway, one terminating, or one of lower priority (a superset of
  * classify's candidates: protections are left to it). */

@@ -685,7 +685,7 @@ typedef struct inst {
     int run_pos;                    /* position in churn.running */
     long next_try;                  /* no plan search for it before this event */
     int fails;
-    bool counted;                   /* in churn.whole_waiting */
+    bool counted;                   /* in churn.wholeq */
 } inst;
 
 typedef struct heap_ent {
@@ -712,8 +712,8 @@ typedef struct churn {
     long events;                    /* arrivals and departures: the clock of the backoffs */
     long search_after;              /* no search before this event (after one found nothing) */
     long defrag_after;              /* no defragmentation search before this event */
-    long whole_waiting;             /* pods asking whole GPUs that wait (--whole-first) */
-    int *wholeq;                    /* those pods' ids, in no order (--whole-first near) */
+    int *wholeq;                    /* pods asking whole GPUs that wait, in no order
+                                     * (--whole-first) */
     size_t nwholeq;
     long searches;                  /* plan searches so far: the clock of cls_fit_at */
     long *cls_fit_at;               /* per class: the search cls_fits[] holds the answer of */
@@ -830,7 +830,6 @@ static void started(churn *C, int id)
     w->state = INST_RUNNING;
     if (w->counted) {
         w->counted = false;
-        C->whole_waiting--;
         for (size_t i = 0; i < C->nwholeq; i++)
             if (C->wholeq[i] == id) {
                 C->wholeq[i] = C->wholeq[--C->nwholeq];
@@ -866,7 +865,7 @@ static bool whole_could_use(const churn *C, int id, int ni, int freed)
     size_t pi = C->in[id].pod;
     const trace_pod *p = &R->cfg->pods[pi];
     const gp_node *n = &R->nodes[ni];
-    if (p->num_gpu > n->ngpus || freed + C->R->cfg->whole_first_near < p->num_gpu ||
+    if (p->num_gpu > n->ngpus || freed + R->cfg->whole_first_near < p->num_gpu ||
         !kube_fits(&R->ka[ni], p))
         return false;
     const gp_pod_req *req = &C->creq[R->cls[pi]];
@@ -882,7 +881,7 @@ static bool whole_could_use(const churn *C, int id, int ni, int freed)
 static bool held_back(const churn *C, size_t pi, const placed *pl)
 {
     const trace_pod *p = &C->R->cfg->pods[pi];
-    if (!C->R->cfg->whole_first || C->whole_waiting == 0 || p->num_gpu == 0 || whole_gpu(p))
+    if (!C->R->cfg->whole_first || C->nwholeq == 0 || p->num_gpu == 0 || whole_gpu(p))
         return false;
     const gp_node *n = &C->R->nodes[pl->node];
     int took = 0;
@@ -1293,7 +1292,6 @@ static void arrivals(churn *C)
         }
         if (whole_gpu(&R->cfg->pods[pi])) {
             w->counted = true;
-            C->whole_waiting++;
             C->wholeq[C->nwholeq++] = id;
         }
         (void)try_consolidate(C, id);
