@@ -245,6 +245,64 @@ START_TEST(whole_first_holds_free_gpus_of_near_nodes)
 }
 END_TEST
 
+/* The order in which waiting pods start (--serve) on one GPU: x (whole) runs,
+ * a (810) and b (whole) wait behind it, and after every departure the pods
+ * that arrived meanwhile wait too (load 2.81: x, a, b). Oldest first, a
+ * starts when x leaves and b waits for a; largest first (and fill, where a
+ * whole GPU leaves nothing to fill) b starts at once: whole-GPU pods wait
+ * less. The pods never leave in the same order, so only their waits are
+ * compared, on one seed. */
+START_TEST(serve_order_starts_whole_gpu_pods_first)
+{
+    teardown();
+    load(FIX "serve_nodes.csv", FIX "serve_pods.csv");
+    sim_config c = churn_config("best-fit", 2.81, 100);
+    c.churn_horizon = 20;
+    sim_result r;
+    gp_err err;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    double fifo = r.churn.whole_wait_mean;
+    ck_assert_int_ge(r.churn.whole_arrived, 10);
+    c.serve = SIM_SERVE_LARGEST;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(r.churn.whole_wait_mean < 0.75 * fifo, "largest first %.1f s, oldest first %.1f s",
+                  r.churn.whole_wait_mean, fifo);
+    c.serve = SIM_SERVE_FILL;
+    ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(r.churn.whole_wait_mean < 0.75 * fifo, "fill %.1f s, oldest first %.1f s",
+                  r.churn.whole_wait_mean, fifo);
+    c.churn = false;
+    ck_assert_int_eq(sim_run(&c, 42, &r, &err), -1);
+    ck_assert_msg(strstr(err.msg, "churn") != NULL, "%s", err.msg);
+}
+END_TEST
+
+/* serve_fill_pods.csv: x (whole) runs; a (810), c and d (500 each) wait.
+ * When x leaves, oldest first and largest first start a, which the GPU
+ * never drops below while a runs; fill starts c (after which d fills the
+ * GPU) and d: allocation falls to 0.5 when one of them leaves, which only
+ * happens if the half-GPU pods were started instead of a. */
+START_TEST(serve_fill_starts_the_pods_that_fill_the_gpu)
+{
+    teardown();
+    load(FIX "serve_nodes.csv", FIX "serve_fill_pods.csv");
+    sim_config c = churn_config("best-fit", 2.81, 100);
+    c.churn_horizon = 0.5;
+    sim_result r;
+    gp_err err;
+    sim_serve orders[] = {SIM_SERVE_ARRIVAL, SIM_SERVE_LARGEST, SIM_SERVE_FILL};
+    for (size_t i = 0; i < sizeof orders / sizeof *orders; i++) {
+        c.serve = orders[i];
+        ck_assert_msg(sim_run(&c, 42, &r, &err) == 0, "%s", err.msg);
+        ck_assert_int_ge(r.churn.placements, 3);
+        if (orders[i] == SIM_SERVE_FILL)
+            ck_assert_double_eq_tol(r.churn.alloc_min, 0.5, 1e-9);
+        else
+            ck_assert_double_eq_tol(r.churn.alloc_min, 0.81, 1e-9);
+    }
+}
+END_TEST
+
 /* Best fit packs a and b onto one GPU: nothing to consolidate, and the plan
  * search is not even needed (c fits n1 at once). */
 START_TEST(packing_needs_no_moves)
@@ -332,6 +390,8 @@ Suite *suite_sim_churn(void)
     tcase_add_test(tc, defragmentation_keeps_its_limits);
     tcase_add_test(tc, whole_first_ignores_pods_no_node_holds);
     tcase_add_test(tc, whole_first_holds_free_gpus_of_near_nodes);
+    tcase_add_test(tc, serve_order_starts_whole_gpu_pods_first);
+    tcase_add_test(tc, serve_fill_starts_the_pods_that_fill_the_gpu);
     suite_add_tcase(s, tc);
     return s;
 }

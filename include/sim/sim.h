@@ -38,6 +38,14 @@ typedef enum { SIM_TIES_RANDOM = 0, SIM_TIES_KUBE = 1 } sim_ties;
 typedef enum { SIM_CPU_PODS_POLICY = 0, SIM_CPU_PODS_KUBE = 1 } sim_cpu_pods;
 
 /* Everything one replay needs. Borrowed pointers must outlive the run. */
+/* The order in which waiting pods that fit a node with new room are tried. */
+typedef enum {
+    SIM_SERVE_ARRIVAL = 0,   /* oldest first */
+    SIM_SERVE_LARGEST,       /* largest GPU request first, oldest first among equals */
+    SIM_SERVE_FILL,          /* the pod after which the GPU's rest is best filled by the
+                              * waiting pods' sizes, then largest, then oldest */
+} sim_serve;
+
 typedef struct sim_config {
     const trace_node *nodes;
     size_t nnodes;
@@ -98,6 +106,9 @@ typedef struct sim_config {
      * of which pods to serve, for comparison. */
     bool whole_first;
     int whole_first_near;
+    /* Which waiting pods start when room frees on a node (churn only): a
+     * choice of which pods to serve that holds nothing back, for comparison. */
+    sim_serve serve;
 } sim_config;
 
 typedef struct sim_point {

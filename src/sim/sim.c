@@ -949,9 +949,112 @@ static bool fits_node(churn *C, int ni, size_t pi)
     return node_eval(R, (size_t)ni, pi, &C->creq[R->cls[pi]], &s);
 }
 
-/* After node ni lost pods: the waiting pods that now fit it, oldest first. */
+typedef struct serve_cand {
+    size_t pos;          /* in C->wait */
+    int64_t milli;       /* its GPU request */
+    int waste;           /* --serve fill: what the waiting pods could not fill after it */
+} serve_cand;
+
+static int cmp_serve(const void *a, const void *b)
+{
+    const serve_cand *x = a, *y = b;
+    if (x->waste != y->waste)
+        return x->waste < y->waste ? -1 : 1;
+    if (x->milli != y->milli)
+        return x->milli > y->milli ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* --serve fill: what a GPU with `rest` per-mille free keeps free once the
+ * largest waiting share that fits is put on it, again and again (le[r]: the
+ * largest waiting share of at most r, 0 if none). An estimate: the waiting
+ * pods' CPU and memory are not looked at. */
+static int fill_rest(const int *le, int rest)
+{
+    while (rest > 0 && le[rest] > 0)
+        rest -= le[rest];
+    return rest;
+}
+
+/* --serve fill: the score of waiting pod pi on node n: 0 for whole GPUs,
+ * the rest fill_rest() leaves on the GPU of n where it leaves the least for
+ * a share, -1 if no GPU of n has its share free; CPU-only pods last. */
+static int fill_waste(const churn *C, const int *le, const gp_node *n, size_t pi)
+{
+    const trace_pod *p = &C->R->cfg->pods[pi];
+    if (p->num_gpu == 0)
+        return 1001;
+    if (whole_gpu(p))
+        return 0;
+    int best = -1;
+    for (int g = 0; g < n->ngpus; g++) {
+        int free_share = 1000 - n->gpus[g].core_used;
+        if (free_share < p->gpu_milli)
+            continue;
+        int w = fill_rest(le, free_share - (int)p->gpu_milli);
+        if (best < 0 || w < best)
+            best = w;
+    }
+    return best;
+}
+
+/* --serve largest|fill: the waiting pods that fit node ni, in the order of
+ * cmp_serve; after each start the order is made again from the node's new
+ * state, and each pod is checked again when its turn comes. */
+static void retry_ordered(churn *C, int ni)
+{
+    const run *R = C->R;
+    bool fill = R->cfg->serve == SIM_SERVE_FILL;
+    serve_cand *c = xmalloc((C->nwait ? C->nwait : 1) * sizeof *c);
+    int le[1001] = {0};
+    size_t nc = 0;
+    for (size_t i = 0; i < C->nwait; i++) {
+        int id = C->wait[i];
+        const trace_pod *p = &R->cfg->pods[C->in[id].pod];
+        if (fill && p->num_gpu == 1 && p->gpu_milli > 0 && p->gpu_milli < 1000)
+            le[p->gpu_milli] = (int)p->gpu_milli;
+        if (C->in[id].state == INST_WAITING && fits_node(C, ni, C->in[id].pod))
+            c[nc++] = (serve_cand){i, trace_pod_gpu_milli(p), 0};
+    }
+    for (int r = 1; r <= 1000; r++)
+        if (le[r] == 0)
+            le[r] = le[r - 1];
+    for (bool started_one = true; started_one && nc > 0;) {
+        started_one = false;
+        size_t k = 0;
+        for (size_t j = 0; j < nc; j++) {
+            c[j].waste = fill ? fill_waste(C, le, &R->nodes[ni], C->in[C->wait[c[j].pos]].pod) : 0;
+            if (c[j].waste >= 0)
+                c[k++] = c[j];
+        }
+        nc = k;
+        qsort(c, nc, sizeof *c, cmp_serve);
+        for (size_t j = 0; j < nc; j++) {
+            int id = C->wait[c[j].pos];
+            if (fits_node(C, ni, C->in[id].pod) && try_place(C, id) == 0) {
+                C->wait[c[j].pos] = -1;
+                c[j] = c[--nc];
+                started_one = true;
+                break;
+            }
+        }
+    }
+    free(c);
+    size_t k = 0;
+    for (size_t i = 0; i < C->nwait; i++)
+        if (C->wait[i] >= 0)
+            C->wait[k++] = C->wait[i];
+    C->nwait = k;
+}
+
+/* After node ni lost pods: the waiting pods that now fit it, oldest first
+ * (or in another order, --serve). */
 static void retry_waiting(churn *C, int ni)
 {
+    if (C->R->cfg->serve != SIM_SERVE_ARRIVAL) {
+        retry_ordered(C, ni);
+        return;
+    }
     size_t k = 0;
     for (size_t i = 0; i < C->nwait; i++) {
         int id = C->wait[i];
@@ -1515,6 +1618,8 @@ int sim_run(const sim_config *cfg, uint64_t seed, sim_result *out, gp_err *err)
     }
     if (cfg->whole_first && !cfg->churn)
         return gp_fail(err, "whole-first is simulated with churn only");
+    if (cfg->serve != SIM_SERVE_ARRIVAL && !cfg->churn)
+        return gp_fail(err, "an order of service other than arrival is simulated with churn only");
     if (cfg->defrag_free < 0 || (cfg->defrag_free > 0 && !(cfg->consol_budget > 0)))
         return gp_fail(err, "defragmentation needs a consolidation budget (its moves count in it)");
     run_init(&R, cfg);
@@ -1601,6 +1706,7 @@ typedef struct cli {
     unsigned defrag_free;         /* --defrag-free N */
     bool whole_first;             /* --whole-first */
     unsigned whole_first_near;    /* --whole-first-near N */
+    int serve;                    /* --serve */
 } cli;
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -1856,6 +1962,12 @@ static const gp_flag sim_flags[] = {
      "with --whole-first: hold the free GPUs of a node for a\n"
      "waiting whole-GPU pod only while it lacks at most N more\n"
      "(default 1; 8: every node it could run on)", .max = GP_MAX_GPUS_PER_NODE),
+    GP_FLAG("--serve", FLAG_CHOICE, O(serve), "arrival|largest|fill",
+     "with --churn: when room frees on a node, the order in\n"
+     "which the waiting pods that fit it start: oldest first\n"
+     "(default), largest GPU request first, or the one after\n"
+     "which the waiting pods' sizes fill its GPU best; nothing\n"
+     "is held back", .choices = "arrival|largest|fill"),
     GP_FLAG("--defrag-free", FLAG_UINT, O(defrag_free), "N",
      "with --consolidate-budget: background defragmentation;\n"
      "while fewer than N GPUs are entirely free, move pods (one\n"
@@ -2049,6 +2161,11 @@ static const char *mode_name(sim_mode m)
     return m == SIM_MODE_PRIORITIZE ? "prioritize" : "filter";
 }
 
+static const char *serve_name(int s)
+{
+    return s == SIM_SERVE_LARGEST ? "largest" : s == SIM_SERVE_FILL ? "fill" : "arrival";
+}
+
 static void print_table(FILE *f, const cli *c, const sim_result *res, sim_mode mode)
 {
     int n = c->nseeds;
@@ -2153,7 +2270,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
     mean_result(res, n, &mr);
     fprintf(f, "policy,mode,seed,load,lifetime_s,budget_pct,max_moves,alloc_pct,alloc_min_pct,"
                "frag_end_pct,placed,moved,moved_pct,plans,plan_failures,plan_incomplete,budget_refusals,"
-               "defrag_free,defrag_plans,defrag_failures,whole_first,held_back,"
+               "defrag_free,defrag_plans,defrag_failures,whole_first,held_back,serve,"
                "whole_arrived,whole_waited_pct,whole_wait_mean_s,whole_wait_p50_s,"
                "whole_wait_p95_s,whole_wait_max_s,whole_waiting_end,all_wait_mean_s,"
                "waiting_end,wall_s");
@@ -2182,7 +2299,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
                             ? 100.0 * (double)s->whole_waited / (double)s->whole_arrived
                             : 0;
         fprintf(f, "%s,%s,%s,%.2f,%.0f,%.2f,%u,%.4f,%.4f,%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.1f,%.1f,"
-                   "%u,%.1f,%.1f,%d,%.1f,"
+                   "%u,%.1f,%.1f,%d,%.1f,%s,"
                    "%.1f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f",
                 c->label, mode_name(mode), seed, c->churn_load, c->churn_lifetime,
                 c->consol_budget, c->consol_max_moves, 100 * s->alloc_mean, 100 * s->alloc_min,
@@ -2190,7 +2307,7 @@ static void print_churn_csv(FILE *f, const cli *c, const sim_result *res, sim_mo
                 (double)s->plans / div, (double)s->plan_failures / div,
                 (double)s->plan_incomplete / div, (double)s->budget_refusals / div,
                 c->defrag_free, (double)s->defrag_plans / div, (double)s->defrag_failures / div,
-                c->whole_first ? 1 : 0, (double)s->held_back / div,
+                c->whole_first ? 1 : 0, (double)s->held_back / div, serve_name(c->serve),
                 (double)s->whole_arrived / div, waited,
                 s->whole_wait_mean, s->whole_wait_p50, s->whole_wait_p95, s->whole_wait_max,
                 (double)s->whole_waiting_end / div, s->all_wait_mean,
@@ -2429,6 +2546,8 @@ static int sim_parse(int argc, char **argv, cli *c)
         return flags_error(&sim_cmd, "--consolidate-budget needs --churn");
     if (c->whole_first && !c->churn)
         return flags_error(&sim_cmd, "--whole-first needs --churn");
+    if (c->serve != SIM_SERVE_ARRIVAL && !c->churn)
+        return flags_error(&sim_cmd, "--serve needs --churn");
     if (c->defrag_free > 0 && !(c->consol_budget > 0))
         return flags_error(&sim_cmd, "--defrag-free needs --consolidate-budget (its moves count in it)");
     if (c->churn && c->departures)
@@ -2530,6 +2649,7 @@ static void sim_configure(cli *c, sim_job *r)
     cfg->defrag_free = (int)c->defrag_free;
     cfg->whole_first = c->whole_first;
     cfg->whole_first_near = (int)c->whole_first_near;
+    cfg->serve = (sim_serve)c->serve;
     cfg->consol_max_moves = (int)c->consol_max_moves;
     cfg->consol_checks = (int)c->consol_checks;
     if (c->churn)
