@@ -37,7 +37,6 @@ typedef enum { SIM_MODE_FILTER = 0, SIM_MODE_PRIORITIZE = 1 } sim_mode;
 typedef enum { SIM_TIES_RANDOM = 0, SIM_TIES_KUBE = 1 } sim_ties;
 typedef enum { SIM_CPU_PODS_POLICY = 0, SIM_CPU_PODS_KUBE = 1 } sim_cpu_pods;
 
-/* Everything one replay needs. Borrowed pointers must outlive the run. */
 /* The order in which waiting pods that fit a node with new room are tried. */
 typedef enum {
     SIM_SERVE_ARRIVAL = 0,   /* oldest first */
@@ -46,6 +45,7 @@ typedef enum {
                               * waiting pods' sizes, then largest, then oldest */
 } sim_serve;
 
+/* Everything one replay needs. Borrowed pointers must outlive the run. */
 typedef struct sim_config {
     const trace_node *nodes;
     size_t nnodes;

@@ -999,8 +999,9 @@ static int fill_waste(const churn *C, const int *le, const gp_node *n, size_t pi
 }
 
 /* --serve largest|fill: the waiting pods that fit node ni, in the order of
- * cmp_serve; after each start the order is made again from the node's new
- * state, and each pod is checked again when its turn comes. */
+ * cmp_serve, each checked again when its turn comes. Largest first is one
+ * pass (the order does not depend on the node); fill makes the order again
+ * from the node's new state after each start. */
 static void retry_ordered(churn *C, int ni)
 {
     const run *R = C->R;
@@ -1019,8 +1020,8 @@ static void retry_ordered(churn *C, int ni)
     for (int r = 1; r <= 1000; r++)
         if (le[r] == 0)
             le[r] = le[r - 1];
-    for (bool started_one = true; started_one && nc > 0;) {
-        started_one = false;
+    for (bool again = true; again && nc > 0;) {
+        again = false;
         size_t k = 0;
         for (size_t j = 0; j < nc; j++) {
             c[j].waste = fill ? fill_waste(C, le, &R->nodes[ni], C->in[C->wait[c[j].pos]].pod) : 0;
@@ -1033,9 +1034,11 @@ static void retry_ordered(churn *C, int ni)
             int id = C->wait[c[j].pos];
             if (fits_node(C, ni, C->in[id].pod) && try_place(C, id) == 0) {
                 C->wait[c[j].pos] = -1;
-                c[j] = c[--nc];
-                started_one = true;
-                break;
+                if (fill) {
+                    c[j] = c[--nc];
+                    again = true;
+                    break;
+                }
             }
         }
     }
