@@ -530,6 +530,30 @@ START_TEST(no_alpn_is_http11)
 }
 END_TEST
 
+/* Connections one after another are served by the threads the first ones
+ * started: a thread per connection grew the heap by GnuTLS's per-thread state
+ * with every connection ever made. Each GET below is a connection of its own
+ * (a new curl handle), closed before the next. */
+START_TEST(connection_threads_are_reused)
+{
+    fixture f;
+    fx_start(&f, 0, 0);
+    double threads0 = metric(&f, "gpupack_http2_events_total{event=\"thread_started\"}");
+    double conns0 = metric(&f, "gpupack_http_connections_total");
+    enum { N = 24 };
+    for (int i = 0; i < N; i++)
+        free(get_h1(&f, "/healthz"));
+    double conns = metric(&f, "gpupack_http_connections_total") - conns0;
+    double threads = metric(&f, "gpupack_http2_events_total{event=\"thread_started\"}") - threads0;
+    ck_assert_msg(threads0 >= 1, "the first GET's connection had a thread: %.0f", threads0);
+    ck_assert_msg(conns >= N, "connections: %.0f", conns);
+    /* the next connection may come while the last one's thread still closes
+     * it, so a thread or two more may start; far fewer than the connections */
+    ck_assert_msg(threads <= N / 3, "%.0f threads for %.0f connections", threads, conns);
+    tu_listener_stop(&f);
+}
+END_TEST
+
 Suite *suite_h2(void);
 Suite *suite_h2(void)
 {
@@ -544,6 +568,7 @@ Suite *suite_h2(void)
     tcase_add_test(t, no_alpn_is_http11);
     tcase_add_test(t, an_answer_is_one_record);
     tcase_add_test(t, requests_read_together_are_all_answered);
+    tcase_add_test(t, connection_threads_are_reused);
     suite_add_tcase(s, t);
     return s;
 }

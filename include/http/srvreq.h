@@ -73,6 +73,7 @@ typedef enum {
     SRV_H2_REFUSED,             /* connections refused: at the connection limit */
     SRV_H2_PROTOCOL,            /* connections or streams ended for a protocol error */
     SRV_H2_GOAWAY,              /* GOAWAY sent because this replica does not lead */
+    SRV_H2_THREAD,              /* connection threads started (each serves many connections in turn) */
     SRV_H2_COUNT
 } srv_h2_event;
 void srv_count_h2(gp_server *s, srv_h2_event e);

@@ -332,12 +332,12 @@ static void server_metrics(void *ud, gp_buf *out)
     metrics_u(out, "gpupack_http_connections_by_protocol_total", "protocol=\"h2\"",
               atomic_load(&s->proto_connections[SRV_PROTO_H2]));
     static const char *const h2_event_names[SRV_H2_COUNT] = {
-        "stream", "stalled", "refused", "protocol_error", "goaway_not_leader"};
+        "stream", "stalled", "refused", "protocol_error", "goaway_not_leader", "thread_started"};
     metrics_header(out, "gpupack_http2_events_total", "counter",
                    "HTTP/2 and TLS-front events: requests (streams) answered; connections or "
                    "requests ended for stalling past their time limit; connections refused at "
                    "the connection limit; protocol errors; GOAWAYs sent because this replica "
-                   "does not lead.");
+                   "does not lead; threads started to serve connections (kept and reused).");
     for (int e = 0; e < SRV_H2_COUNT; e++) {
         snprintf(labels, sizeof labels, "event=\"%s\"", h2_event_names[e]);
         metrics_u(out, "gpupack_http2_events_total", labels, atomic_load(&s->h2_events[e]));

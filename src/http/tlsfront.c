@@ -1,7 +1,11 @@
 /* tlsfront.c -- TLS on the listener's port with ALPN: h2 to h2.c, http/1.1 to
- * libmicrohttpd over a socket pair. One thread accepts; each connection has
- * its own thread (the handshake, then HTTP/2 or the copying for HTTP/1.1), up
- * to max_connections. */
+ * libmicrohttpd over a socket pair. One thread accepts; each connection is
+ * served by a thread of its own while it lasts (the handshake, then HTTP/2 or
+ * the copying for HTTP/1.1), up to max_connections. The threads are kept for
+ * the next connections (up to KEEP_IDLE waiting), not started per connection:
+ * GnuTLS keeps a random generator per thread that it frees only at exit of the
+ * library (3.7: a few hundred bytes a thread), so a thread per connection grew
+ * the heap by every connection a client ever made. */
 #include "http/tlsfront.h"
 
 #include <arpa/inet.h>
@@ -27,6 +31,7 @@
 
 #define PUMP_CHUNK (16u << 10)
 #define IO_TIMEOUT_S 10           /* a record, or a write, stalled this long ends the connection */
+#define KEEP_IDLE 16              /* connection threads kept waiting for the next connection */
 
 typedef struct fconn {
     gp_tlsfront *f;
@@ -36,11 +41,19 @@ typedef struct fconn {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     char addr_text[INET6_ADDRSTRLEN + 8];
-    pthread_t thread;
     atomic_bool handshaking;      /* tlsfront_stop cuts these short */
     atomic_bool done;
-    struct fconn *next;
+    struct fconn *next;           /* every connection (conns) */
+    struct fconn *qnext;          /* the connections no thread has taken yet (queue) */
 } fconn;
+
+/* A thread that serves connections, one at a time. */
+typedef struct fworker {
+    struct gp_tlsfront *f;
+    pthread_t th;
+    bool exited;                  /* under f->mu: it returned, join it */
+    struct fworker *next;
+} fworker;
 
 struct gp_tlsfront {
     gp_server *s;
@@ -52,9 +65,13 @@ struct gp_tlsfront {
     int stop_pipe[2];
     pthread_t acceptor;
     atomic_bool stopping;
-    pthread_mutex_t mu;           /* conns */
+    pthread_mutex_t mu;           /* conns, the queue, the workers */
+    pthread_cond_t work;          /* a connection was queued, or stopping */
     fconn *conns;
     unsigned nconns;
+    fconn *queue, *queue_tail;
+    unsigned nqueued, idle;       /* queued connections; workers waiting for one */
+    fworker *workers;
 };
 
 static const gnutls_datum_t alpn[] = {{(unsigned char *)"h2", 2},
@@ -272,14 +289,14 @@ static void linger(fconn *fc, gnutls_session_t ses)
     }
 }
 
-static void *conn_main(void *arg)
+/* One connection, from the handshake to its close. */
+static void serve(fconn *fc)
 {
-    fconn *fc = arg;
-    gp_thread_set_name("verbs-conn");
     gp_tlsfront *f = fc->f;
     gnutls_session_t ses = NULL;
     tls_io t = {.ra = NULL};   /* an HTTP/2 session's transport (tls_read_ahead) */
-    bool ok = gnutls_init(&ses, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) == GNUTLS_E_SUCCESS;
+    bool ok = !atomic_load(&f->stopping) &&
+              gnutls_init(&ses, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) == GNUTLS_E_SUCCESS;
     if (ok) {
         gnutls_priority_set(ses, f->prio);
         gnutls_credentials_set(ses, GNUTLS_CRD_CERTIFICATE, f->cred);
@@ -329,15 +346,58 @@ static void *conn_main(void *arg)
     pthread_mutex_lock(&f->mu);
     close(fc->fd);
     fc->fd = -1;
-    atomic_store(&fc->done, true);
+    atomic_store(&fc->done, true);   /* the last touch: reap may free it from now on */
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Serves queued connections until stopping, or until enough others wait. */
+static void *worker_main(void *arg)
+{
+    fworker *w = arg;
+    gp_tlsfront *f = w->f;
+    gp_thread_set_name("verbs-conn");
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->queue && !atomic_load(&f->stopping)) {
+            f->idle++;
+            pthread_cond_wait(&f->work, &f->mu);
+            f->idle--;
+        }
+        fconn *fc = f->queue;
+        if (!fc)
+            break;   /* stopping, nothing left to serve */
+        f->queue = fc->qnext;
+        if (!f->queue)
+            f->queue_tail = NULL;
+        f->nqueued--;
+        pthread_mutex_unlock(&f->mu);
+        serve(fc);
+        pthread_mutex_lock(&f->mu);
+        if (f->idle >= KEEP_IDLE)
+            break;
+    }
+    w->exited = true;
     pthread_mutex_unlock(&f->mu);
     return NULL;
 }
 
-/* Joins the connections that ended (all when `all`, after telling them to). */
+/* Frees the connections that ended and joins the workers that returned (all
+ * of both when `all`: the workers have been told to stop). */
 static void reap(gp_tlsfront *f, bool all)
 {
     pthread_mutex_lock(&f->mu);
+    for (fworker **wp = &f->workers; *wp;) {
+        fworker *w = *wp;
+        if (!all && !w->exited) {
+            wp = &w->next;
+            continue;
+        }
+        *wp = w->next;
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(w->th, NULL);
+        free(w);
+        pthread_mutex_lock(&f->mu);
+    }
     fconn **pp = &f->conns;
     while (*pp) {
         fconn *fc = *pp;
@@ -347,13 +407,48 @@ static void reap(gp_tlsfront *f, bool all)
         }
         *pp = fc->next;
         f->nconns--;
-        pthread_mutex_unlock(&f->mu);
-        pthread_join(fc->thread, NULL);
+        if (fc->fd >= 0)
+            close(fc->fd);   /* never taken by a worker */
         close(fc->wake);
         free(fc);
-        pthread_mutex_lock(&f->mu);
     }
     pthread_mutex_unlock(&f->mu);
+}
+
+/* Queues a connection for a waiting worker, or starts one; under f->mu.
+ * False when no thread could be started for it (it is not queued then). */
+static bool dispatch(gp_tlsfront *f, fconn *fc)
+{
+    fc->qnext = NULL;
+    if (f->queue_tail)
+        f->queue_tail->qnext = fc;
+    else
+        f->queue = fc;
+    f->queue_tail = fc;
+    f->nqueued++;
+    if (f->idle >= f->nqueued) {
+        pthread_cond_signal(&f->work);
+        return true;
+    }
+    fworker *w = xcalloc(1, sizeof *w);
+    w->f = f;
+    if (pthread_create(&w->th, NULL, worker_main, w) == 0) {
+        w->next = f->workers;
+        f->workers = w;
+        srv_count_h2(f->s, SRV_H2_THREAD);
+        return true;
+    }
+    free(w);
+    /* out of the queue again: it is its last entry */
+    fconn **pp = &f->queue;
+    while (*pp != fc)
+        pp = &(*pp)->qnext;
+    *pp = NULL;
+    f->queue_tail = NULL;
+    for (fconn *q = f->queue; q; q = q->qnext)
+        f->queue_tail = q;
+    f->nqueued--;
+    return false;
 }
 
 static void *accept_main(void *arg)
@@ -390,8 +485,9 @@ static void *accept_main(void *arg)
         fc->mhd_fd = -1;
         srv_addr_text((const struct sockaddr *)&fc->addr, fc->addr_text, sizeof fc->addr_text);
         pthread_mutex_lock(&f->mu);
-        if (pthread_create(&fc->thread, NULL, conn_main, fc) != 0) {
+        if (!dispatch(f, fc)) {
             pthread_mutex_unlock(&f->mu);
+            LOG_WARN("TLS front: cannot start a thread for the connection from %s", fc->addr_text);
             close(fc->fd);
             close(fc->wake);
             free(fc);
@@ -431,6 +527,7 @@ gp_tlsfront *tlsfront_start(gp_server *s, struct MHD_Daemon *d, const tlsfront_c
     if (!f->cfg.handshake_s)
         f->cfg.handshake_s = 10;
     pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->work, NULL);
     gnutls_datum_t crt = {(unsigned char *)cfg->cert_pem, (unsigned)strlen(cfg->cert_pem)};
     gnutls_datum_t key = {(unsigned char *)cfg->key_pem, (unsigned)strlen(cfg->key_pem)};
     int rc = gnutls_certificate_allocate_credentials(&f->cred);
@@ -482,6 +579,7 @@ fail:
         gnutls_priority_deinit(f->prio);
     if (f->cred)
         gnutls_certificate_free_credentials(f->cred);
+    pthread_cond_destroy(&f->work);
     pthread_mutex_destroy(&f->mu);
     free(f);
     return NULL;
@@ -509,12 +607,14 @@ void tlsfront_stop(gp_tlsfront *f)
         if (fc->fd >= 0 && atomic_load(&fc->handshaking))
             shutdown(fc->fd, SHUT_RDWR);   /* a handshake waits for no one at stop */
     }
+    pthread_cond_broadcast(&f->work);   /* the waiting workers return */
     pthread_mutex_unlock(&f->mu);
     reap(f, true);
     close(f->stop_pipe[0]);
     close(f->stop_pipe[1]);
     gnutls_priority_deinit(f->prio);
     gnutls_certificate_free_credentials(f->cred);
+    pthread_cond_destroy(&f->work);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
