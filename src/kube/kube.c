@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "lib/log.h"
+#include "lib/idlestack.h"
 #include "lib/metrics.h"
 
 #define KUBE_USER_AGENT "gpupack/0.1"
@@ -32,6 +33,10 @@
  * bind threads' CPU). One per thread that talks at once is enough. */
 #define KUBE_IDLE_MULTIS 32
 #define KUBE_IDLE_EASY 32
+/* An idle handle no request took for this long is closed (lib/idlestack.h):
+ * after a burst (the binds an API-server restart held back, all at once) the
+ * handles it left go again instead of staying for the life of the process. */
+#define KUBE_IDLE_TRIM_S 60.0
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 void kube_auth_clear(gp_kube_auth *a)
@@ -198,10 +203,8 @@ struct gp_kube {
     struct stat token_st;     /* of the file when last read */
     double token_read_at;
     pthread_mutex_t idle_mu;
-    void *idle[KUBE_IDLE_MULTIS];    /* CURLM *: multi handles between requests (perform) */
-    int nidle;
-    void *idle_easy[KUBE_IDLE_EASY];   /* CURL *: kube_request's handles between requests */
-    int nidle_easy;
+    gp_idlestack idle_multi;   /* CURLM *: multi handles between requests (perform) */
+    gp_idlestack idle_easy;    /* CURL *: kube_request's handles between requests */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -328,6 +331,8 @@ gp_kube *kube_new(const gp_kube_auth *auth, gp_err *err)
     a->origin = xstrdup(auth->origin ? auth->origin : "credentials");
     pthread_mutex_init(&k->token_mu, NULL);
     pthread_mutex_init(&k->idle_mu, NULL);
+    idlestack_init(&k->idle_multi, KUBE_IDLE_MULTIS, KUBE_IDLE_TRIM_S, gp_mono_s());
+    idlestack_init(&k->idle_easy, KUBE_IDLE_EASY, KUBE_IDLE_TRIM_S, gp_mono_s());
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&k->share_mu[i], NULL);
     k->token = xstrdup(a->token);
@@ -353,10 +358,13 @@ void kube_free(gp_kube *k)
 {
     if (!k)
         return;
-    for (int i = 0; i < k->nidle; i++)
-        curl_multi_cleanup(k->idle[i]);
-    for (int i = 0; i < k->nidle_easy; i++)
-        curl_easy_cleanup(k->idle_easy[i]);
+    void *p;
+    while ((p = idlestack_pop(&k->idle_multi)))
+        curl_multi_cleanup(p);
+    while ((p = idlestack_pop(&k->idle_easy)))
+        curl_easy_cleanup(p);
+    idlestack_free(&k->idle_multi);
+    idlestack_free(&k->idle_easy);
     pthread_mutex_destroy(&k->idle_mu);
     if (k->share)
         curl_share_cleanup(k->share);
@@ -397,6 +405,7 @@ static struct {
     acct_row rows[ACCT_MAX];
     size_t n;
     atomic_ulong connections;
+    atomic_ulong idle_closed[2];   /* idle handles closed after KUBE_IDLE_TRIM_S: multi, easy */
 } acct = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 int kube_path_parts(const char *path, char *resource, size_t rlen, char *sub, size_t slen)
@@ -526,6 +535,13 @@ void kube_metrics(void *unused, gp_buf *out)
                    "Connections (TCP and TLS handshakes) opened to the API server; the other "
                    "requests reused one.");
     metrics_u(out, "gpupack_kube_connections_total", NULL, atomic_load(&acct.connections));
+    metrics_header(out, "gpupack_kube_idle_handles_closed_total", "counter",
+                   "libcurl handles kept for reuse and closed after a minute unused (the ones a "
+                   "burst of requests left): multi handles (a socket pair each) and easy handles.");
+    metrics_u(out, "gpupack_kube_idle_handles_closed_total", "kind=\"multi\"",
+              atomic_load(&acct.idle_closed[0]));
+    metrics_u(out, "gpupack_kube_idle_handles_closed_total", "kind=\"easy\"",
+              atomic_load(&acct.idle_closed[1]));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -660,24 +676,33 @@ static CURL *easy_new(gp_kube *k, const char *path, struct curl_slist **hdrs, xf
 }
 
 /* The client's stacks of idle handles (multi and easy), under idle_mu: the
- * top one, or NULL; and a push that says whether there was room. */
-static void *idle_pop(gp_kube *k, void **stack, int *n)
+ * most recent one, or NULL; and a push that says whether there was room. A
+ * push also closes, once a minute, the handles of that stack no request took
+ * all that time. */
+static void *idle_pop(gp_kube *k, gp_idlestack *st)
 {
-    void *p = NULL;
     pthread_mutex_lock(&k->idle_mu);
-    if (*n > 0)
-        p = stack[--*n];
+    void *p = idlestack_pop(st);
     pthread_mutex_unlock(&k->idle_mu);
     return p;
 }
 
-static bool idle_push(gp_kube *k, void **stack, int *n, int max, void *p)
+static bool idle_push(gp_kube *k, gp_idlestack *st, void *p)
 {
+    void *old[KUBE_IDLE_MULTIS > KUBE_IDLE_EASY ? KUBE_IDLE_MULTIS : KUBE_IDLE_EASY];
     pthread_mutex_lock(&k->idle_mu);
-    bool room = *n < max;
-    if (room)
-        stack[(*n)++] = p;
+    bool room = idlestack_push(st, p);
+    int n = idlestack_trim(st, gp_mono_s(), old, (int)GP_ARRAY_LEN(old));
     pthread_mutex_unlock(&k->idle_mu);
+    bool multi = st == &k->idle_multi;
+    for (int i = 0; i < n; i++) {
+        if (multi)
+            curl_multi_cleanup(old[i]);
+        else
+            curl_easy_cleanup(old[i]);
+    }
+    if (n)
+        atomic_fetch_add(&acct.idle_closed[multi ? 0 : 1], (unsigned long)n);
     return room;
 }
 
@@ -686,7 +711,7 @@ static bool idle_push(gp_kube *k, void **stack, int *n, int max, void *p)
  * as a small request's TLS work. */
 static CURL *easy_take(gp_kube *k, const char *path, struct curl_slist **hdrs, xfer *x)
 {
-    CURL *h = idle_pop(k, k->idle_easy, &k->nidle_easy);
+    CURL *h = idle_pop(k, &k->idle_easy);
     if (!h)
         h = easy_common(k);
     if (h)
@@ -709,7 +734,7 @@ static void easy_give(gp_kube *k, CURL *h, bool reuse)
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);   /* the method back to GET */
         curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 0L);
-        if (idle_push(k, k->idle_easy, &k->nidle_easy, KUBE_IDLE_EASY, h))
+        if (idle_push(k, &k->idle_easy, h))
             return;
     }
     curl_easy_cleanup(h);
@@ -718,7 +743,7 @@ static void easy_give(gp_kube *k, CURL *h, bool reuse)
 /* A multi handle no other transfer uses: an idle one, else a new one. */
 static CURLM *multi_take(gp_kube *k)
 {
-    CURLM *m = idle_pop(k, k->idle, &k->nidle);
+    CURLM *m = idle_pop(k, &k->idle_multi);
     if (!m) {
         m = curl_multi_init();
         if (m)
@@ -731,7 +756,7 @@ static CURLM *multi_take(gp_kube *k)
  * the share's cache, not in the multi handle), or closed when enough are idle. */
 static void multi_give(gp_kube *k, CURLM *m)
 {
-    if (!idle_push(k, k->idle, &k->nidle, KUBE_IDLE_MULTIS, m))
+    if (!idle_push(k, &k->idle_multi, m))
         curl_multi_cleanup(m);
 }
 
