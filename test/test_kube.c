@@ -231,6 +231,32 @@ START_TEST(overlapping_requests_reuse_connections)
 }
 END_TEST
 
+/* The handles a burst left are closed once a whole period passed without
+ * them; the one steady traffic keeps using stays. */
+START_TEST(idle_handles_a_burst_left_are_closed)
+{
+    fixture x;
+    setup(&x);
+    kube_set_idle_period(x.k, 0.3);
+    const char *multi = "gpupack_kube_idle_handles_closed_total{kind=\"multi\"}";
+    const char *easy = "gpupack_kube_idle_handles_closed_total{kind=\"easy\"}";
+    double m0 = counter(multi), e0 = counter(easy);
+    overlapping(&x, 8);   /* 8 multi and 8 easy handles idle after it */
+    for (int i = 0; i < 3; i++) {   /* then one request at a time, over three periods */
+        usleep(350 * 1000);
+        request(x.k, "GET", "/api/v1/nodes", NULL);
+    }
+    /* 7 of each were idle through a whole period: closed (processes running
+     * other suites at once may add to the process-wide counters, never take) */
+    ck_assert_double_ge(counter(multi) - m0, 7);
+    ck_assert_double_ge(counter(easy) - e0, 7);
+    double c0 = counter("gpupack_kube_connections_total");
+    request(x.k, "GET", "/api/v1/nodes", NULL);   /* the client still works, on its connection */
+    ck_assert_double_eq(counter("gpupack_kube_connections_total") - c0, 0);
+    teardown(&x);
+}
+END_TEST
+
 typedef struct cancelled_call {
     gp_kube *k;
     gp_kube_cancel *cancel;
@@ -333,6 +359,7 @@ Suite *suite_kube(void)
     tcase_add_test(t, requests_are_counted_by_verb_and_resource);
     tcase_add_test(t, calls_are_judged_by_status);
     tcase_add_test(t, overlapping_requests_reuse_connections);
+    tcase_add_test(t, idle_handles_a_burst_left_are_closed);
     tcase_add_test(t, a_cancelled_request_leaves_the_next_ones_alone);
     tcase_add_test(t, a_request_carries_nothing_of_the_one_before);
     suite_add_tcase(s, t);

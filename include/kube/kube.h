@@ -61,6 +61,9 @@ typedef struct gp_kube gp_kube;
 gp_kube *kube_new(const gp_kube_auth *auth, gp_err *err);
 void kube_free(gp_kube *k);                          /* accepts NULL */
 const char *kube_server(const gp_kube *k);
+/* How long a handle kept for reuse may stay unused before it is closed
+ * (default 60 s; tests shorten it). */
+void kube_set_idle_period(gp_kube *k, double seconds);
 
 /* An answer: status and body (bounded by GP_KUBE_BODY_MAX). */
 typedef struct gp_kube_resp {

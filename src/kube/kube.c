@@ -354,6 +354,13 @@ gp_kube *kube_new(const gp_kube_auth *auth, gp_err *err)
     return k;
 }
 
+void kube_set_idle_period(gp_kube *k, double seconds)
+{
+    pthread_mutex_lock(&k->idle_mu);
+    k->idle_multi.period = k->idle_easy.period = seconds;
+    pthread_mutex_unlock(&k->idle_mu);
+}
+
 void kube_free(gp_kube *k)
 {
     if (!k)
