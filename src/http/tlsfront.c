@@ -415,10 +415,23 @@ static void reap(gp_tlsfront *f, bool all)
     pthread_mutex_unlock(&f->mu);
 }
 
-/* Queues a connection for a waiting worker, or starts one; under f->mu.
- * False when no thread could be started for it (it is not queued then). */
+/* Queues a connection for a waiting worker, or starts one first when every
+ * waiting worker has one already; under f->mu. False when no thread could be
+ * started for it (it is not queued then). */
 static bool dispatch(gp_tlsfront *f, fconn *fc)
 {
+    bool spare = f->idle > f->nqueued;
+    if (!spare) {
+        fworker *w = xcalloc(1, sizeof *w);
+        w->f = f;
+        if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+            free(w);
+            return false;
+        }
+        w->next = f->workers;
+        f->workers = w;
+        srv_count_h2(f->s, SRV_H2_THREAD);
+    }
     fc->qnext = NULL;
     if (f->queue_tail)
         f->queue_tail->qnext = fc;
@@ -426,29 +439,9 @@ static bool dispatch(gp_tlsfront *f, fconn *fc)
         f->queue = fc;
     f->queue_tail = fc;
     f->nqueued++;
-    if (f->idle >= f->nqueued) {
+    if (spare)
         pthread_cond_signal(&f->work);
-        return true;
-    }
-    fworker *w = xcalloc(1, sizeof *w);
-    w->f = f;
-    if (pthread_create(&w->th, NULL, worker_main, w) == 0) {
-        w->next = f->workers;
-        f->workers = w;
-        srv_count_h2(f->s, SRV_H2_THREAD);
-        return true;
-    }
-    free(w);
-    /* out of the queue again: it is its last entry */
-    fconn **pp = &f->queue;
-    while (*pp != fc)
-        pp = &(*pp)->qnext;
-    *pp = NULL;
-    f->queue_tail = NULL;
-    for (fconn *q = f->queue; q; q = q->qnext)
-        f->queue_tail = q;
-    f->nqueued--;
-    return false;
+    return true;
 }
 
 static void *accept_main(void *arg)
