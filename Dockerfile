@@ -68,6 +68,11 @@ LABEL org.opencontainers.image.title="gpupack" \
       org.opencontainers.image.version="${GPUPACK_VERSION}" \
       org.opencontainers.image.revision="${GPUPACK_COMMIT}"
 USER 65532:65532
+# No per-thread allocator caches: each of gpupack's ~30 threads would otherwise keep up
+# to ~240 KiB of freed blocks that the once-a-minute heap trim cannot give back, filled
+# over hours as threads meet new sizes (docs/reliability.md, "The allocator's thread
+# caches"). The verbs' speed is unchanged (bench/malloc-ab.sh). Override with -e.
+ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=0
 # 8765: filter, prioritize, bind, probes, /metrics, /ui; 8443: the admission webhook
 EXPOSE 8765 8443
 ENTRYPOINT ["/usr/local/bin/gpupack"]

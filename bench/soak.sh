@@ -9,6 +9,8 @@
 #
 # SOAK_WRAP: a command bin/soak runs under (valgrind). SOAK_GPUPACK_WRAP: a command every gpupack replica
 # runs under; it must exec gpupack so that the PID stays the replica's (a heap profiler's preload).
+# SOAK_GLIBC_TUNABLES: the replicas' GLIBC_TUNABLES, by default what the image sets (Dockerfile ENV),
+# so that a run measures the allocator users run; "" for glibc's defaults.
 # Flags: --minutes N (60) --k8s-version 1.26|1.36 (env K8S_VERSION, else 1.26) --from REV (the previous
 # release the rolling upgrade starts from, default 276d699) --seed S (42) --nodes N (300, 8 GPUs each,
 # models mixed as in the openb trace) --rate PODS_PER_S (8) --lifetime S (mean pod lifetime, 450:
@@ -29,6 +31,8 @@
 # command); bin/soak run creates and deletes the pods and checks the invariants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the image's allocator setting (test_manifests checks that the two agree)
+SOAK_GLIBC_TUNABLES=${SOAK_GLIBC_TUNABLES-glibc.malloc.tcache_count=0}
 MINUTES=60 FROM=276d699 SEED=42 NODES=300 RATE=8 LIFETIME=450 GAP="" OUTDIR="" RESULTS="" SAFETY="" NOFAULTS="" ONLY=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -139,7 +143,7 @@ start_replica() {
   echo "$b" >"$OUT/ver-$r"
   echo "=== $(date -u +%FT%TZ) start $b" >>"$OUT/gpupack-$r.log"
   # shellcheck disable=SC2086
-  ${SOAK_GPUPACK_WRAP:-} "$WORK/gpupack-$b" serve --kubeconfig "$WORK/gp.kubeconfig" --listen "127.0.0.1:${PORT[$r]}" --policies policies \
+  GLIBC_TUNABLES=$SOAK_GLIBC_TUNABLES ${SOAK_GPUPACK_WRAP:-} "$WORK/gpupack-$b" serve --kubeconfig "$WORK/gp.kubeconfig" --listen "127.0.0.1:${PORT[$r]}" --policies policies \
     "${GPTLS[@]}" --leader-elect --leader-elect-identity "$r-$RANDOM" --leader-elect-pod "gpupack-system/$r" \
     >>"$OUT/gpupack-$r.log" 2>&1 &
   echo $! >"$OUT/pid-$r"
@@ -169,6 +173,7 @@ wait_ready soak-a
 wait_ready soak-b
 bin/e2eload sched-config --port "$FRONT" --qps 100 --tls-dir "$PWD/$TLS" >"$WORK/sched.json"
 "$K8S/kube-up" "$CP" --scheduler-config "$WORK/sched.json" >>"$OUT/up.log" 2>&1 || { cat "$OUT/up.log" >&2; exit 1; }
+log "replicas' GLIBC_TUNABLES: '${SOAK_GLIBC_TUNABLES}'"
 log "replicas on ${PORT[soak-a]} and ${PORT[soak-b]}, front $FRONT, proxy $PROXY; churn starts"
 ctl go
 T_GO=$SECONDS

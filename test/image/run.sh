@@ -305,6 +305,9 @@ check "runs as uid ${user%%:*}, gid ${user##*:} (Uid $uid, Gid $gid)" \
 check "no capabilities, no new privileges, a seccomp filter ($(grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' <<<"$st" | tr -s '\t\n' '  '))" \
     bash -c 'grep -q "^CapEff:\s*0*$" <<<"$1" && grep -q "^CapPrm:\s*0*$" <<<"$1" &&
              grep -q "^NoNewPrivs:\s*1$" <<<"$1" && grep -q "^Seccomp:\s*2$" <<<"$1"' - "$st"
+tun=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^GLIBC_TUNABLES=//p')
+check "the allocator's thread caches are off in the Deployment's container (GLIBC_TUNABLES=$tun)" \
+    test "$tun" = "glibc.malloc.tcache_count=0"
 check "the root filesystem is read-only" bash -c 'awk '"'"'$5 == "/" {print $6}'"'"' "/proc/$1/mountinfo" | grep -q "^ro"' - "$pid"
 
 http_status "$U$rpath" -k
