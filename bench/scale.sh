@@ -40,7 +40,8 @@
 # SCALE_THREADS (create connections, 16), SCALE_OUT (default a new /tmp directory),
 # SCALE_GPUPACK_BIN (the binary to measure, default bin/gpupack),
 # SCALE_GPUPACK_ARGS (extra `gpupack serve` flags), SCALE_WRAP (a command gpupack runs
-# under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"), SCALE_PERF=1
+# under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"), SCALE_GLIBC_TUNABLES
+# (gpupack's GLIBC_TUNABLES; default what the image sets, "" for glibc's defaults), SCALE_PERF=1
 # (a whole-machine `perf record -a -g` from kube-scheduler's start to the quiet after the
 # last bind; the CPU by process, library and function goes to SCALE_OUT/perf-RUN.txt).
 set -euo pipefail
@@ -82,10 +83,12 @@ TRACE=(--trace-nodes "$TRACES/openb_node_list_gpu_node.csv" --trace-pods "$TRACE
        --seed "$SEED")
 # shellcheck disable=SC2206
 WRAP=(${SCALE_WRAP:-})
+# the image's allocator setting (Dockerfile ENV; test_manifests checks that the two agree)
+SCALE_GLIBC_TUNABLES=${SCALE_GLIBC_TUNABLES-glibc.malloc.tcache_count=0}
 # shellcheck disable=SC2206
 GPARGS=(${SCALE_GPUPACK_ARGS:-})
 
-echo "# bench/scale.sh $NODES $PODS -- shape $SHAPE, kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# bench/scale.sh $NODES $PODS -- shape $SHAPE, kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, GLIBC_TUNABLES '$SCALE_GLIBC_TUNABLES', load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw figures: $OUT"
 # perf_stop TAG [GPUPACK_PID]: ends the run's whole-machine profile; its summary (by
 # process, library, Go package and function: bench/perf-summary.py) goes to perf-TAG.txt
@@ -142,7 +145,7 @@ for run in ${DO_RUNS:+$RUNS}; do
   pids="etcd=@$CP/run/etcd.pid,kube-apiserver=@$CP/run/kube-apiserver.pid,kube-scheduler=@$CP/run/kube-scheduler.pid"
   if [ "$mode" = gpupack ]; then
     : >"$OUT/gpupack-$tag.log"   # there before the loop below reads it
-    "${WRAP[@]}" "$WORK/gpupack" serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
+    GLIBC_TUNABLES=$SCALE_GLIBC_TUNABLES "${WRAP[@]}" "$WORK/gpupack" serve --kubeconfig "$KC" --listen 127.0.0.1:0 --policies policies "${GPTLS[@]}" \
       "${GPARGS[@]}" >"$OUT/gpupack-$tag.log" 2>&1 &
     GP=$!
     port=""

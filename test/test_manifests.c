@@ -1,7 +1,7 @@
 /* test_manifests.c -- what manifests/ ships agrees with the files it is made from: the
  * policies ConfigMap with policies/, the simulator's default scheduler configuration with
  * the one the base ships, the webhook's matchConditions with the resource names gpupack
- * reads, the soak's allocator setting with the image's. (Rendering and applying the kustomize overlays needs kubectl and an API server:
+ * reads, the benchmarks' allocator setting with the image's. (Rendering and applying the kustomize overlays needs kubectl and an API server:
  * test/e2e/e2e_manifests.c.) */
 #include <check.h>
 #include <glob.h>
@@ -96,9 +96,10 @@ START_TEST(webhook_match_conditions_name_the_resources)
 }
 END_TEST
 
-/* The image turns the allocator's per-thread caches off (Dockerfile ENV); the soak
- * must run its replicas the same way, or it measures an allocator users do not run. */
-START_TEST(soak_runs_the_images_allocator_setting)
+/* The image turns the allocator's per-thread caches off (Dockerfile ENV); the soak and
+ * the scale benchmark must run gpupack the same way, or they measure an allocator users
+ * do not run. */
+START_TEST(benches_run_the_images_allocator_setting)
 {
     char *df = tu_read_text("Dockerfile");
     const char *env = strstr(df, "\nENV GLIBC_TUNABLES=");
@@ -110,11 +111,15 @@ START_TEST(soak_runs_the_images_allocator_setting)
     memcpy(want, env, n);
     want[n] = '\0';
     ck_assert_ptr_nonnull(strstr(want, "tcache_count=0"));
-    char *soak = tu_read_text("bench/soak.sh");
-    char line[192];
-    snprintf(line, sizeof line, "SOAK_GLIBC_TUNABLES=${SOAK_GLIBC_TUNABLES-%s}\n", want);
-    ck_assert_msg(strstr(soak, line) != NULL, "bench/soak.sh lacks %s", line);
-    free(soak);
+    static const char *const benches[][2] = {{"bench/soak.sh", "SOAK"}, {"bench/scale.sh", "SCALE"}};
+    for (size_t i = 0; i < GP_ARRAY_LEN(benches); i++) {
+        char *text = tu_read_text(benches[i][0]);
+        char line[192];
+        snprintf(line, sizeof line, "%s_GLIBC_TUNABLES=${%s_GLIBC_TUNABLES-%s}\n", benches[i][1],
+                 benches[i][1], want);
+        ck_assert_msg(strstr(text, line) != NULL, "%s lacks %s", benches[i][0], line);
+        free(text);
+    }
     free(df);
 }
 END_TEST
@@ -127,7 +132,7 @@ Suite *suite_manifests(void)
     tcase_add_test(t, policies_configmap_is_policies_dir);
     tcase_add_test(t, simulate_default_is_the_shipped_config);
     tcase_add_test(t, webhook_match_conditions_name_the_resources);
-    tcase_add_test(t, soak_runs_the_images_allocator_setting);
+    tcase_add_test(t, benches_run_the_images_allocator_setting);
     suite_add_tcase(s, t);
     return s;
 }
