@@ -70,8 +70,9 @@ LABEL org.opencontainers.image.title="gpupack" \
 USER 65532:65532
 # No per-thread allocator caches: each of gpupack's ~30 threads would otherwise keep up
 # to ~240 KiB of freed blocks that the once-a-minute heap trim cannot give back, filled
-# over hours as threads meet new sizes (docs/reliability.md, "The allocator's thread
-# caches"). The verbs' speed is unchanged (bench/malloc-ab.sh). Override with -e.
+# over hours as threads meet new sizes (docs/reliability.md, "The thread caches off, as
+# the image now runs"). The verbs' speed is unchanged (bench/malloc-ab.sh, bench/scale.sh).
+# Override with -e.
 ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=0
 # 8765: filter, prioritize, bind, probes, /metrics, /ui; 8443: the admission webhook
 EXPOSE 8765 8443
