@@ -8,18 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kube/watchstream.h"
 #include "lib/util.h"
 #include "model/k8s_obs.h"
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {
@@ -44,7 +36,7 @@ int main(int argc, char **argv)
     size_t len = strlen(line);
     gp_pod_view *v = xmalloc(sizeof *v);
     long decoded = 0;
-    double t0 = cpu_s();
+    double t0 = gp_cpu_s();
     for (long i = 0; i < events; i++) {
         gp_watch_event e;
         gp_err err;
@@ -56,7 +48,7 @@ int main(int argc, char **argv)
             decoded++;
         watchstream_event_clear(&e);
     }
-    double t = cpu_s() - t0;
+    double t = gp_cpu_s() - t0;
     printf("events=%ld decoded=%ld line_bytes=%zu cpu_us_per_event=%.3f\n", events, decoded, len,
            t / (double)events * 1e6);
     free(v);

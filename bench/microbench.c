@@ -8,17 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "lib/util.h"
 #include "pack/clusterfile.h"
 #include "sched/extender.h"
-
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {
@@ -65,10 +58,10 @@ int main(int argc, char **argv)
             char *out;
             for (size_t k = 0; cold && k < cold_len; k += 64)
                 cold[k] = (char)i;
-            double t = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+            double t = gp_mono_s(), c0 = gp_cpu_s();
             verbs[v](e, body, strlen(body), &out);
-            double d = clock_s(CLOCK_MONOTONIC) - t;
-            cpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+            double d = gp_mono_s() - t;
+            cpu += gp_cpu_s() - c0;
             free(out);
             sum += d;
             if (d < best)

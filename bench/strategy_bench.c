@@ -9,20 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "lib/util.h"
 #include "pack/frag.h"
 #include "pack/placement.h"
 #include "sim/trace.h"
 
 #define NSTATES 24
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A deterministic LCG, so that every build sees the same node states. */
 static uint32_t lcg(uint64_t *s)
@@ -168,9 +161,9 @@ int main(int argc, char **argv)
     long fit1 = fits;
     sum = 0.0;
     fits = 0;
-    double t0 = cpu_seconds();
+    double t0 = gp_cpu_s();
     long calls = run_loop(&b, rounds, &sum, &fits, &h2);
-    double t1 = cpu_seconds();
+    double t1 = gp_cpu_s();
     printf("node %s (%d GPUs %s), %d typical shapes, %d node states, %s/%s\n", tn[pick].name,
            tn[pick].gpus, tn[pick].model, shapes->n, b.nstates, ns, gs);
     printf("calls %ld (fits %ld) in %.3f s CPU: %.2f us per fit+score\n", calls, fits, t1 - t0,

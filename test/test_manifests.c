@@ -1,8 +1,8 @@
 /* test_manifests.c -- what manifests/ ships agrees with the files it is made from: the
  * policies ConfigMap with policies/, the simulator's default scheduler configuration with
  * the one the base ships, the webhook's matchConditions with the resource names gpupack
- * reads, the benchmarks' allocator setting with the image's. (Rendering and applying the kustomize overlays needs kubectl and an API server:
- * test/e2e/e2e_manifests.c.) */
+ * reads, the benchmarks' allocator setting with the image's. (Rendering and applying the
+ * kustomize overlays needs kubectl and an API server: test/e2e/e2e_manifests.c.) */
 #include <check.h>
 #include <glob.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /* test_util.c -- the growable buffer's limit and sticky error, bounded copy, the heap figures,
- * the string map. */
+ * the string map, the CPU clock. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -304,6 +304,22 @@ static void record_name(void *arg)
     pthread_getname_np(pthread_self(), arg, 64);
 }
 
+/* gp_cpu_s counts the process's CPU time: it stands still while the process
+ * sleeps and moves when it works (gp_mono_s moves in both). */
+START_TEST(cpu_clock_counts_work_not_sleep)
+{
+    double c0 = gp_cpu_s(), m0 = gp_mono_s();
+    usleep(100 * 1000);
+    ck_assert_double_ge(gp_mono_s() - m0, 0.1);
+    ck_assert_double_lt(gp_cpu_s() - c0, 0.05);
+    c0 = gp_cpu_s();
+    volatile unsigned long x = 0;
+    while (gp_cpu_s() - c0 < 0.01 && gp_mono_s() - m0 < 30)
+        x++;
+    ck_assert_double_ge(gp_cpu_s() - c0, 0.01);
+}
+END_TEST
+
 START_TEST(threads_are_named)
 {
     const char *names[] = {"w-pods", "w-resourceclaims", "housekeeping"};
@@ -343,6 +359,7 @@ Suite *suite_util(void)
     tcase_add_test(t, strmap_drop_if_keeps_the_rest);
     tcase_add_test(t, strmap_borrowing_keys_follow_their_values);
     tcase_add_test(t, threads_are_named);
+    tcase_add_test(t, cpu_clock_counts_work_not_sleep);
     suite_add_tcase(s, t);
     return s;
 }

@@ -116,8 +116,10 @@ char *gp_utf8_scrub(char *s);
 #define GP_FNV_PRIME UINT64_C(1099511628211)
 uint64_t gp_fnv1a(uint64_t h, const void *p, size_t n);
 
-/* Wall clock in Unix nanoseconds, and a monotonic clock in seconds. */
+/* Wall clock in Unix nanoseconds, a monotonic clock in seconds, and the CPU
+ * time the process has used (all its threads) in seconds. */
 int64_t gp_now_ns(void);
 double gp_mono_s(void);
+double gp_cpu_s(void);
 
 #endif

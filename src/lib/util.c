@@ -303,9 +303,19 @@ int64_t gp_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-double gp_mono_s(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double gp_mono_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+double gp_cpu_s(void)
+{
+    return clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
