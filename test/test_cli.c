@@ -1,6 +1,8 @@
 /* test_cli.c -- the gpupack binary's command line: flags in both forms, usage
  * errors, shipped policies, and a clean start/stop of the embedded mode. */
 #include <check.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -178,6 +180,62 @@ START_TEST(root_redirects_and_inspect_keeps_names)
 }
 END_TEST
 
+/* With TLS the embedded mode's hints are https and work as printed: the
+ * first one, run by the shell, reads /inspect. */
+START_TEST(tls_hints_work_as_printed)
+{
+    const char *bin = getenv("GPUPACK_BIN");
+    ck_assert_msg(bin && *bin, "GPUPACK_BIN is not set (make test sets it)");
+    const char *const argv[] = {bin, "serve", "--cluster=examples/cluster.yaml",
+                                "--listen=127.0.0.1:0", "--tls-cert=test/fixtures/tls/server.crt",
+                                "--tls-key=test/fixtures/tls/server.key", NULL};
+    int fds[2];
+    ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
+    pid_t pid = tu_spawn(argv, -1, fds[1]);
+    close(fds[1]);
+    /* the log up to the hints' last line (tu_serve stops reading at the port) */
+    char text[16384];
+    size_t len = 0;
+    text[0] = '\0';
+    double end = gp_mono_s() + TU_SERVE_WAIT_S;
+    while (!strstr(text, "Ctrl-C stops it") && len < sizeof text - 1 && gp_mono_s() < end) {
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        if (poll(&pfd, 1, 100) <= 0)
+            continue;
+        ssize_t n = read(fds[0], text + len, sizeof text - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        text[len] = '\0';
+    }
+    const char *pl = strstr(text, "(port ");
+    int port = pl ? atoi(pl + 6) : 0;
+    ck_assert_msg(port > 0 && strstr(text, "Ctrl-C stops it"), "no hints in the log:\n%s", text);
+    char hint[1024] = "";
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        size_t ll = strcspn(l, "\n");
+        if (ll < sizeof hint && memmem(l, ll, "curl ", 5) && memmem(l, ll, "/inspect", 8)) {
+            snprintf(hint, sizeof hint, "%.*s", (int)ll, l);
+            break;
+        }
+    }
+    char want[64];
+    snprintf(want, sizeof want, "https://127.0.0.1:%d/inspect", port);
+    ck_assert_msg(strstr(hint, want), "hint \"%s\" lacks %s", hint, want);
+    char cmd[1200], out[64];
+    snprintf(cmd, sizeof cmd, "%s -o /dev/null -w '%%{http_code}'", hint);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    ck_assert_msg(strcmp(out, "200") == 0, "%s answered \"%s\"", cmd, out);
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    close(fds[0]);
+}
+END_TEST
+
 Suite *suite_cli(void);
 Suite *suite_cli(void)
 {
@@ -189,6 +247,7 @@ Suite *suite_cli(void)
     tcase_add_loop_test(t, usage_errors_are_two_lines, 0, (int)GP_ARRAY_LEN(usage_errors));
     tcase_add_test(t, plot_dir_checked_before_the_run);
     tcase_add_test(t, root_redirects_and_inspect_keeps_names);
+    tcase_add_test(t, tls_hints_work_as_printed);
     suite_add_tcase(s, t);
     return s;
 }

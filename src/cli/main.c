@@ -315,23 +315,35 @@ static json_t *inspect_hook(void *ud)
     return o;
 }
 
-static void print_try_it(const char *listen, int port)
+static void print_try_it(const serve_opts *o, int port)
 {
-    const char *colon = strrchr(listen, ':');
-    int hl = colon ? (int)(colon - listen) : 0;
+    const char *colon = strrchr(o->listen, ':');
+    int hl = colon ? (int)(colon - o->listen) : 0;
     char host[128];
-    snprintf(host, sizeof host, "%.*s", hl, listen);
+    snprintf(host, sizeof host, "%.*s", hl, o->listen);
     if (!host[0] || strcmp(host, "0.0.0.0") == 0)
         snprintf(host, sizeof host, "127.0.0.1");
+    char url[200], curl[PATH_MAX + 40];
+    snprintf(url, sizeof url, "%s://%s:%d", o->tls_cert ? "https" : "http", host, port);
+    /* with TLS the hints make curl trust the serving certificate itself (a
+     * try-out's is self-signed; curl also takes a CA-issued one as the anchor) */
+    if (o->tls_cert)
+        snprintf(curl, sizeof curl, "curl -s --cacert %s", o->tls_cert);
+    else
+        snprintf(curl, sizeof curl, "curl -s");
+    fprintf(stderr, "\ngpupack is serving the embedded cluster on %s -- try it:\n", url);
+    fprintf(stderr, "  %s %s/inspect\n", curl, url);
+    if (o->client_ca)
+        fprintf(stderr, "  (filter, prioritize and bind need a client certificate signed by %s:\n"
+                        "   add --cert FILE --key FILE to these)\n", o->client_ca);
     fprintf(stderr,
-            "\ngpupack is serving the embedded cluster on http://%s:%d -- try it:\n"
-            "  curl -s http://%s:%d/inspect\n"
-            "  curl -s -XPOST http://%s:%d/filter -d @examples/filter-request.json\n"
-            "  curl -s -XPOST http://%s:%d/prioritize -d @examples/filter-request.json\n"
-            "  curl -s -XPOST http://%s:%d/bind -d @examples/bind-request.json\n"
-            "  bin/gpupack inspect --server http://%s:%d\n"
-            "Ctrl-C stops it.\n\n",
-            host, port, host, port, host, port, host, port, host, port, host, port);
+            "  %s -XPOST %s/filter -d @examples/filter-request.json\n"
+            "  %s -XPOST %s/prioritize -d @examples/filter-request.json\n"
+            "  %s -XPOST %s/bind -d @examples/bind-request.json\n",
+            curl, url, curl, url, curl, url);
+    if (!o->tls_cert)   /* the subcommand trusts the system's CAs only */
+        fprintf(stderr, "  bin/gpupack inspect --server %s\n", url);
+    fprintf(stderr, "Ctrl-C stops it.\n\n");
 }
 
 /* Leader election over the Lease; binds wait for it (the bind pipe's gate). */
@@ -558,7 +570,7 @@ static int cmd_serve(int argc, char **argv)
         goto out;
     }
     if (o.cluster_file)
-        print_try_it(o.listen, server_port(s));
+        print_try_it(&o, server_port(s));
     int sig = 0;
     for (;;) {
         sigwait(&sigs, &sig);
