@@ -76,6 +76,7 @@ static const cli_case cases[] = {
     {"inspect --bogus", 2, "gpupack inspect: unknown flag --bogus\ntry 'gpupack inspect --help'"},
     {"explain", 2, "gpupack explain: which pod? give NAMESPACE/POD\ntry 'gpupack explain --help'"},
     {"explain nopod", 2, "nopod is not NAMESPACE/POD"},
+    {"explain a/b --cluster x --cacert y", 2, "--cacert is for --server, not --cluster"},
     {"policy", 2, "try 'gpupack policy --help'"},
     {"policy lint", 2, "gpupack policy: unknown subcommand lint (expected: check)"},
     {"policy check", 2, "try 'gpupack policy check --help'"},
@@ -229,6 +230,16 @@ START_TEST(tls_hints_work_as_printed)
     out[n] = '\0';
     pclose(p);
     ck_assert_msg(strcmp(out, "200") == 0, "%s answered \"%s\"", cmd, out);
+    /* the subcommand: with the CA it reads the table; without, the system's
+     * CAs do not know the test CA and it says so */
+    char big[8192];
+    snprintf(cmd, sizeof cmd, "inspect --server https://127.0.0.1:%d --cacert test/fixtures/tls/ca.crt",
+             port);
+    ck_assert_int_eq(run(cmd, big, sizeof big), 0);
+    ck_assert_msg(strstr(big, "NVIDIA-Tesla V100-PCIE-32GB"), "%s", big);
+    snprintf(cmd, sizeof cmd, "inspect --server https://127.0.0.1:%d", port);
+    ck_assert_int_eq(run(cmd, big, sizeof big), 1);
+    ck_assert_msg(strstr(big, "certificate"), "%s", big);
     kill(pid, SIGTERM);
     int st;
     waitpid(pid, &st, 0);

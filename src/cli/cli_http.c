@@ -8,8 +8,8 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
     return gp_buf_append(ud, p, sz * n) ? 0 : sz * n;
 }
 
-json_t *cli_http_json(const char *url, const char *body, long timeout_s, size_t max_bytes,
-                      gp_err *err)
+json_t *cli_http_json(const char *url, const char *body, const char *cacert, long timeout_s,
+                      size_t max_bytes, gp_err *err)
 {
     gp_buf ans;
     gp_buf_init(&ans, max_bytes);
@@ -28,6 +28,8 @@ json_t *cli_http_json(const char *url, const char *body, long timeout_s, size_t 
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+    if (cacert)
+        curl_easy_setopt(c, CURLOPT_CAINFO, cacert);
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

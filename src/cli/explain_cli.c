@@ -19,7 +19,7 @@
 #define EXPLAIN_MAX_ANSWER (64u << 20)
 
 typedef struct explain_opts {
-    const char *server, *cluster, *policies, *pod_file, *kubeconfig;
+    const char *server, *cacert, *cluster, *policies, *pod_file, *kubeconfig;
     bool json;
 } explain_opts;
 
@@ -27,6 +27,8 @@ typedef struct explain_opts {
 static const gp_flag explain_flags[] = {
     GP_FLAG("--server", FLAG_STR, O(server), "URL",
      "ask this running gpupack (POST /explain; default http://127.0.0.1:8765)"),
+    GP_FLAG("--cacert", FLAG_STR, O(cacert), "FILE",
+     "an https --server's certificate is checked against this CA (PEM; default: the system's)"),
     GP_FLAG("--cluster", FLAG_STR, O(cluster), "FILE",
      "embedded mode: evaluate against this cluster file, in process"),
     GP_FLAG("--policies", FLAG_STR, O(policies), "DIR", "with --cluster: the policy files to use"),
@@ -95,11 +97,12 @@ out:
 }
 
 /* POST the pod to URL/explain; returns the answer or NULL. */
-static json_t *explain_remote(const char *server, const json_t *pod, gp_err *err)
+static json_t *explain_remote(const char *server, const char *cacert, const json_t *pod,
+                             gp_err *err)
 {
     char *url = xasprintf("%s/explain", server);
     char *body = json_dumps(pod, JSON_COMPACT);
-    json_t *j = cli_http_json(url, body ? body : "{}", 60, EXPLAIN_MAX_ANSWER, err);
+    json_t *j = cli_http_json(url, body ? body : "{}", cacert, 60, EXPLAIN_MAX_ANSWER, err);
     free(body);
     free(url);
     return j;
@@ -150,6 +153,8 @@ int explain_main(int argc, char **argv)
         return flags_error(&explain_cmd, "%.300s is not NAMESPACE/POD", target);
     if (server && cluster)
         return flags_error(&explain_cmd, "--server and --cluster exclude each other");
+    if (o.cacert && cluster)
+        return flags_error(&explain_cmd, "--cacert is for --server, not --cluster");
     char ns[GP_NAME_MAX], name[GP_NAME_MAX];
     snprintf(ns, sizeof ns, "%.*s", (int)(slash - target), target);
     gp_strlcpy(name, slash + 1, sizeof name);
@@ -189,7 +194,7 @@ int explain_main(int argc, char **argv)
     if (cluster)
         ex = explain_local(cluster, policies, pod, &err);
     else
-        ex = explain_remote(server ? server : "http://127.0.0.1:8765", pod, &err);
+        ex = explain_remote(server ? server : "http://127.0.0.1:8765", o.cacert, pod, &err);
     if (!ex) {
         fprintf(stderr, "gpupack explain: %s\n", err.msg);
         goto out;

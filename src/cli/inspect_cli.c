@@ -13,13 +13,15 @@
 #define INSPECT_MAX_BODY (256u << 20)
 
 typedef struct inspect_opts {
-    const char *server;
+    const char *server, *cacert;
     bool json;
 } inspect_opts;
 
 static const gp_flag inspect_flags[] = {
     GP_FLAG("--server", FLAG_STR, offsetof(inspect_opts, server), "URL",
      "the gpupack to ask (default http://127.0.0.1:8765)"),
+    GP_FLAG("--cacert", FLAG_STR, offsetof(inspect_opts, cacert), "FILE",
+     "an https --server's certificate is checked against this CA (PEM; default: the system's)"),
     GP_FLAG("--json", FLAG_BOOL, offsetof(inspect_opts, json), NULL, "print the /inspect answer as JSON"),
 };
 
@@ -30,7 +32,7 @@ static const gp_command inspect_cmd = {
 
 int inspect_main(int argc, char **argv)
 {
-    inspect_opts o = {"http://127.0.0.1:8765", false};
+    inspect_opts o = {"http://127.0.0.1:8765", NULL, false};
     const char *args[1];
     int nargs = 0;
     int prc = flags_parse(&inspect_cmd, argc, argv, &o, args, &nargs);
@@ -41,7 +43,7 @@ int inspect_main(int argc, char **argv)
     /* compact: the answer the server sends as written; indented here */
     char *url = xasprintf("%s/inspect%s%s?compact=1", server, node ? "/" : "", node ? node : "");
     gp_err err;
-    json_t *j = cli_http_json(url, NULL, 30, INSPECT_MAX_BODY, &err);
+    json_t *j = cli_http_json(url, NULL, o.cacert, 30, INSPECT_MAX_BODY, &err);
     free(url);
     if (!j) {
         fprintf(stderr, "gpupack inspect: %s\n", err.msg);

@@ -341,8 +341,8 @@ static void print_try_it(const serve_opts *o, int port)
             "  %s -XPOST %s/prioritize -d @examples/filter-request.json\n"
             "  %s -XPOST %s/bind -d @examples/bind-request.json\n",
             curl, url, curl, url, curl, url);
-    if (!o->tls_cert)   /* the subcommand trusts the system's CAs only */
-        fprintf(stderr, "  bin/gpupack inspect --server %s\n", url);
+    fprintf(stderr, "  bin/gpupack inspect --server %s%s%s\n", url, o->tls_cert ? " --cacert " : "",
+            o->tls_cert ? o->tls_cert : "");
     fprintf(stderr, "Ctrl-C stops it.\n\n");
 }
 
