@@ -2,7 +2,6 @@
  * errors, shipped policies, and a clean start/stop of the embedded mode. */
 #include <check.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -181,6 +180,11 @@ START_TEST(root_redirects_and_inspect_keeps_names)
 }
 END_TEST
 
+static bool hints_printed(const char *text)
+{
+    return strstr(text, "Ctrl-C stops it") != NULL;
+}
+
 /* With TLS the embedded mode's hints are https and work as printed: the
  * first one, run by the shell, reads /inspect. */
 START_TEST(tls_hints_work_as_printed)
@@ -196,19 +200,8 @@ START_TEST(tls_hints_work_as_printed)
     close(fds[1]);
     /* the log up to the hints' last line (tu_serve stops reading at the port) */
     char text[16384];
-    size_t len = 0;
-    text[0] = '\0';
-    double end = gp_mono_s() + TU_SERVE_WAIT_S;
-    while (!strstr(text, "Ctrl-C stops it") && len < sizeof text - 1 && gp_mono_s() < end) {
-        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-        if (poll(&pfd, 1, 100) <= 0)
-            continue;
-        ssize_t n = read(fds[0], text + len, sizeof text - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        text[len] = '\0';
-    }
+    bool eof;
+    tu_read_log(fds[0], hints_printed, text, sizeof text, TU_SERVE_WAIT_S, &eof);
     const char *pl = strstr(text, "(port ");
     int port = pl ? atoi(pl + 6) : 0;
     ck_assert_msg(port > 0 && strstr(text, "Ctrl-C stops it"), "no hints in the log:\n%s", text);

@@ -214,6 +214,40 @@ static int port_in(const char *text)
     return 0;
 }
 
+bool tu_read_log(int fd, bool (*done)(const char *text), char *text, size_t cap, double wait_s,
+                 bool *eof)
+{
+    /* read, not fgets: a server that hangs must not hang the test */
+    size_t len = 0;
+    text[0] = '\0';
+    double end = gp_mono_s() + wait_s;
+    *eof = false;
+    while (!done(text) && !*eof) {
+        double left = end - gp_mono_s();
+        if (left <= 0)
+            return false;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+            continue;
+        if (len == cap - 1) {   /* keep the newer half */
+            memmove(text, text + len / 2, len - len / 2);
+            len -= len / 2;
+        }
+        ssize_t r = read(fd, text + len, cap - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        *eof = r <= 0;
+        len += r > 0 ? (size_t)r : 0;
+        text[len] = '\0';
+    }
+    return done(text);
+}
+
+static bool listens(const char *text)
+{
+    return port_in(text) > 0;
+}
+
 pid_t tu_serve(const char *const *args, int *port, FILE **log)
 {
     const char *bin = getenv("GPUPACK_BIN");
@@ -229,32 +263,10 @@ pid_t tu_serve(const char *const *args, int *port, FILE **log)
     ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
     pid_t pid = tu_spawn(argv, -1, fds[1]);
     close(fds[1]);
-    /* read, not fgets: a server that hangs before it listens must not hang the test */
     char text[16384];
-    size_t len = 0;
-    text[0] = '\0';
-    double end = gp_mono_s() + TU_SERVE_WAIT_S;
     bool eof = false;
-    *port = 0;
-    while (!*port && !eof) {
-        double left = end - gp_mono_s();
-        if (left <= 0)
-            break;
-        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-        if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
-            continue;
-        if (len == sizeof text - 1) {   /* keep the newer half */
-            memmove(text, text + len / 2, len - len / 2);
-            len -= len / 2;
-        }
-        ssize_t r = read(fds[0], text + len, sizeof text - 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        eof = r <= 0;
-        len += r > 0 ? (size_t)r : 0;
-        text[len] = '\0';
-        *port = port_in(text);
-    }
+    double end = gp_mono_s() + TU_SERVE_WAIT_S;
+    *port = tu_read_log(fds[0], listens, text, sizeof text, TU_SERVE_WAIT_S, &eof) ? port_in(text) : 0;
     if (*port <= 0) {
         fprintf(stderr, "tu_serve: %s %s after %.0f s; it wrote:\n%s\n", bin,
                 eof ? "ended before it said where it listens" : "said nothing about where it listens",

@@ -45,6 +45,11 @@ pid_t tu_spawn(const char *const *argv, int out_fd, int err_fd);
 void tu_describe_process(pid_t pid);
 /* How long tu_serve waits for the server to say where it listens. */
 #define TU_SERVE_WAIT_S 20.0
+/* Reads fd (a child's piped log) into text (cap bytes, NUL-terminated; the
+ * newer half kept when full) until done(text) holds, the pipe ends (*eof) or
+ * wait_s pass. Returns done(text). */
+bool tu_read_log(int fd, bool (*done)(const char *text), char *text, size_t cap, double wait_s,
+                 bool *eof);
 /* Starts `$GPUPACK_BIN serve ARGS...` (args NULL-terminated, at most 14) with
  * its stderr piped, and reads that log until the line "listening on ... (port
  * N)". Returns the pid; *port gets N and *log the rest of the log (owned: the
