@@ -164,6 +164,12 @@ static void names_set(pod_rec *r, const char *ns, const char *name, const char *
     policy = policy ? policy : "";
     size_t a = strnlen(ns, GP_NAME_MAX - 1), b = strnlen(name, GP_NAME_MAX - 1),
            p = strnlen(policy, GP_NAME_MAX - 1);
+    /* every watch event of a bound pod names its policy again: keep the block
+     * when nothing changed (a fresh small block per event, interleaved with
+     * the event's decoding, scatters the records over the heap's pages) */
+    if (r->ns && strlen(r->ns) == a && strncmp(r->ns, ns, a) == 0 && strlen(r->name) == b &&
+        strncmp(r->name, name, b) == 0 && strlen(r->policy) == p && strncmp(r->policy, policy, p) == 0)
+        return;
     char *blk = xmalloc(a + b + p + 3);
     memcpy(blk, ns, a);
     blk[a] = '\0';
