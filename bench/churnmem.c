@@ -2,8 +2,8 @@
  * and relists, in minutes, without a control plane.
  *
  *   bin/churnmem [--gpupack BIN] [--pods N] [--alive N] [--nodes N] [--every N]
- *                [--relist-every N] [--rate PODS_PER_S] [--clients N] [--slow N] [--tls]
- *                [--seed S] [--csv FILE]
+ *                [--relist-every N] [--restart-every N] [--rate PODS_PER_S] [--clients N]
+ *                [--slow N] [--tls] [--api-tls] [--seed S] [--csv FILE]
  *
  * Runs BIN (default bin/gpupack) `serve` in live mode against an in-process
  * fake API server (test/fakeapi.c) holding --nodes nodes of 8 GPUs, and plays
@@ -16,6 +16,10 @@
  * which is deleted (seeded: with one client the same run every time).
  * --rate paces the pods' starts (default 0: as fast as gpupack and the fake
  * take them; a sample then comes at most once a minute, with the trims).
+ * --restart-every N: an API-server restart (every connection and watch cut,
+ * 3 s without an answer, the same state back on the same port). --api-tls:
+ * the fake API server over HTTPS, so gpupack's watches and Bindings go
+ * through libcurl and GnuTLS as against kube-apiserver.
  * --tls: the verbs over HTTPS (gpupack's TLS front, HTTP/2 where the client
  * offers it) with the unit tests' certificates, as kube-scheduler calls them.
  * --clients pods are on their way at once (kube-scheduler's binding
@@ -37,6 +41,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -63,9 +68,9 @@ extern char **environ;
 
 typedef struct opts {
     const char *bin, *csv;
-    long pods, alive, every, relist_every, slow;
+    long pods, alive, every, relist_every, restart_every, slow;
     double rate;
-    bool tls;
+    bool tls, api_tls;
     int clients;
     int nodes;
     unsigned seed;
@@ -183,9 +188,9 @@ static void wait_ready(gp_kube *gp)
 /* The command line, as lib/flags reads it; main copies it into opts. */
 typedef struct cli {
     const char *bin, *csv;
-    size_t pods, alive, every, relist_every, slow;
+    size_t pods, alive, every, relist_every, restart_every, slow;
     double rate;
-    bool tls;
+    bool tls, api_tls;
     unsigned clients, nodes, seed;
 } cli;
 
@@ -199,6 +204,9 @@ static const gp_flag cli_flags[] = {
     GP_FLAG("--every", FLAG_SIZE, C(every), "N", "a sample every N pods (default 5000)", .min = 1),
     GP_FLAG("--relist-every", FLAG_SIZE, C(relist_every), "N",
             "a relist (410, LIST again) every N pods (default 0: never)"),
+    GP_FLAG("--restart-every", FLAG_SIZE, C(restart_every), "N",
+            "an API-server restart every N pods: every connection and watch ends, nothing\n"
+            "answers for 3 s, the same state comes back (default 0: never)"),
     GP_FLAG("--rate", FLAG_DOUBLE, C(rate), "PODS_PER_S",
             "pods started per second (default 0: as fast as they go)"),
     GP_FLAG("--clients", FLAG_UINT, C(clients), "N", "pods on their way at once (default 1)",
@@ -206,6 +214,9 @@ static const gp_flag cli_flags[] = {
     GP_FLAG("--slow", FLAG_SIZE, C(slow), "N",
             "half-way between samples, the next N Bindings answered 300 ms late (default 0)"),
     GP_FLAG("--tls", FLAG_BOOL, C(tls), NULL, "the verbs over HTTPS (the unit tests' certificates)"),
+    GP_FLAG("--api-tls", FLAG_BOOL, C(api_tls), NULL,
+            "the fake API server over HTTPS (the same certificates): gpupack's watches and\n"
+            "Bindings through libcurl and GnuTLS, as against kube-apiserver"),
     GP_FLAG("--seed", FLAG_UINT, C(seed), "S", "the pods' seed (default 42)"),
     GP_FLAG("--csv", FLAG_STR, C(csv), "FILE", "also write the samples as CSV"),
 };
@@ -227,7 +238,9 @@ static int parse(int argc, char **argv, opts *o, bool *done)
         return rc == FLAGS_HELP ? 0 : 2;
     *o = (opts){.bin = c.bin, .csv = c.csv, .pods = (long)c.pods, .alive = (long)c.alive,
                 .every = (long)c.every, .relist_every = (long)c.relist_every,
-                .slow = (long)c.slow, .rate = c.rate, .tls = c.tls, .clients = (int)c.clients,
+                .restart_every = (long)c.restart_every,
+                .slow = (long)c.slow, .rate = c.rate, .tls = c.tls, .api_tls = c.api_tls,
+                .clients = (int)c.clients,
                 .nodes = (int)c.nodes, .seed = c.seed};
     return 0;
 }
@@ -390,6 +403,8 @@ static void *client(void *arg)
             fakeapi_delete_pod(R->f, "churn", old);
         if (o->relist_every && (i + 1) % o->relist_every == 0)
             relist(R);
+        if (o->restart_every && (i + 1) % o->restart_every == 0 && fakeapi_restart(R->f, 3000) < 0)
+            fprintf(stderr, "churnmem: the fake API server did not come back on its port\n");
         if ((i + 1) % o->every == 0)
             sample(R);
     }
@@ -404,7 +419,15 @@ int main(int argc, char **argv)
         return prc;
     gp_log_set_level(GP_LOG_ERROR);
     signal(SIGPIPE, SIG_IGN);
-    gp_fakeapi *f = fakeapi_start();
+    gp_err rerr;
+    char *cert = o.api_tls ? gp_read_file(TLS_DIR "server.crt", 1 << 20, NULL, &rerr) : NULL;
+    char *key = o.api_tls ? gp_read_file(TLS_DIR "server.key", 1 << 20, NULL, &rerr) : NULL;
+    if (o.api_tls && (!cert || !key)) {
+        fprintf(stderr, "churnmem: cannot read %sserver.crt or .key (run from the repository)\n",
+                TLS_DIR);
+        return 1;
+    }
+    gp_fakeapi *f = o.api_tls ? fakeapi_start_tls(cert, key) : fakeapi_start();
     if (!f) {
         fprintf(stderr, "churnmem: the fake API server did not start\n");
         return 1;
@@ -424,9 +447,15 @@ int main(int argc, char **argv)
         perror(kc);
         return 1;
     }
+    char ca[PATH_MAX + 64] = "";
+    if (o.api_tls) {
+        char cwd[PATH_MAX];
+        snprintf(ca, sizeof ca, ", certificate-authority: \"%s/%sca.crt\"",
+                 getcwd(cwd, sizeof cwd) ? cwd : ".", TLS_DIR);
+    }
     fprintf(k, "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: fake\n"
-               "  cluster: {server: \"%s\"}\ncontexts:\n- name: t\n  context: {cluster: fake, "
-               "user: u}\nusers:\n- name: u\n  user: {token: t}\n", fakeapi_url(f));
+               "  cluster: {server: \"%s\"%s}\ncontexts:\n- name: t\n  context: {cluster: fake, "
+               "user: u}\nusers:\n- name: u\n  user: {token: t}\n", fakeapi_url(f), ca);
     fclose(k);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -488,9 +517,10 @@ int main(int argc, char **argv)
     if (csv)
         fprintf(csv, "pods,rss_mib,rss_anon_mib,heap_in_use_mib,heap_free_mib,threads,bound,assumed\n");
     printf("# churnmem: %s, %d nodes x 8 GPUs, %ld pods at %g/s (0: at once), %ld alive, a sample every "
-           "%ld, a relist every %ld, %d clients%s, %ld slow Bindings per sample, seed %u\n", o.bin,
-           o.nodes, o.pods, o.rate, o.alive, o.every, o.relist_every, o.clients,
-           o.tls ? " over TLS" : "", o.slow, o.seed);
+           "%ld, a relist every %ld, an API-server restart every %ld, %d clients%s, API server over "
+           "%s, %ld slow Bindings per sample, seed %u\n", o.bin, o.nodes, o.pods, o.rate, o.alive,
+           o.every, o.relist_every, o.restart_every, o.clients, o.tls ? " over TLS" : "",
+           o.api_tls ? "HTTPS" : "HTTP", o.slow, o.seed);
     printf("%9s %8s %8s %8s %10s %8s %7s %7s %7s\n", "pods", "RSS", "anon", "in use", "anon-used",
            "free", "threads", "bound", "assumed");
     alive = xcalloc((size_t)o.alive, sizeof *alive);
@@ -517,5 +547,7 @@ out:
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     fakeapi_stop(f);
+    free(cert);
+    free(key);
     return rc;
 }

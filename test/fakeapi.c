@@ -43,6 +43,7 @@ typedef struct snapshot {
 struct gp_fakeapi {
     struct MHD_Daemon *d;
     int port;
+    const char *cert_pem, *key_pem;   /* HTTPS (the caller's); NULL: HTTP */
     char url[64];
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -1208,7 +1209,26 @@ void fakeapi_set_version(gp_fakeapi *f, const char *git_version, bool binding_ch
     pthread_mutex_unlock(&f->mu);
 }
 
+/* The daemon on sa (port 0: a free one), HTTP or HTTPS as f says. */
+static struct MHD_Daemon *daemon_start(gp_fakeapi *f, const struct sockaddr_in *sa)
+{
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+    if (f->cert_pem)
+        return MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, f, MHD_OPTION_SOCK_ADDR,
+                                (const struct sockaddr *)sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
+                                f, MHD_OPTION_HTTPS_MEM_CERT, f->cert_pem,
+                                MHD_OPTION_HTTPS_MEM_KEY, f->key_pem, MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, NULL, NULL, handle, f, MHD_OPTION_SOCK_ADDR,
+                            (const struct sockaddr *)sa, MHD_OPTION_NOTIFY_COMPLETED, completed, f,
+                            MHD_OPTION_END);
+}
+
 gp_fakeapi *fakeapi_start(void)
+{
+    return fakeapi_start_tls(NULL, NULL);
+}
+
+gp_fakeapi *fakeapi_start_tls(const char *cert_pem, const char *key_pem)
 {
     gp_fakeapi *f = xcalloc(1, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
@@ -1222,17 +1242,43 @@ gp_fakeapi *fakeapi_start(void)
     sa.sin_family = AF_INET;
     sa.sin_port = 0;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    f->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL,
-                            NULL, handle, f, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, f, MHD_OPTION_END);
+    f->cert_pem = cert_pem && key_pem ? cert_pem : NULL;
+    f->key_pem = cert_pem && key_pem ? key_pem : NULL;
+    f->d = daemon_start(f, &sa);
     if (!f->d) {
         fakeapi_stop(f);
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
     f->port = info ? info->port : 0;
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d", f->port);
+    snprintf(f->url, sizeof f->url, "%s://127.0.0.1:%d", f->cert_pem ? "https" : "http", f->port);
     return f;
+}
+
+int fakeapi_restart(gp_fakeapi *f, int down_ms)
+{
+    pthread_mutex_lock(&f->mu);
+    f->stopping = true;   /* open watches end */
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    MHD_stop_daemon(f->d);   /* and every connection with them */
+    f->d = NULL;
+    if (down_ms > 0)
+        usleep((useconds_t)down_ms * 1000);
+    pthread_mutex_lock(&f->mu);
+    f->stopping = false;
+    pthread_mutex_unlock(&f->mu);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)f->port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < 50 && !f->d; i++) {   /* the port may take a moment to be free again */
+        f->d = daemon_start(f, &sa);
+        if (!f->d)
+            usleep(100000);
+    }
+    return f->d ? 0 : -1;
 }
 
 void fakeapi_stop(gp_fakeapi *f)

@@ -21,6 +21,13 @@ typedef struct gp_fakeapi gp_fakeapi;
 
 /* Starts on 127.0.0.1, a free port. NULL on failure. */
 gp_fakeapi *fakeapi_start(void);
+/* The same over HTTPS with this certificate and key (PEM text, kept by the
+ * caller while the fake runs); fakeapi_url says https. */
+gp_fakeapi *fakeapi_start_tls(const char *cert_pem, const char *key_pem);
+/* An API-server restart: every connection and watch ends, nothing answers
+ * for down_ms, then the same state is served on the same port again. 0, or
+ * -1 when the port could not be had again (the fake then answers nothing). */
+int fakeapi_restart(gp_fakeapi *f, int down_ms);
 /* Stops the daemon (cutting open watches) and frees everything; accepts NULL. */
 void fakeapi_stop(gp_fakeapi *f);
 int fakeapi_port(const gp_fakeapi *f);
