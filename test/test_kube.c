@@ -348,6 +348,46 @@ START_TEST(a_request_carries_nothing_of_the_one_before)
 }
 END_TEST
 
+/* The fake API server the bench uses for restarts and HTTPS (test/fakeapi.h):
+ * after fakeapi_restart the same port serves the same objects, and the
+ * client's kept connection, cut, is replaced by a new one. */
+START_TEST(the_fake_restarts_with_its_state_and_serves_https)
+{
+    fixture x;
+    setup(&x);
+    fakeapi_put_pod(x.f, json_pack("{s:{s:s,s:s}}", "metadata", "name", "p", "namespace", "default"));
+    request(x.k, "GET", "/api/v1/namespaces/default/pods/p", NULL);
+    int port = fakeapi_port(x.f);
+    ck_assert_int_eq(fakeapi_restart(x.f, 50), 0);
+    ck_assert_int_eq(fakeapi_port(x.f), port);
+    gp_kube_resp r;
+    gp_err err;
+    ck_assert_int_eq(kube_request(x.k, "GET", "/api/v1/namespaces/default/pods/p", NULL, NULL, 10,
+                                  NULL, &r, &err), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.body.data, "\"name\":\"p\""));
+    kube_resp_free(&r);
+    teardown(&x);
+
+    char *cert = gp_read_file("test/fixtures/tls/server.crt", 1 << 20, NULL, &err);
+    char *key = gp_read_file("test/fixtures/tls/server.key", 1 << 20, NULL, &err);
+    ck_assert(cert && key);
+    gp_fakeapi *f = fakeapi_start_tls(cert, key);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(strncmp(fakeapi_url(f), "https://", 8), 0);
+    gp_kube_auth a = {.server = (char *)fakeapi_url(f), .ca_file = "test/fixtures/tls/ca.crt"};
+    gp_kube *k = kube_new(&a, &err);
+    ck_assert_msg(k != NULL, "%s", err.msg);
+    ck_assert_int_eq(kube_request(k, "GET", "/version", NULL, NULL, 10, NULL, &r, &err), 0);
+    ck_assert_int_eq(r.status, 200);
+    kube_resp_free(&r);
+    kube_free(k);
+    fakeapi_stop(f);
+    free(cert);
+    free(key);
+}
+END_TEST
+
 Suite *suite_kube(void);
 Suite *suite_kube(void)
 {
@@ -362,6 +402,7 @@ Suite *suite_kube(void)
     tcase_add_test(t, idle_handles_a_burst_left_are_closed);
     tcase_add_test(t, a_cancelled_request_leaves_the_next_ones_alone);
     tcase_add_test(t, a_request_carries_nothing_of_the_one_before);
+    tcase_add_test(t, the_fake_restarts_with_its_state_and_serves_https);
     suite_add_tcase(s, t);
     return s;
 }
