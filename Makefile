@@ -181,12 +181,12 @@ bin/e2eload: bench/e2eload.c test/e2e/schedrw.c $(BUILD)/libgpupack.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -Itest/e2e -o $@ $^ $(LDLIBS)
 
-# the soak's front and API proxy are the e2e suite's TCP forwarder
 # the fake API server of the unit tests, in the bench's own process
 bin/churnmem: bench/churnmem.c test/fakeapi.c $(BUILD)/libgpupack.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -Itest -o $@ $^ $(LDLIBS)
 
+# the soak's front and API proxy are the e2e suite's TCP forwarder
 bin/soak: bench/soak.c test/e2e/tcpfwd.c $(BUILD)/libgpupack.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -Itest/e2e -o $@ $^ $(LDLIBS)

@@ -1209,9 +1209,15 @@ void fakeapi_set_version(gp_fakeapi *f, const char *git_version, bool binding_ch
     pthread_mutex_unlock(&f->mu);
 }
 
-/* The daemon on sa (port 0: a free one), HTTP or HTTPS as f says. */
-static struct MHD_Daemon *daemon_start(gp_fakeapi *f, const struct sockaddr_in *sa)
+/* The daemon on 127.0.0.1:port (0: a free one), HTTP or HTTPS as f says. */
+static struct MHD_Daemon *daemon_start(gp_fakeapi *f, int port)
 {
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const struct sockaddr_in *sa = &addr;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
     if (f->cert_pem)
         return MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, f, MHD_OPTION_SOCK_ADDR,
@@ -1237,14 +1243,9 @@ gp_fakeapi *fakeapi_start_tls(const char *cert_pem, const char *key_pem)
     f->pods = json_object();
     f->rv = 100;
     gp_strlcpy(f->version, "v1.26.0", sizeof f->version);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = 0;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     f->cert_pem = cert_pem && key_pem ? cert_pem : NULL;
     f->key_pem = cert_pem && key_pem ? key_pem : NULL;
-    f->d = daemon_start(f, &sa);
+    f->d = daemon_start(f, 0);
     if (!f->d) {
         fakeapi_stop(f);
         return NULL;
@@ -1268,13 +1269,8 @@ int fakeapi_restart(gp_fakeapi *f, int down_ms)
     pthread_mutex_lock(&f->mu);
     f->stopping = false;
     pthread_mutex_unlock(&f->mu);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)f->port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     for (int i = 0; i < 50 && !f->d; i++) {   /* the port may take a moment to be free again */
-        f->d = daemon_start(f, &sa);
+        f->d = daemon_start(f, f->port);
         if (!f->d)
             usleep(100000);
     }

@@ -202,8 +202,7 @@ START_TEST(tls_hints_work_as_printed)
     char text[16384];
     bool eof;
     tu_read_log(fds[0], hints_printed, text, sizeof text, TU_SERVE_WAIT_S, &eof);
-    const char *pl = strstr(text, "(port ");
-    int port = pl ? atoi(pl + 6) : 0;
+    int port = tu_port_in(text);
     ck_assert_msg(port > 0 && strstr(text, "Ctrl-C stops it"), "no hints in the log:\n%s", text);
     char hint[1024] = "";
     for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {

@@ -199,7 +199,7 @@ void tu_describe_process(pid_t pid)
 
 /* The line "... listening on ... (port N)" in what the server wrote so far,
  * once it is complete; 0 until then. */
-static int port_in(const char *text)
+int tu_port_in(const char *text)
 {
     for (const char *l = text; *l;) {
         const char *end = strchr(l, '\n');
@@ -245,7 +245,7 @@ bool tu_read_log(int fd, bool (*done)(const char *text), char *text, size_t cap,
 
 static bool listens(const char *text)
 {
-    return port_in(text) > 0;
+    return tu_port_in(text) > 0;
 }
 
 pid_t tu_serve(const char *const *args, int *port, FILE **log)
@@ -266,7 +266,8 @@ pid_t tu_serve(const char *const *args, int *port, FILE **log)
     char text[16384];
     bool eof = false;
     double end = gp_mono_s() + TU_SERVE_WAIT_S;
-    *port = tu_read_log(fds[0], listens, text, sizeof text, TU_SERVE_WAIT_S, &eof) ? port_in(text) : 0;
+    bool found = tu_read_log(fds[0], listens, text, sizeof text, TU_SERVE_WAIT_S, &eof);
+    *port = found ? tu_port_in(text) : 0;
     if (*port <= 0) {
         fprintf(stderr, "tu_serve: %s %s after %.0f s; it wrote:\n%s\n", bin,
                 eof ? "ended before it said where it listens" : "said nothing about where it listens",

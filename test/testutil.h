@@ -45,6 +45,8 @@ pid_t tu_spawn(const char *const *argv, int out_fd, int err_fd);
 void tu_describe_process(pid_t pid);
 /* How long tu_serve waits for the server to say where it listens. */
 #define TU_SERVE_WAIT_S 20.0
+/* The N of a server log's first whole line "listening on ... (port N)"; 0 when none is there yet. */
+int tu_port_in(const char *text);
 /* Reads fd (a child's piped log) into text (cap bytes, NUL-terminated; the
  * newer half kept when full) until done(text) holds, the pipe ends (*eof) or
  * wait_s pass. Returns done(text). */

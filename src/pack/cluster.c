@@ -155,6 +155,12 @@ gp_cluster *cluster_new(void)
     return c;
 }
 
+/* Is kept exactly the first n bytes of given (what names_set would store)? */
+static bool same_prefix(const char *kept, const char *given, size_t n)
+{
+    return strlen(kept) == n && memcmp(kept, given, n) == 0;
+}
+
 /* Sets the pod's namespace, name and policy (copied: the arguments may be
  * the record's own). */
 static void names_set(pod_rec *r, const char *ns, const char *name, const char *policy)
@@ -167,8 +173,8 @@ static void names_set(pod_rec *r, const char *ns, const char *name, const char *
     /* every watch event of a bound pod names its policy again: keep the block
      * when nothing changed (a fresh small block per event, interleaved with
      * the event's decoding, scatters the records over the heap's pages) */
-    if (r->ns && strlen(r->ns) == a && strncmp(r->ns, ns, a) == 0 && strlen(r->name) == b &&
-        strncmp(r->name, name, b) == 0 && strlen(r->policy) == p && strncmp(r->policy, policy, p) == 0)
+    if (r->ns && same_prefix(r->ns, ns, a) && same_prefix(r->name, name, b) &&
+        same_prefix(r->policy, policy, p))
         return;
     char *blk = xmalloc(a + b + p + 3);
     memcpy(blk, ns, a);
