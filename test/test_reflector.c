@@ -530,6 +530,48 @@ START_TEST(failing_watch_does_not_storm_lists)
 }
 END_TEST
 
+/* The backoff resets after a calm spread over many watches, each shorter than
+ * the reset time (live mode's server ends each watch after 60 s; the reset
+ * rule once asked one watch to hold 120 s, so the backoff never came down and
+ * every outage after a few cost 30 s of blindness). */
+START_TEST(backoff_resets_after_calm_across_watches)
+{
+    fixture x;
+    setup(&x, 100, 60, 0);
+    gp_reflector_config cfg = {.resource = "pods", .path = "/api/v1/pods", .page_limit = 100,
+                               .backoff_min_s = 0.05, .backoff_max_s = 3.2,
+                               .backoff_reset_s = 0.6};
+    reconfigure(&x, &cfg);
+    start(&x);
+    ck_assert(wait_synced(x.refl, 5));
+    ck_assert_int_eq(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
+    /* six failures in a row: the next wait would be 3.2 s (2.56 s at least, jittered) */
+    int n = fakeapi_count(x.f, "GET", "watch=1");
+    fakeapi_fail(x.f, "GET", "watch=1", 500, 6);
+    fakeapi_cut_watches(x.f, false);
+    n += 7;
+    ck_assert_int_eq(fakeapi_wait_count(x.f, "GET", "watch=1", n, 10), n);
+    /* four healthy watches of ~0.25 s each, one event apiece */
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "calm-%d", i);
+        ck_assert_int_eq(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
+        fakeapi_put_pod(x.f, pod(name));
+        usleep(250000);
+        fakeapi_end_watches(x.f);
+        n++;
+        ck_assert_int_eq(fakeapi_wait_count(x.f, "GET", "watch=1", n, 5), n);
+    }
+    /* a new outage after ~1 s of calm: retried after the minimum wait */
+    ck_assert_int_eq(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
+    fakeapi_cut_watches(x.f, false);
+    n++;
+    ck_assert_msg(fakeapi_wait_count(x.f, "GET", "watch=1", n, 1.5) == n,
+                  "no re-watch within 1.5 s of a cut after a calm: the backoff did not reset");
+    teardown(&x);
+}
+END_TEST
+
 /* Pages too large for the response cap are asked again, smaller. */
 START_TEST(too_large_pages_shrink)
 {
@@ -691,6 +733,7 @@ Suite *suite_reflector(void)
     tcase_add_test(tc, bad_lines_restart_the_watch);
     tcase_add_test(tc, lost_deleted_leaves_no_ghost);
     tcase_add_test(tc, failing_watch_does_not_storm_lists);
+    tcase_add_test(tc, backoff_resets_after_calm_across_watches);
     tcase_add_test(tc, too_large_pages_shrink);
     tcase_add_test(tc, oversized_line_reconnects);
     tcase_add_test(tc, stuck_stream_detected);

@@ -14,7 +14,9 @@
  *          again with half the limit. A malformed event line (maybe a lost
  *          DELETED) -> re-watch from the last good resourceVersion, and a relist
  *          when the same place fails again. The backoff resets only after a
- *          watch held for backoff_reset_s, never after a LIST alone.
+ *          failure that comes backoff_reset_s after the last one (LISTs and
+ *          watches that succeeded in between, however many), never after a
+ *          LIST alone.
  * The view is "healthy" while the last attempt succeeded. */
 #ifndef GP_REFLECTOR_H
 #define GP_REFLECTOR_H
@@ -53,8 +55,9 @@ typedef struct gp_reflector_config {
     double stall_s;                /* no byte for this long = stuck stream (default timeout + 30) */
     double backoff_min_s;          /* first retry delay (default 0.2) */
     double backoff_max_s;          /* cap (default 30) */
-    double backoff_reset_s;        /* the backoff returns to its minimum only after a watch
-                                    * streamed this long (default 120, as client-go) */
+    double backoff_reset_s;        /* the backoff returns to its minimum at a failure after
+                                    * this long without one (default 60: one watch term in
+                                    * live mode; client-go: 120) */
     double request_timeout_s;      /* one LIST page (default 60) */
     size_t line_max;               /* default GP_WATCH_LINE_MAX */
     size_t list_max;               /* bytes of trimmed objects (compact JSON) buffered per LIST (default 1 GiB) */

@@ -42,9 +42,11 @@ struct gp_reflector {
     double list_began;             /* monotonic time the LIST being applied asked its first page */
 };
 
-/* Backoff resets only after a watch streamed this long (client-go's reflector
- * resets its backoff after two minutes without failure, not after a LIST). */
-#define BACKOFF_RESET_S 120.0
+/* The backoff returns to its minimum at a failure that comes after this long
+ * without one (client-go's reflector: two minutes). One watch never lasts that
+ * long where the server ends it at timeoutSeconds (60 s in live mode), so the
+ * time is counted across the watches and LISTs that succeeded in a row. */
+#define BACKOFF_RESET_S 60.0
 
 /* ------------------------------------------------------------- state --- */
 
@@ -525,6 +527,7 @@ static void *run(void *arg)
     snprintf(tname, sizeof tname, "w-%s", r->cfg.resource ? r->cfg.resource : "?");
     gp_thread_set_name(tname);   /* "w-pods", "w-resourceclaim" */
     double backoff = r->cfg.backoff_min_s;
+    double calm_since = 0;   /* start of the steps that succeeded in a row (0: none) */
     r->need_list = true;
     bool just_listed = false;
     while (!kube_cancel_fired(r->cancel)) {
@@ -534,6 +537,7 @@ static void *run(void *arg)
             continue;
         }
         step s;
+        double began = gp_mono_s();
         if (r->need_list) {
             s = do_list(r);
             if (s == STEP_OK)
@@ -541,8 +545,8 @@ static void *run(void *arg)
             just_listed = s == STEP_OK;
         } else {
             s = do_watch(r);
-            if (r->watch_lasted_s >= r->cfg.backoff_reset_s)
-                backoff = r->cfg.backoff_min_s;   /* a watch that held for a while */
+            if (s == STEP_RETRY && r->watch_lasted_s >= r->cfg.backoff_reset_s)
+                calm_since = began;   /* one watch that held that long before it failed */
             if (s == STEP_RELIST) {
                 r->need_list = true;
                 pthread_mutex_lock(&r->mu);
@@ -556,7 +560,13 @@ static void *run(void *arg)
         }
         if (s == STEP_STOP)
             break;
+        if (s != STEP_RETRY && calm_since == 0)
+            calm_since = began;
         if (s == STEP_RETRY) {
+            /* a failure after a long calm is a new outage: retry soon */
+            if (calm_since > 0 && gp_mono_s() - calm_since >= r->cfg.backoff_reset_s)
+                backoff = r->cfg.backoff_min_s;
+            calm_since = 0;
             if (kube_cancel_sleep(r->cancel, jitter(r, backoff)))
                 break;
             backoff *= 2;
@@ -564,7 +574,8 @@ static void *run(void *arg)
                 backoff = r->cfg.backoff_max_s;
         }
         /* a successful LIST alone never resets the backoff: a watch that
-         * fails at once after each LIST would otherwise relist in a loop */
+         * fails at once after each LIST would otherwise relist in a loop
+         * (the calm is counted from the LIST, and is short) */
     }
     return NULL;
 }
