@@ -27,10 +27,10 @@
  * are answered 300 ms late (a slow API server: binds pile up).
  * Every --relist-every pods (default 0: never) every resourceVersion expires
  * and the watches are cut (as after an etcd compaction: 410, LIST again);
- * gpupack's watches back off after failures in a row (0.2 s doubling to 30 s)
- * and start again from 0.2 s only at a failure a minute or more after the
- * last, so relists or restarts closer than that keep its map stale for longer
- * each time (binds then stay assumed: not what a soak sees). Every
+ * gpupack's watches back off after failures in a row (0.2 s doubling to 30 s,
+ * halved for every 10 s without a failure), so relists or restarts closer than
+ * that keep its map stale for longer each time (binds then stay assumed: not
+ * what a soak sees). Every
  * --every pods, once gpupack's next heap trim is counted (once a minute, and
  * after each LIST; the churn goes on meanwhile), the bench samples
  * /proc/PID/status and gpupack_heap_bytes: the memory resident beside the heap

@@ -572,6 +572,27 @@ START_TEST(backoff_resets_after_calm_across_watches)
 }
 END_TEST
 
+/* The wait after a calm: halved for every sixth of the reset time without a
+ * failure, the minimum after all of it, never below the minimum. */
+START_TEST(backoff_decays_with_calm)
+{
+    gp_reflector_config cfg = {.backoff_min_s = 0.2, .backoff_reset_s = 60};
+    static const struct {
+        double backoff, calm, want;
+    } cases[] = {
+        {12.8, 0, 12.8},   /* failed again at once: the wait stands (it doubles next) */
+        {12.8, 9.9, 12.8}, {12.8, 10, 6.4}, {12.8, 30, 1.6},   {12.8, 59.9, 0.4},
+        {30, 60, 0.2},     {30, 600, 0.2},  {0.4, 45, 0.2},   {0.2, 20, 0.2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double got = reflector_backoff_after_calm(&cfg, cases[i].backoff, cases[i].calm);
+        ck_assert_msg(got > cases[i].want - 1e-9 && got < cases[i].want + 1e-9,
+                      "backoff %.1f after %.1f s of calm: %.3f, want %.3f", cases[i].backoff,
+                      cases[i].calm, got, cases[i].want);
+    }
+}
+END_TEST
+
 /* Pages too large for the response cap are asked again, smaller. */
 START_TEST(too_large_pages_shrink)
 {
@@ -734,6 +755,7 @@ Suite *suite_reflector(void)
     tcase_add_test(tc, lost_deleted_leaves_no_ghost);
     tcase_add_test(tc, failing_watch_does_not_storm_lists);
     tcase_add_test(tc, backoff_resets_after_calm_across_watches);
+    tcase_add_test(tc, backoff_decays_with_calm);
     tcase_add_test(tc, too_large_pages_shrink);
     tcase_add_test(tc, oversized_line_reconnects);
     tcase_add_test(tc, stuck_stream_detected);

@@ -13,9 +13,10 @@
  *          backoff with jitter; a LIST page over the response cap -> the same page
  *          again with half the limit. A malformed event line (maybe a lost
  *          DELETED) -> re-watch from the last good resourceVersion, and a relist
- *          when the same place fails again. The backoff resets only after a
- *          failure that comes backoff_reset_s after the last one (LISTs and
- *          watches that succeeded in between, however many), never after a
+ *          when the same place fails again. The backoff comes back to its
+ *          minimum at a failure that comes backoff_reset_s after the last one
+ *          (LISTs and watches that succeeded in between, however many) and
+ *          halves for every sixth of that without a failure; never after a
  *          LIST alone.
  * The view is "healthy" while the last attempt succeeded. */
 #ifndef GP_REFLECTOR_H
@@ -56,14 +57,20 @@ typedef struct gp_reflector_config {
     double backoff_min_s;          /* first retry delay (default 0.2) */
     double backoff_max_s;          /* cap (default 30) */
     double backoff_reset_s;        /* the backoff returns to its minimum at a failure after
-                                    * this long without one (default 60: one watch term in
-                                    * live mode; client-go: 120) */
+                                    * this long without one, and halves for every sixth of
+                                    * it (default 60: one watch term in live mode; client-go
+                                    * resets after 120) */
     double request_timeout_s;      /* one LIST page (default 60) */
     size_t line_max;               /* default GP_WATCH_LINE_MAX */
     size_t list_max;               /* bytes of trimmed objects (compact JSON) buffered per LIST (default 1 GiB) */
     size_t page_bytes_max;         /* a LIST page larger than this is asked again with half
                                     * the limit (default and upper bound: GP_KUBE_BODY_MAX) */
 } gp_reflector_config;
+
+/* The wait before the next try after a failure that followed `calm` seconds
+ * without one, when the last wait was `backoff` (cfg with its defaults
+ * filled: backoff_min_s, backoff_reset_s). Pure. */
+double reflector_backoff_after_calm(const gp_reflector_config *cfg, double backoff, double calm);
 
 typedef struct gp_reflector gp_reflector;
 

@@ -505,10 +505,16 @@ static int cmd_serve(int argc, char **argv)
         return prc == FLAGS_HELP ? 0 : 2;
     /* glibc gives each thread that allocates (HTTP, bind, watch, Events) its own
      * arena, up to 8 per core, and each keeps what it freed: two arenas held
-     * 6 MiB less at 5,000 nodes and 20,000 pods (bench/results/scale.md). The
+     * 6 MiB less than that at 5,000 nodes and 20,000 pods (bench/results/scale.md).
+     * One arena: malloc_trim shrinks only the main arena's top, so a thread
+     * arena kept what a burst (the binds and pending pods that pile up while an
+     * API server restarts) left there, a step of RSS that stayed (bin/churnmem:
+     * 25.37 -> 28.52 MiB at one restart with two arenas, 25.75 -> 25.82 with
+     * one; docs/reliability.md). It costs the verbs little: 5 % of the rate of
+     * 16 concurrent filters, none for one client (bench/malloc-ab.sh). The
      * environment variable still wins. */
     if (!getenv("MALLOC_ARENA_MAX"))
-        mallopt(M_ARENA_MAX, 2);
+        mallopt(M_ARENA_MAX, 1);
     /* Blocks from 128 KiB up (an /inspect answer, a LIST page, a large filter
      * answer) are mapped for themselves and unmapped when freed. glibc starts
      * so, but raises the threshold to the largest such block freed (up to

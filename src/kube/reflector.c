@@ -43,10 +43,24 @@ struct gp_reflector {
 };
 
 /* The backoff returns to its minimum at a failure that comes after this long
- * without one (client-go's reflector: two minutes). One watch never lasts that
- * long where the server ends it at timeoutSeconds (60 s in live mode), so the
- * time is counted across the watches and LISTs that succeeded in a row. */
+ * without one (client-go's reflector: two minutes), and every sixth of it
+ * without a failure halves the wait: API servers restarted one after another
+ * half a minute apart (a control plane's rolling upgrade) are each met again
+ * within seconds, while a server that fails again at once still gets a growing
+ * wait. One watch never lasts that long where the server ends it at
+ * timeoutSeconds (60 s in live mode), so the calm is counted across the
+ * watches and LISTs that succeeded in a row. */
 #define BACKOFF_RESET_S 60.0
+
+double reflector_backoff_after_calm(const gp_reflector_config *cfg, double backoff, double calm)
+{
+    if (calm >= cfg->backoff_reset_s)
+        return cfg->backoff_min_s;
+    for (double c = calm; c >= cfg->backoff_reset_s / 6 && backoff > cfg->backoff_min_s;
+         c -= cfg->backoff_reset_s / 6)
+        backoff /= 2;
+    return backoff > cfg->backoff_min_s ? backoff : cfg->backoff_min_s;
+}
 
 /* ------------------------------------------------------------- state --- */
 
@@ -563,9 +577,9 @@ static void *run(void *arg)
         if (s != STEP_RETRY && calm_since == 0)
             calm_since = began;
         if (s == STEP_RETRY) {
-            /* a failure after a long calm is a new outage: retry soon */
-            if (calm_since > 0 && gp_mono_s() - calm_since >= r->cfg.backoff_reset_s)
-                backoff = r->cfg.backoff_min_s;
+            /* a failure after a calm is a new outage: retry sooner */
+            if (calm_since > 0)
+                backoff = reflector_backoff_after_calm(&r->cfg, backoff, gp_mono_s() - calm_since);
             calm_since = 0;
             if (kube_cancel_sleep(r->cancel, jitter(r, backoff)))
                 break;
