@@ -530,6 +530,28 @@ START_TEST(failing_watch_does_not_storm_lists)
 }
 END_TEST
 
+/* A pod reflector whose backoff (0.05 s doubling to 3.2 s, reset after
+ * reset_s) has climbed to its cap through six failed watches in a row;
+ * returns the watch requests made so far (the seventh try succeeded). */
+static int climb_backoff(fixture *x, double reset_s)
+{
+    setup(x, 100, 60, 0);
+    gp_reflector_config cfg = {.resource = "pods", .path = "/api/v1/pods", .page_limit = 100,
+                               .backoff_min_s = 0.05, .backoff_max_s = 3.2,
+                               .backoff_reset_s = reset_s};
+    reconfigure(x, &cfg);
+    start(x);
+    ck_assert(wait_synced(x->refl, 5));
+    ck_assert_int_eq(fakeapi_wait_watches(x->f, "pods", 1, 5), 1);
+    /* the next wait would be 3.2 s (2.56 s at least, jittered) */
+    int n = fakeapi_count(x->f, "GET", "watch=1");
+    fakeapi_fail(x->f, "GET", "watch=1", 500, 6);
+    fakeapi_cut_watches(x->f, false);
+    n += 7;
+    ck_assert_int_eq(fakeapi_wait_count(x->f, "GET", "watch=1", n, 10), n);
+    return n;
+}
+
 /* The backoff resets after a calm spread over many watches, each shorter than
  * the reset time (live mode's server ends each watch after 60 s; the reset
  * rule once asked one watch to hold 120 s, so the backoff never came down and
@@ -537,20 +559,7 @@ END_TEST
 START_TEST(backoff_resets_after_calm_across_watches)
 {
     fixture x;
-    setup(&x, 100, 60, 0);
-    gp_reflector_config cfg = {.resource = "pods", .path = "/api/v1/pods", .page_limit = 100,
-                               .backoff_min_s = 0.05, .backoff_max_s = 3.2,
-                               .backoff_reset_s = 0.6};
-    reconfigure(&x, &cfg);
-    start(&x);
-    ck_assert(wait_synced(x.refl, 5));
-    ck_assert_int_eq(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
-    /* six failures in a row: the next wait would be 3.2 s (2.56 s at least, jittered) */
-    int n = fakeapi_count(x.f, "GET", "watch=1");
-    fakeapi_fail(x.f, "GET", "watch=1", 500, 6);
-    fakeapi_cut_watches(x.f, false);
-    n += 7;
-    ck_assert_int_eq(fakeapi_wait_count(x.f, "GET", "watch=1", n, 10), n);
+    int n = climb_backoff(&x, 0.6);
     /* four healthy watches of ~0.25 s each, one event apiece */
     for (int i = 0; i < 4; i++) {
         char name[32];
@@ -568,6 +577,25 @@ START_TEST(backoff_resets_after_calm_across_watches)
     n++;
     ck_assert_msg(fakeapi_wait_count(x.f, "GET", "watch=1", n, 1.5) == n,
                   "no re-watch within 1.5 s of a cut after a calm: the backoff did not reset");
+    teardown(&x);
+}
+END_TEST
+
+/* The first watch after an outage, cut by the next one before it ended by
+ * itself, counts as calm: API servers restarted one after another are met
+ * again soon, however short each one's watch. */
+START_TEST(backoff_decays_over_the_watch_that_failed)
+{
+    fixture x;
+    int n = climb_backoff(&x, 1.2);
+    ck_assert_int_eq(fakeapi_wait_watches(x.f, "pods", 1, 5), 1);
+    /* that watch streams ~0.9 s (four sixths of the reset time: 3.2 s -> 0.2 s), then is cut */
+    fakeapi_put_pod(x.f, pod("calm"));
+    usleep(900000);
+    fakeapi_cut_watches(x.f, false);
+    n++;
+    ck_assert_msg(fakeapi_wait_count(x.f, "GET", "watch=1", n, 1.5) == n,
+                  "no re-watch within 1.5 s: the watch's own calm did not count");
     teardown(&x);
 }
 END_TEST
@@ -756,6 +784,7 @@ Suite *suite_reflector(void)
     tcase_add_test(tc, failing_watch_does_not_storm_lists);
     tcase_add_test(tc, backoff_resets_after_calm_across_watches);
     tcase_add_test(tc, backoff_decays_with_calm);
+    tcase_add_test(tc, backoff_decays_over_the_watch_that_failed);
     tcase_add_test(tc, too_large_pages_shrink);
     tcase_add_test(tc, oversized_line_reconnects);
     tcase_add_test(tc, stuck_stream_detected);

@@ -559,8 +559,11 @@ static void *run(void *arg)
             just_listed = s == STEP_OK;
         } else {
             s = do_watch(r);
-            if (s == STEP_RETRY && r->watch_lasted_s >= r->cfg.backoff_reset_s)
-                calm_since = began;   /* one watch that held that long before it failed */
+            /* a watch that streamed before it failed was calm meanwhile: the
+             * first one after an outage, cut by the next outage, counts (one
+             * that fails at once adds nothing) */
+            if (s == STEP_RETRY && calm_since == 0)
+                calm_since = began;
             if (s == STEP_RELIST) {
                 r->need_list = true;
                 pthread_mutex_lock(&r->mu);
