@@ -37,7 +37,6 @@ struct gp_reflector {
     /* the reflector thread's own state */
     char rv[64];
     bool need_list;
-    double watch_lasted_s;         /* how long the last watch streamed before it ended */
     unsigned bad_line_restarts;    /* watch restarts for malformed lines without progress */
     double list_began;             /* monotonic time the LIST being applied asked its first page */
 };
@@ -466,7 +465,6 @@ static step do_watch(gp_reflector *r)
     kube_cancel_free(wc);
     step res;
     char why[400];
-    r->watch_lasted_s = gp_mono_s() - started;
     if (w.events > 0)
         r->bad_line_restarts = 0;
     if (kube_cancel_fired(r->cancel)) {
