@@ -269,6 +269,9 @@ static const bad_case bad[] = {
     {0, "{\"Pod\":{},\"Nodes\":{\"items\":[{\"metadata\":{}}]}}", "Nodes.items[0] is not a node name"},
     {1, "{\"Pod\":{},\"Nodes\":7}", "Nodes must be a NodeList"},
     {1, "nul", "not valid JSON"},
+    /* jansson's message quotes the bytes near the fault: the answer is JSON still */
+    {0, "{\"Pod\":\"\\\xd8\x92\"}", "invalid escape"},
+    {1, "{\"Pod\":\xc3\xa9\xe2}", "not valid JSON"},
     {2, "{}", "bind needs PodName"},
     {2, "{\"PodName\":\"p\",\"PodNamespace\":\"d\",\"PodUID\":\"u\",\"Node\":3}", "bind needs PodName"},
     {2, "{\"PodName\":\"\",\"PodNamespace\":\"d\",\"PodUID\":\"u\",\"Node\":\"n0\"}", "bind needs PodName"},

@@ -216,6 +216,15 @@ static const review_case review_cases[] = {
      "\"subResource\":\"ephemeralcontainers\",\"object\":{}}}",
      200, true, NULL, NULL},
     {"not JSON", NULL, NULL, NULL, "{\"kind\":", 400, false, NULL, NULL},
+    /* jansson's message quotes the bytes near the fault, cut inside a character:
+     * the process aborted on this (found by fuzz_verbs in the extender's twin) */
+    {"not JSON, quoting half a character", NULL, NULL, NULL, "{\"kind\":\"\\\xd8\x92\"}", 400,
+     false, NULL, NULL},
+    {"an apiVersion cut inside a character", NULL, NULL, NULL,
+     "{\"apiVersion\":\"admission.k8s.io/v1--\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\"}}",
+     400, false, NULL, NULL},
     {"an array", NULL, NULL, NULL, "[]", 400, false, NULL, NULL},
     {"wrong kind", NULL, NULL, NULL,
      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\",\"request\":{\"uid\":\"u\"}}", 400,

@@ -7,9 +7,10 @@
 
 #include "lib/util.h"
 
-/* Appends s as a JSON string literal (quotes, escapes; bytes >= 0x80 are
- * copied as they are: callers pass text that jansson already validated as
- * UTF-8, or ASCII). Returns 0, or -1 when the buffer has failed (past its
+/* Appends s as a JSON string literal (quotes, escapes). Well-formed UTF-8 is
+ * copied as it is; a byte that starts no well-formed sequence becomes U+FFFD,
+ * so that the text is JSON whatever s holds (an error message may quote the
+ * bytes of a request). Returns 0, or -1 when the buffer has failed (past its
  * limit, now or before: the error sticks, so callers may check once with
  * gp_buf_failed at the end). */
 int jsonw_str(gp_buf *b, const char *s);

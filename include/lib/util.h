@@ -47,7 +47,9 @@ typedef struct gp_err {
 } gp_err;
 
 /* Sets err->msg (err may be NULL); always returns -1 so callers can
- * `return gp_fail(err, "...")`. */
+ * `return gp_fail(err, "...")`. The message is scrubbed to UTF-8
+ * (gp_utf8_scrub): it may quote bytes of a request, or be cut mid-character,
+ * and it ends up in JSON answers and Events. */
 int gp_fail(gp_err *err, const char *fmt, ...) GP_PRINTF(2, 3);
 
 /* A growable byte buffer with a hard size limit and a sticky error (curl's

@@ -13,11 +13,18 @@ int jsonw_str(gp_buf *b, const char *s)
 {
     if (gp_buf_append(b, "\"", 1))
         return -1;
-    const char *run = s;
+    const char *run = s, *end = s + strlen(s);
     for (const unsigned char *p = (const unsigned char *)s;; p++) {
         unsigned char c = *p;
-        if (c >= 0x20 && c != '"' && c != '\\')
+        if (c >= 0x80) {
+            int n = gp_utf8_seq((const char *)p, end);
+            if (n > 0) {
+                p += n - 1;
+                continue;
+            }
+        } else if (c >= 0x20 && c != '"' && c != '\\') {
             continue;
+        }
         /* flush the plain run before this byte */
         if (gp_buf_append(b, run, (size_t)((const char *)p - run)))
             return -1;
@@ -30,7 +37,13 @@ int jsonw_str(gp_buf *b, const char *s)
         case '\n': memcpy(esc, "\\n", 3); break;
         case '\r': memcpy(esc, "\\r", 3); break;
         case '\t': memcpy(esc, "\\t", 3); break;
-        default: snprintf(esc, sizeof esc, "\\u%04x", c); break;
+        /* a byte that starts no UTF-8 sequence: the replacement character */
+        default:
+            if (c >= 0x80)
+                memcpy(esc, "\\ufffd", 7);
+            else
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+            break;
         }
         if (gp_buf_append(b, esc, strlen(esc)))
             return -1;

@@ -132,6 +132,7 @@ int gp_fail(gp_err *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        gp_utf8_scrub(err->msg);
     }
     return -1;
 }

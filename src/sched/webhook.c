@@ -127,8 +127,11 @@ static char *review(const char *uid, json_t *response)
 
 static int bad(char **out, const char *uid, const char *msg)
 {
+    /* jansson takes UTF-8 only: msg may quote the request's bytes or be cut mid-character */
+    char text[300];
+    gp_strlcpy(text, msg, sizeof text);
     json_t *resp = json_pack("{s:b,s:{s:i,s:s,s:s}}", "allowed", 0, "status", "code", 400,
-                             "reason", "BadRequest", "message", msg);
+                             "reason", "BadRequest", "message", gp_utf8_scrub(text));
     *out = review(uid, resp);
     return 400;
 }
