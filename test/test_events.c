@@ -99,6 +99,29 @@ START_TEST(create_then_count_repeats)
 }
 END_TEST
 
+/* A message cut inside a character (bounded copies cut bytes, not characters)
+ * still makes an Event: jansson refuses ill-formed UTF-8, the body was NULL
+ * and the Event was lost. */
+START_TEST(message_cut_inside_a_character)
+{
+    events_agg *a = events_agg_new("gpupack", "host-1");
+    char text[EVENTS_MSG_MAX + 8];
+    memset(text, 'x', sizeof text);
+    memcpy(text + EVENTS_MSG_MAX - 2, "\xc3\xa9", 2);   /* the last byte kept is \xc3 */
+    text[sizeof text - 1] = '\0';
+    events_occurrence o = occ("p", text);
+    events_send s;
+    events_agg_record(a, &o, T0, &s);
+    ck_assert_int_eq(s.action, EVENTS_CREATE);
+    ck_assert_ptr_nonnull(s.body);
+    const char *m = json_string_value(json_object_get(s.body, "message"));
+    ck_assert_uint_eq(strlen(m), EVENTS_MSG_MAX - 1);
+    ck_assert_int_eq(m[EVENTS_MSG_MAX - 2], '?');
+    json_decref(s.body);
+    events_agg_free(a);
+}
+END_TEST
+
 START_TEST(rate_limited_per_object)
 {
     events_agg *a = events_agg_new("gpupack", "h");
@@ -282,6 +305,7 @@ Suite *suite_events(void)
     TCase *t = tcase_create("events");
     tcase_add_test(t, describe_one_and_many);
     tcase_add_test(t, create_then_count_repeats);
+    tcase_add_test(t, message_cut_inside_a_character);
     tcase_add_test(t, rate_limited_per_object);
     tcase_add_test(t, similar_events_are_combined);
     tcase_add_test(t, sender_posts_events);

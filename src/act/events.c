@@ -192,6 +192,7 @@ void events_agg_record(events_agg *a, const events_occurrence *o, int64_t now_ns
     bool combine = s->nmsgs >= EVENTS_SIMILAR_MAX;
     snprintf(msg, sizeof msg, "%s%s", combine ? "(combined from similar events): " : "",
              o->message);
+    gp_utf8_scrub(msg);   /* cut inside a character above or by whoever bounded it: JSON needs UTF-8 */
     uint64_t ekey = hash_str(sim, combine ? "\x01combined" : o->message);
     /* 3. repeats of one event: count them on the Event already created */
     seen *e = lookup(&a->events, ekey, &found);
