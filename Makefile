@@ -221,7 +221,7 @@ image:
 # against the library built with -fsanitize=fuzzer-no-link,address,undefined.
 #   make fuzz                       build them all
 #   make fuzz-short                 each one for FUZZ_SECONDS (3) over its corpus, as CI does
-#   make fuzz-long                  each one for FUZZ_LONG_SECONDS (360: an hour for the ten),
+#   make fuzz-long                  each one for FUZZ_LONG_SECONDS (360: 78 minutes for the thirteen),
 #                                   one after the other at nice 19, then its corpus minimised
 #                                   with -merge=1 back into test/fuzz/corpus (scripts/fuzz-long.sh)
 #   build/fuzz/fuzz_watch test/fuzz/corpus/watch     a run by hand
