@@ -11,7 +11,9 @@
 # every pod while kube-scheduler is stopped and then starts it: pods/s measure the
 # scheduler, not the creation rate. Arrival "stream" creates the pods while the
 # scheduler runs (create -> bound latency under arrival). Prints Markdown tables;
-# raw figures, metrics and the pods/s plot go to SCALE_OUT.
+# raw figures, metrics (gpupack's, kube-apiserver's, kube-scheduler's) and the pods/s
+# plot go to SCALE_OUT. Flags for kube-scheduler pass through the kit's
+# K8S_SCHEDULER_ARGS, e.g. K8S_SCHEDULER_ARGS=--feature-gates=OpportunisticBatching=false.
 #
 #   bench/scale.sh 5000 20000
 #   SCALE_RUNS="gpupack:stream none:stream" bench/scale.sh 1000 2000
@@ -186,6 +188,9 @@ for run in ${DO_RUNS:+$RUNS}; do
   fi
   (. "$CP/env" && curl -sf --cacert "$K8S_CA" --oauth2-bearer "$(cat "$K8S_TOKEN_FILE")" \
      "$K8S_APISERVER/metrics" >"$OUT/metrics-apiserver-$tag.txt") || true
+  # kube-scheduler's own (its serving certificate is self-signed: loopback, read-only)
+  (. "$CP/env" && [ -n "${K8S_SCHEDULER_URL:-}" ] && curl -sfk --oauth2-bearer "$(cat "$K8S_TOKEN_FILE")" \
+     "$K8S_SCHEDULER_URL/metrics" >"$OUT/metrics-scheduler-$tag.txt") || true
   grep -c '^E' "$CP/logs/kube-scheduler.log" >"$OUT/sched-errors-$tag.txt" || true
   grep '^E' "$CP/logs/kube-scheduler.log" | cut -c1-300 | sort -k5 | head -3 | sed "s/^/  [$tag] /" >&2 || true
   cleanup
@@ -352,6 +357,32 @@ for run in runs:
             c = int(cnt.group(1))
             sizes = f", {int(bi.group(1))/c:.0f} bytes in, {int(bo.group(1))/c:.0f} bytes out per call" if bi and bo else ""
             print(f"- {verb}: {c} calls ({c/n:.2f} per pod){sizes}")
+    print()
+# kube-scheduler >= 1.35: opportunistic batching (KEP-5598) reuses a pod's filter and score
+# results for the next pod of the same signature; a profile with an extender never signs pods
+batch = {}
+for run in runs:
+    try:
+        st = open(f"{out}/metrics-scheduler-{run.replace(':','-')}.txt").read()
+    except OSError:
+        continue
+    att = dict(re.findall(r'^scheduler_batch_attempts_total\{[^}]*result="(\w+)"[^}]*\} (\d+)', st, re.M))
+    fl = dict(re.findall(r'^scheduler_batch_cache_flushed_total\{[^}]*reason="(\w+)"[^}]*\} (\d+)', st, re.M))
+    if att:
+        batch[run] = (att, fl)
+    elif res.get(run):
+        batch[run] = None
+if any(batch.values()):
+    print("kube-scheduler's opportunistic batching (scheduler_batch_attempts_total; off for a profile with an extender):")
+    print()
+    for run, b in batch.items():
+        if b:
+            att, fl = b
+            flushed = ", ".join(f"{k} {v}" for k, v in sorted(fl.items())) or "none"
+            print(f"- {run}: hint used {att.get('hint_used', '0')}, hint not used {att.get('hint_not_used', '0')}, "
+                  f"no hint {att.get('no_hint', '0')}; state thrown away: {flushed}")
+        else:
+            print(f"- {run}: no batch attempts")
     print()
 # every client's requests, as kube-apiserver counts them
 def api_reqs(path):
