@@ -13,10 +13,12 @@ int jsonw_str(gp_buf *b, const char *s)
 {
     if (gp_buf_append(b, "\"", 1))
         return -1;
-    const char *run = s, *end = s + strlen(s);
+    const char *run = s, *end = NULL;   /* found at the first byte >= 0x80: ASCII needs no length */
     for (const unsigned char *p = (const unsigned char *)s;; p++) {
         unsigned char c = *p;
         if (c >= 0x80) {
+            if (!end)
+                end = (const char *)p + strlen((const char *)p);
             int n = gp_utf8_seq((const char *)p, end);
             if (n > 0) {
                 p += n - 1;
