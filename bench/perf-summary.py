@@ -6,7 +6,9 @@ Threads are folded into their process (NAME=PID names one, else its most frequen
 name). Prints the samples by process, by process and library, then for each process the
 functions that ran (self), the Go packages that ran (self), and for Go processes the share of
 samples with a function of interest anywhere on the stack (inclusive: the extender client,
-TLS handshakes, JSON, watch fan-out, garbage collection). Go binaries stripped of their
+TLS handshakes, JSON, watch fan-out, garbage collection), and for kube-scheduler the
+scheduler plugin innermost on the stack (inclusive: NodeResourcesFit's Filter with what it
+calls, and so on). Go binaries stripped of their
 symbol table are resolved through .gopclntab, which every Go binary keeps for its own stack
 traces. Percentages are of all samples of the machine, idle included."""
 import bisect, collections, re, struct, subprocess, sys
@@ -26,6 +28,7 @@ INTEREST = [
     ("binding cycle (bindingCycle)", "bindingCycle"),
     ("framework Filter plugins (findNodesThatPassFilters)", "findNodesThatPassFilters"),
     ("framework Score plugins (prioritizeNodes)", "prioritizeNodes"),
+    ("extended resource names checked (IsExtendedResourceName)", "IsExtendedResourceName"),
     ("scheduler queue / event handlers", "internal/queue.|eventhandlers"),
 ]
 
@@ -91,7 +94,7 @@ def main():
 
     total = 0
     by_pid, comms = collections.Counter(), {}
-    by_dso, by_sym, by_pkg, incl = (collections.Counter() for _ in range(4))
+    by_dso, by_sym, by_pkg, incl, plug = (collections.Counter() for _ in range(5))
     cur, stack = None, []
 
     def flush():
@@ -112,6 +115,11 @@ def main():
                 seen.add(label)
         for label in seen:
             incl[(pid, label)] += 1
+        # the innermost scheduler plugin on the stack, e.g. "noderesources.fitsRequest"
+        p = next((s for s, _ in stack if "/scheduler/framework/plugins/" in s), None)
+        if p:
+            short = p.rsplit("/", 1)[-1]
+            plug[(pid, re.sub(r"\.func\d+(\.\d+)*$", "", short))] += 1
 
     for line in proc.stdout:
         m = head.match(line)
@@ -150,6 +158,11 @@ def main():
             print("on the stack (inclusive; a sample may count in several rows):")
             for n, lbl in sorted(rows, reverse=True):
                 print(f"  {pct(n)}  {lbl}")
+        rows = [(n, f) for (p, f), n in plug.items() if p == pid]
+        if rows:
+            print("scheduler plugins (innermost on the stack, inclusive):")
+            for n, f in sorted(rows, reverse=True)[:12]:
+                print(f"  {pct(n)}  {f[:100]}")
         rows = [(n, pkg) for (p, pkg), n in by_pkg.items() if p == pid]
         if rows:
             print("Go packages (self):")
