@@ -20,6 +20,9 @@
 #   bench/scale.sh --k8s-version 1.36 200 800          # or K8S_VERSION=1.36 bench/scale.sh ...
 #   SCALE_SHAPE=gpu-only bench/scale.sh --k8s-version 1.36 1000 2000
 #
+# One pair is one sample of a machine whose speed may swing between runs: bench/scale-pairs.sh
+# repeats this script with the order of the runs alternating and prints min / median / max.
+#
 # Shapes (SCALE_SHAPE): "trace" (the default) as above. "gpu-only": every pod asks GPUs (the
 # trace's GPU pods only) and the scheduler configuration sends only them to gpupack
 # (managedResources, ignoredByScheduler); the baseline schedules the same pods asking only their
