@@ -48,7 +48,10 @@
 # under, e.g. "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"), SCALE_GLIBC_TUNABLES
 # (gpupack's GLIBC_TUNABLES; default what the image sets, "" for glibc's defaults), SCALE_PERF=1
 # (a whole-machine `perf record -a -g` from kube-scheduler's start to the quiet after the
-# last bind; the CPU by process, library and function goes to SCALE_OUT/perf-RUN.txt).
+# last bind; the CPU by process, library and function goes to SCALE_OUT/perf-RUN.txt),
+# SCALE_SCHED_CONFIG (the KubeSchedulerConfiguration every run starts from, default the shipped
+# manifests/base/scheduler-config.yaml; the baseline drops its extenders, so a setting such as
+# percentageOfNodesToScore applies to both sides of a pair).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --k8s-version ]; then
@@ -64,6 +67,8 @@ DO_RUNS=1
 [ -n "${SCALE_REPORT_ONLY:-}" ] && DO_RUNS=""   # the report of SCALE_RUNS from SCALE_OUT's files again
 QPS=${SCALE_QPS:-500}
 SHAPE=${SCALE_SHAPE:-trace}
+SCHED_CFG=${SCALE_SCHED_CONFIG:-manifests/base/scheduler-config.yaml}
+[ -r "$SCHED_CFG" ] || { echo "bench/scale.sh: SCALE_SCHED_CONFIG: cannot read $SCHED_CFG" >&2; exit 2; }
 case $SHAPE in
   trace) GP_SCHED=() GP_PODS=() BASE_PODS=() ;;
   gpu-only) GP_SCHED=(--managed) GP_PODS=(--gpu-only) BASE_PODS=(--gpu-only --strip-gpu) ;;
@@ -93,7 +98,7 @@ SCALE_GLIBC_TUNABLES=${SCALE_GLIBC_TUNABLES-glibc.malloc.tcache_count=0}
 # shellcheck disable=SC2206
 GPARGS=(${SCALE_GPUPACK_ARGS:-})
 
-echo "# bench/scale.sh $NODES $PODS -- shape $SHAPE, kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, GLIBC_TUNABLES '$SCALE_GLIBC_TUNABLES', load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# bench/scale.sh $NODES $PODS -- shape $SHAPE, kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, GLIBC_TUNABLES '$SCALE_GLIBC_TUNABLES',${SCALE_SCHED_CONFIG:+ scheduler configuration $SCALE_SCHED_CONFIG,} load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw figures: $OUT"
 # perf_stop TAG [GPUPACK_PID]: ends the run's whole-machine profile; its summary (by
 # process, library, Go package and function: bench/perf-summary.py) goes to perf-TAG.txt
@@ -159,7 +164,7 @@ for run in ${DO_RUNS:+$RUNS}; do
       [ -n "$port" ] && curl -sf "${CURLTLS[@]}" "$SCHEME://127.0.0.1:$port/readyz" >/dev/null && break
       sleep 0.2
     done
-    bin/e2eload sched-config --port "$port" --qps "$QPS" --tls-dir "$PWD/$TLS" "${GP_SCHED[@]}" >"$WORK/sched.json"
+    bin/e2eload sched-config --shipped "$SCHED_CFG" --port "$port" --qps "$QPS" --tls-dir "$PWD/$TLS" "${GP_SCHED[@]}" >"$WORK/sched.json"
     pids="$pids,gpupack=$GP"
     dump=(--dump "$OUT/cluster-$tag.json")
     shape=("${GP_PODS[@]}")
@@ -167,7 +172,7 @@ for run in ${DO_RUNS:+$RUNS}; do
     dump=()
     shape=("${BASE_PODS[@]}")
     [ "$mode" = gpupods ] && shape=("${GP_PODS[@]}")
-    bin/e2eload sched-config --port 1 --qps "$QPS" --no-extender >"$WORK/sched.json"
+    bin/e2eload sched-config --shipped "$SCHED_CFG" --port 1 --qps "$QPS" --no-extender >"$WORK/sched.json"
   fi
   start_sched="$K8S/kube-up $CP --scheduler-config $WORK/sched.json >>$WORK/up.log 2>&1"
   if [ -n "${SCALE_PERF:-}" ]; then
