@@ -34,7 +34,9 @@ if [ -z "${SCALE_PAIRS_REPORT_ONLY:-}" ]; then
     order=$RUNS
     [ $((k % 2)) -eq 0 ] && order=$reversed
     echo "== pair $k of $PAIRS ($order), $(date -u '+%H:%M:%S') UTC" >&2
-    SCALE_OUT=$OUT/pair-$k SCALE_RUNS=$order bench/scale.sh "${args[@]}" >"$OUT/pair-$k.txt"
+    # a failed pair is reported as missing ("—") and the others still run
+    SCALE_OUT=$OUT/pair-$k SCALE_RUNS=$order bench/scale.sh "${args[@]}" >"$OUT/pair-$k.txt" ||
+      echo "scale-pairs.sh: pair $k failed (exit $?); its output: $OUT/pair-$k.txt" >&2
   done
 fi
 echo "# bench/scale-pairs.sh ${args[*]} -- $PAIRS pairs of \"$RUNS\", shape ${SCALE_SHAPE:-trace}, $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M') UTC"
