@@ -42,7 +42,7 @@ fi
 echo "# bench/scale-pairs.sh ${args[*]} -- $PAIRS pairs of \"$RUNS\", shape ${SCALE_SHAPE:-trace}, $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M') UTC"
 echo "# raw figures: $OUT"
 python3 - "$OUT" "$PAIRS" "$RUNS" <<'PY'
-import json, os, statistics, sys
+import json, statistics, sys
 out, pairs, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 rows = []
 for k in range(1, pairs + 1):
