@@ -49,6 +49,9 @@
 # (gpupack's GLIBC_TUNABLES; default what the image sets, "" for glibc's defaults), SCALE_PERF=1
 # (a whole-machine `perf record -a -g` from kube-scheduler's start to the quiet after the
 # last bind; the CPU by process, library and function goes to SCALE_OUT/perf-RUN.txt),
+# SCALE_PERF=gpupack (the gpupack runs only: gpupack's process alone with dwarf call graphs,
+# and its system calls and context switches by thread, over the same window; its CPU by
+# thread and stage of the request path, bench/perf-gpupack.py, goes to perf-gpupack-RUN.txt),
 # SCALE_SCHED_CONFIG (the KubeSchedulerConfiguration every run starts from, default the shipped
 # manifests/base/scheduler-config.yaml; the baseline drops its extenders, so a setting such as
 # percentageOfNodesToScore applies to both sides of a pair).
@@ -66,6 +69,7 @@ RUNS=${SCALE_RUNS:-"gpupack:backlog none:backlog"}
 DO_RUNS=1
 [ -n "${SCALE_REPORT_ONLY:-}" ] && DO_RUNS=""   # the report of SCALE_RUNS from SCALE_OUT's files again
 QPS=${SCALE_QPS:-500}
+PERF_GP_HZ=999   # SCALE_PERF=gpupack's sampling rate
 SHAPE=${SCALE_SHAPE:-trace}
 SCHED_CFG=${SCALE_SCHED_CONFIG:-manifests/base/scheduler-config.yaml}
 [ -r "$SCHED_CFG" ] || { echo "bench/scale.sh: SCALE_SCHED_CONFIG: cannot read $SCHED_CFG" >&2; exit 2; }
@@ -103,11 +107,23 @@ echo "# raw figures: $OUT"
 # perf_stop TAG [GPUPACK_PID]: ends the run's whole-machine profile; its summary (by
 # process, library, Go package and function: bench/perf-summary.py) goes to perf-TAG.txt
 perf_stop() {
-  local pid
-  pid=$(cat "$WORK/perf.pid" 2>/dev/null) || return 0
+  local pid pids
+  pids=$(cat "$WORK/perf.pid" 2>/dev/null) || return 0
   rm -f "$WORK/perf.pid"
-  kill -INT "$pid" 2>/dev/null || true
-  for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  for pid in $pids; do
+    kill -INT "$pid" 2>/dev/null || true
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  done
+  if [ "${SCALE_PERF:-}" = gpupack ]; then
+    local bound
+    bound=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bound"])' \
+            "$OUT/result-$1.json" 2>/dev/null || echo 0)
+    { echo "# perf record --call-graph dwarf -F $PERF_GP_HZ -p GPUPACK ($1) and perf stat --per-thread:" \
+           "kube-scheduler's start to the quiet after the last bind"
+      bench/perf-gpupack.py "$OUT/perf-gpupack-$1.data" "$PERF_GP_HZ" "$bound" \
+        "$OUT/stat-gpupack-$1.txt"; } >"$OUT/perf-gpupack-$1.txt" 2>&1 || true
+    return 0
+  fi
   local named=("etcd=$(cat "$CP/run/etcd.pid")" "kube-apiserver=$(cat "$CP/run/kube-apiserver.pid")"
                "kube-scheduler=$(cat "$CP/run/kube-scheduler.pid")")
   [ -n "${2:-}" ] && named+=("gpupack=$2")
@@ -175,7 +191,14 @@ for run in ${DO_RUNS:+$RUNS}; do
     bin/e2eload sched-config --shipped "$SCHED_CFG" --port 1 --qps "$QPS" --no-extender >"$WORK/sched.json"
   fi
   start_sched="$K8S/kube-up $CP --scheduler-config $WORK/sched.json >>$WORK/up.log 2>&1"
-  if [ -n "${SCALE_PERF:-}" ]; then
+  if [ "${SCALE_PERF:-}" = gpupack ]; then
+    # gpupack alone, from kube-scheduler's start: dwarf call graphs (gpupack has no frame
+    # pointers) and the system calls and switches of each thread
+    [ "$mode" = gpupack ] && start_sched="{ perf record --call-graph dwarf,32768 -F $PERF_GP_HZ -p $GP \
+      -o $OUT/perf-gpupack-$tag.data >$WORK/perf.log 2>&1 & echo \$! >$WORK/perf.pid;
+      perf stat --per-thread -e raw_syscalls:sys_enter,context-switches -p $GP \
+      -o $OUT/stat-gpupack-$tag.txt >>$WORK/perf.log 2>&1 & echo \$! >>$WORK/perf.pid; }; $start_sched"
+  elif [ -n "${SCALE_PERF:-}" ]; then
     # the profile covers scheduling only: it starts with kube-scheduler
     start_sched="{ perf record -a -g -F 199 -o $OUT/perf-$tag.data >$WORK/perf.log 2>&1 & echo \$! >$WORK/perf.pid; }; $start_sched"
   fi
