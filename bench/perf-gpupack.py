@@ -104,8 +104,12 @@ def main():
         for name, n in by_stage[t].most_common():
             print(f"  {100 * n / total:5.1f} %  {ms(n):.3f}  {name}")
     if len(sys.argv) > 4:
+        try:
+            stat = open(sys.argv[4]).read().splitlines()
+        except OSError as e:
+            sys.exit(f"\nno system call counts: {e}")
         calls, switches = collections.Counter(), collections.Counter()
-        for line in open(sys.argv[4]):
+        for line in stat:
             m = re.match(r"\s*(.+)-\d+\s+([\d,]+)\s+(\S+)", line)
             if not m:
                 continue
