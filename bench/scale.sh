@@ -104,8 +104,10 @@ GPARGS=(${SCALE_GPUPACK_ARGS:-})
 
 echo "# bench/scale.sh $NODES $PODS -- shape $SHAPE, kube $VERSION, client QPS $QPS, seed $SEED, $(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes'), gpupack $("$WORK/gpupack" version 2>/dev/null || echo '?')${SCALE_GPUPACK_BIN:+ ($SCALE_GPUPACK_BIN)}${SCALE_GPUPACK_ARGS:+ $SCALE_GPUPACK_ARGS}, GLIBC_TUNABLES '$SCALE_GLIBC_TUNABLES',${SCALE_SCHED_CONFIG:+ scheduler configuration $SCALE_SCHED_CONFIG,} load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw figures: $OUT"
-# perf_stop TAG [GPUPACK_PID]: ends the run's whole-machine profile; its summary (by
-# process, library, Go package and function: bench/perf-summary.py) goes to perf-TAG.txt
+# perf_stop TAG [GPUPACK_PID]: ends the run's profile. SCALE_PERF=gpupack: gpupack's CPU by thread
+# and stage, and its system calls per pod (bench/perf-gpupack.py), go to perf-gpupack-TAG.txt; else
+# the whole-machine summary (by process, library, Go package and function: bench/perf-summary.py)
+# goes to perf-TAG.txt
 perf_stop() {
   local pid pids
   pids=$(cat "$WORK/perf.pid" 2>/dev/null) || return 0
