@@ -107,11 +107,13 @@ $(BUILD)/src/cli/main.o: $(BUILD)/version.txt
 # the /ui page is assembled into ui_page.o (.incbin): rebuild it when the page changes
 $(BUILD)/src/http/ui_page.o: src/http/ui/index.html
 
-# Test suites: test/test_NAME.c defines `Suite *suite_NAME(void)`; the list is generated.
-$(BUILD)/test/suites.h: $(TEST_SRC)
+# Test suites: test/test_NAME.c defines `Suite *suite_NAME(void)`; the list is generated,
+# and rewritten only when it changes (a suite removed leaves the others older than the list).
+$(BUILD)/test/suites.h: $(TEST_SRC) FORCE
 	@mkdir -p $(dir $@)
 	@for f in $(TEST_SRC); do n=$$(basename $$f .c); n=$${n#test_}; \
-	  echo "SUITE($$n)"; done > $@.tmp && mv $@.tmp $@
+	  echo "SUITE($$n)"; done > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 $(BUILD)/test/run.o: test/run.c $(BUILD)/test/suites.h
 	@mkdir -p $(dir $@)
