@@ -108,7 +108,8 @@ $(BUILD)/src/cli/main.o: $(BUILD)/version.txt
 $(BUILD)/src/http/ui_page.o: src/http/ui/index.html
 
 # Test suites: test/test_NAME.c defines `Suite *suite_NAME(void)`; the list is generated,
-# and rewritten only when it changes (a suite removed leaves the others older than the list).
+# and rewritten only when it changes (a suite removed leaves the others older than the list;
+# the e2e list below likewise).
 $(BUILD)/test/suites.h: $(TEST_SRC) FORCE
 	@mkdir -p $(dir $@)
 	@for f in $(TEST_SRC); do n=$$(basename $$f .c); n=$${n#test_}; \
@@ -126,9 +127,10 @@ $(BUILD)/test/%.o: test/%.c
 $(BUILD)/unit-tests: $(TEST_OBJ) $(BUILD)/libgpupack.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-$(BUILD)/e2e/e2e_suites.h: $(E2E_SRC)
+$(BUILD)/e2e/e2e_suites.h: $(E2E_SRC) FORCE
 	@mkdir -p $(dir $@)
-	@for f in $(E2E_SRC); do n=$$(basename $$f .c); echo "E2E($${n#e2e_})"; done > $@.tmp && mv $@.tmp $@
+	@for f in $(E2E_SRC); do n=$$(basename $$f .c); echo "E2E($${n#e2e_})"; done > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 $(BUILD)/e2e/main.o: $(BUILD)/e2e/e2e_suites.h
 
