@@ -31,20 +31,6 @@ static e2e_gp *replica_start(e2e_cp *cp, const char *id)
     return e2e_replica_start(cp, id, id, "ha-00");
 }
 
-/* Waits until the replica's metric `series` equals want. */
-static void wait_metric(e2e_gp *g, const char *series, double want, double timeout_s)
-{
-    double end = gp_mono_s() + timeout_s, v = -1;
-    while (gp_mono_s() < end) {
-        v = e2e_gp_metric(g, series);
-        if (v == want)
-            return;
-        e2e_sleep(0.1);
-    }
-    e2e_gp_log_tail(g, 20);
-    ck_abort_msg("%s: %s is %g, want %g", g->url, series, v, want);
-}
-
 /* Wall time (Unix ns) of the first successful bind in g's log at or after
  * `after`; 0 when none. Log lines start with an RFC 3339 time. */
 static int64_t first_bind_after(e2e_gp *g, int64_t after)
@@ -124,8 +110,8 @@ static const char *lease_holder(e2e_cp *cp, char *out, size_t len)
 static e2e_gp *standby_join(e2e_cp *cp, e2e_front *f, int slot, const char *id)
 {
     e2e_gp *g = replica_start(cp, id);
-    wait_metric(g, "gpupack_cluster_ready", 1, 60);
-    wait_metric(g, "gpupack_leader", 0, 5);
+    e2e_gp_wait_metric(g, "gpupack_cluster_ready", 1, 60);
+    e2e_gp_wait_metric(g, "gpupack_leader", 0, 5);
     e2e_front_backend(f, slot, id, g->port);
     return g;
 }
@@ -170,7 +156,7 @@ START_TEST(failover_kill_and_handover)
 
     /* a leads (started first), b stands by with a warm map */
     e2e_gp *a = replica_start(cp, "replica-a");
-    wait_metric(a, "gpupack_leader", 1, 60);
+    e2e_gp_wait_metric(a, "gpupack_leader", 1, 60);
     e2e_front_backend(f, 0, "replica-a", a->port);
     e2e_gp *b = standby_join(cp, f, 1, "replica-b");
     long st = 0;
@@ -255,7 +241,7 @@ START_TEST(failover_kill_and_handover)
     int64_t stop_ns = gp_now_ns();
     kill(a->pid, SIGSTOP);
     make_pods(cp, KILL_PODS + TERM_PODS, KILL_PODS + TERM_PODS + FREEZE_PODS, 1);
-    wait_metric(b, "gpupack_leader", 1, 30);
+    e2e_gp_wait_metric(b, "gpupack_leader", 1, 30);
     double took_over = gp_mono_s();
     e2e_log("standby took over %.1f s after the leader froze", (double)(gp_now_ns() - stop_ns) / 1e9);
     kill(a->pid, SIGCONT);
@@ -268,7 +254,7 @@ START_TEST(failover_kill_and_handover)
             e2e_gp_metric(a, "gpupack_binds_refused_total"),
             e2e_gp_metric(a, "gpupack_http_verb_connections_closed_total"));
     ck_assert_int_eq(bound, total);
-    wait_metric(a, "gpupack_leader", 0, 10);
+    e2e_gp_wait_metric(a, "gpupack_leader", 0, 10);
     ck_assert_int_eq(first_bind_after(a, stop_ns), 0);   /* the frozen leader never bound again */
     for (double end = gp_mono_s() + 15; !e2e_gp_log_count(a, "stopped leading") && gp_mono_s() < end;)
         e2e_sleep(0.2);

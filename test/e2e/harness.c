@@ -581,6 +581,19 @@ double e2e_gp_metric(e2e_gp *g, const char *series)
     return v;
 }
 
+void e2e_gp_wait_metric(e2e_gp *g, const char *series, double want, double timeout_s)
+{
+    double end = gp_mono_s() + timeout_s, v = -1;
+    while (gp_mono_s() < end) {
+        v = e2e_gp_metric(g, series);
+        if (v == want)
+            return;
+        e2e_sleep(0.1);
+    }
+    e2e_gp_log_tail(g, 20);
+    ck_abort_msg("%s: %s is %g, want %g", g->url, series, v, want);
+}
+
 int e2e_gp_pod_gpus(e2e_gp *g, const char *ns, const char *name)
 {
     long st;

@@ -158,6 +158,10 @@ const char *const *e2e_shipped_gp_args(void);
 /* A sample of /metrics: the line starting with `series` (name plus labels,
  * e.g. "gpupack_pods{state=\"bound\"}"); -1 when absent. */
 double e2e_gp_metric(e2e_gp *g, const char *series);
+/* Waits until the metric `series` equals want: what gpupack settles in a later
+ * round of one of its threads (a held place released, leadership taken). Fails
+ * the test, with gpupack's last log lines, when it does not within timeout_s. */
+void e2e_gp_wait_metric(e2e_gp *g, const char *series, double want, double timeout_s);
 /* One series' value in Prometheus text already read (several from one read), or -1. */
 double e2e_metric_in(const char *text, const char *series);
 /* GPUs /inspect shows pod ns/name on (0: gpupack holds nothing for it); -1 when
