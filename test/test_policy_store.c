@@ -221,16 +221,25 @@ END_TEST
 
 /* ============================================================ the reload thread */
 
+/* A store over a new directory that holds policy alpha (a.yaml), its poll
+ * thread started with period poll_s. */
+static policy_store *store_polling_alpha(tmpdir *d, double poll_s, char **alpha)
+{
+    tmp_make(d);
+    *alpha = policy_doc("alpha", 1, "a");
+    tmp_write(d, "a.yaml", *alpha);
+    policy_store *ps = NULL;
+    gp_err err;
+    ck_assert_int_eq(policy_store_open(d->path, &ps, &err), 0);
+    ck_assert_int_eq(policy_store_start(ps, poll_s, &err), 0);
+    return ps;
+}
+
 START_TEST(thread_picks_up_changes)
 {
     tmpdir d;
-    tmp_make(&d);
-    char *a = policy_doc("alpha", 1, "a");
-    tmp_write(&d, "a.yaml", a);
-    policy_store *ps = NULL;
-    gp_err err;
-    ck_assert_int_eq(policy_store_open(d.path, &ps, &err), 0);
-    ck_assert_int_eq(policy_store_start(ps, 0.05, &err), 0);
+    char *a;
+    policy_store *ps = store_polling_alpha(&d, 0.05, &a);
 
     char *b = policy_doc("beta", 2, "b");
     tmp_write(&d, "b.yaml", b);                       /* added */
@@ -256,6 +265,49 @@ START_TEST(thread_picks_up_changes)
     policy_store_free(ps);
     free(a);
     free(a2);
+    free(b);
+    tmp_clean(&d);
+}
+END_TEST
+
+static policy_store_status status_after_polls(policy_store *ps, unsigned long polls)
+{
+    policy_store_status st;
+    for (int i = 0; i < 1000; i++) {   /* up to 20 s */
+        policy_store_get_status(ps, &st);
+        if (st.polls >= polls)
+            break;
+        usleep(20 * 1000);
+    }
+    return st;
+}
+
+/* The poll reads the files only when stat shows a change, and every
+ * POLICY_STORE_READ_EVERY polls whatever stat says; an edit in place that
+ * keeps the size still applies (its times change). */
+START_TEST(poll_reads_only_on_change)
+{
+    tmpdir d;
+    char *a;
+    policy_store *ps = store_polling_alpha(&d, 0.005, &a);
+
+    policy_store_status st = status_after_polls(ps, 3 * POLICY_STORE_READ_EVERY);
+    ck_assert_uint_ge(st.polls, 3 * POLICY_STORE_READ_EVERY);
+    /* the first poll reads, then one in POLICY_STORE_READ_EVERY */
+    ck_assert_uint_ge(st.polls_read, st.polls / POLICY_STORE_READ_EVERY);
+    ck_assert_uint_le(st.polls_read, st.polls / POLICY_STORE_READ_EVERY + 2);
+
+    char *b = policy_doc("bravo", 1, "a");   /* the same length as alpha's */
+    ck_assert_uint_eq(strlen(a), strlen(b));
+    tmp_write_in_place(&d, "a.yaml", b);
+    ck_assert(wait_policy(ps, "bravo", true));
+    ck_assert(!has_policy(ps, "alpha"));
+    policy_store_status after;
+    policy_store_get_status(ps, &after);
+    ck_assert_uint_eq(after.loads_ok, st.loads_ok + 1);
+
+    policy_store_free(ps);
+    free(a);
     free(b);
     tmp_clean(&d);
 }
@@ -443,6 +495,7 @@ Suite *suite_policy_store(void)
     tcase_add_test(tc, open_and_reload);
     tcase_add_test(tc, open_failures);
     tcase_add_test(tc, thread_picks_up_changes);
+    tcase_add_test(tc, poll_reads_only_on_change);
     tcase_add_test(tc, stop_is_prompt);
     tcase_add_test(tc, reload_while_serving);
     tcase_add_test(tc, check_command);

@@ -28,6 +28,8 @@
 #define POLICY_STORE_BYTES_MAX (16 * 1024 * 1024)   /* all of them together */
 #define POLICY_STORE_POLL_S 0.5        /* default poll period; a change applies after it
                                           has been stable for one period (<= ~1 s) */
+#define POLICY_STORE_READ_EVERY 20     /* a poll reads the files when stat shows a change,
+                                          and at least every this many polls */
 
 typedef struct policy_store policy_store;
 
@@ -68,6 +70,7 @@ typedef struct policy_store_status {
     int nfiles;                    /* files behind the active set */
     int npolicies;                 /* policies of the active set, the default included */
     char last_error[512];          /* first error of the last rejected change, "" if none */
+    unsigned long polls, polls_read;   /* the poll thread's polls, and those that read the files */
 } policy_store_status;
 
 void policy_store_get_status(policy_store *st, policy_store_status *out);

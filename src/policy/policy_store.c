@@ -38,6 +38,14 @@ struct policy_store {
     int nerrors;
     policy_store_status st;
 
+    /* the poll's shortcut: the files are read only when what stat says of
+     * them changed, or a change is waiting to settle, or POLICY_STORE_READ_EVERY
+     * polls went by without a read (a rewrite of the same size within the
+     * file system's timestamp tick leaves stat as it was). Poll thread only. */
+    uint64_t meta_fp;
+    bool meta_settled;
+    int polls_unread;
+
     pthread_mutex_t reload_mu;   /* one reload at a time */
     pthread_cond_t wake;         /* with mu: stop requests */
     bool running, stopping;
@@ -70,9 +78,23 @@ static int by_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* What stat says of a file, into a fingerprint: a write changes its change
+ * time (and mostly its size); a ConfigMap update swaps the ..data link, so
+ * the file it leads to is another inode. */
+static uint64_t stat_print(uint64_t fp, const char *path, const struct stat *sb)
+{
+    int64_t f[7] = {(int64_t)sb->st_dev, (int64_t)sb->st_ino, (int64_t)sb->st_size,
+                    (int64_t)sb->st_mtim.tv_sec, sb->st_mtim.tv_nsec,
+                    (int64_t)sb->st_ctim.tv_sec, sb->st_ctim.tv_nsec};
+    fp = gp_fnv1a(fp, path, strlen(path) + 1);
+    return gp_fnv1a(fp, f, sizeof f);
+}
+
 /* Sorted paths of DIR's *.yaml regular files (symlinks followed, as in a
- * ConfigMap mount; dot files skipped). Returns 0, or -1 with a message. */
-static int list_dir(const char *dir, char ***out, int *n, gp_err *err)
+ * ConfigMap mount; dot files skipped). Returns 0, or -1 with a message.
+ * *meta (NULL: not wanted): a fingerprint of the names and of what stat
+ * says of each file, in the directory's order. */
+static int list_dir(const char *dir, char ***out, int *n, uint64_t *meta, gp_err *err)
 {
     DIR *d = opendir(dir);
     *out = NULL;
@@ -90,6 +112,8 @@ static int list_dir(const char *dir, char ***out, int *n, gp_err *err)
             free(path);
             continue;
         }
+        if (meta)
+            *meta = stat_print(*meta, path, &sb);
         if (*n >= POLICY_STORE_FILES_MAX) {
             free(path);
             rc = gp_fail(err, "more than %d *.yaml files", POLICY_STORE_FILES_MAX);
@@ -125,7 +149,7 @@ static void scan(const char *dir, dir_snap *s)
     int n = 0;
     memset(s, 0, sizeof *s);
     s->fp = GP_FNV_OFFSET;
-    if (list_dir(dir, &paths, &n, &err) < 0) {
+    if (list_dir(dir, &paths, &n, NULL, &err) < 0) {
         gp_strlcpy(s->err_file, dir, sizeof s->err_file);
         gp_strlcpy(s->error, err.msg, sizeof s->error);
         s->fp = gp_fnv1a(s->fp, err.msg, strlen(err.msg));
@@ -303,9 +327,35 @@ int policy_store_reload(policy_store *st, gp_err *err)
 /* One poll: reload when the files differ from both the active and the last
  * rejected version and have been stable since the previous poll (an editor
  * caught mid-write is not reported as an error). */
+static bool poll_may_skip(policy_store *st)
+{
+    uint64_t meta = GP_FNV_OFFSET;
+    char **paths = NULL;
+    int n = 0;
+    gp_err err;
+    bool listed = list_dir(st->dir, &paths, &n, &meta, &err) == 0;
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    bool same = listed && st->meta_settled && meta == st->meta_fp &&
+                st->polls_unread + 1 < POLICY_STORE_READ_EVERY;
+    st->meta_fp = listed ? meta : 0;
+    if (same)
+        st->polls_unread++;
+    else
+        st->polls_unread = 0;
+    pthread_mutex_lock(&st->mu);
+    st->st.polls++;
+    st->st.polls_read += !same;
+    pthread_mutex_unlock(&st->mu);
+    return same;
+}
+
 static void poll_once(policy_store *st)
 {
     dir_snap snap;
+    if (poll_may_skip(st))
+        return;
     pthread_mutex_lock(&st->reload_mu);
     scan(st->dir, &snap);
     pthread_mutex_lock(&st->mu);
@@ -319,6 +369,8 @@ static void poll_once(policy_store *st)
         gp_err err;
         (void)apply(st, &snap, &err);
     }
+    /* a change read but not yet applied (waiting to be stable) is read again */
+    st->meta_settled = !changed || stable;
     snap_free(&snap);
     pthread_mutex_unlock(&st->reload_mu);
 }
@@ -540,7 +592,7 @@ int policy_check_main(int argc, char **argv)
             char **sub = NULL;
             int nsub = 0;
             gp_err err;
-            if (list_dir(files[i], &sub, &nsub, &err) < 0)
+            if (list_dir(files[i], &sub, &nsub, NULL, &err) < 0)
                 policy_diag_add(&diag, files[i], 1, 1, "%s", err.msg);
             for (int j = 0; j < nsub; j++)
                 add_path(&paths, &n, sub[j]);
