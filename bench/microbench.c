@@ -3,7 +3,9 @@
  *   bin/microbench CLUSTER.json NODES [REPEAT] [SAMPLE.json]
  * MICROBENCH_COLD=1: before each call (outside the timing), 64 MiB are
  * written, so that the call finds the store out of the CPU's caches as a
- * live service does between requests (the watches and binds run between). */
+ * live service does between requests (the watches and binds run between).
+ * MICROBENCH_PREFIX: the nodes' names before their five digits ("node-" by
+ * default; "bn-" for a dump of bench/scale.sh's cluster). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +39,10 @@ int main(int argc, char **argv)
                         "u", "spec", "containers", "name", "c", "resources", "limits",
                         "gpupack.io/gpu-mem", "4096");
     json_t *names = json_array();
+    const char *prefix = getenv("MICROBENCH_PREFIX");
     for (int i = 0; i < nodes; i++) {
-        char n[32];
-        snprintf(n, sizeof n, "node-%05d", i);
+        char n[64];
+        snprintf(n, sizeof n, "%.40s%05d", prefix ? prefix : "node-", i);
         json_array_append_new(names, json_string(n));
     }
     json_t *args = json_pack("{s:o,s:o}", "Pod", pod, "NodeNames", names);

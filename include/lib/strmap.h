@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct strmap strmap;
 
@@ -17,6 +18,16 @@ strmap *strmap_new(void);
 strmap *strmap_new_borrowing(void);
 void strmap_free(strmap *m);                    /* accepts NULL; values untouched */
 void *strmap_get(const strmap *m, const char *key);
+/* A lookup in steps, for a loop that looks up many keys: on a loaded machine
+ * each lookup waits for memory (the key's slot, then the key), and a loop can
+ * start those waits for a later key while it works on this one. The hash is
+ * strmap_get's; strmap_prefetch asks for the key's slot, strmap_prefetch_key
+ * (once the slot has come) for the key it holds -- the value's own line in a
+ * borrowing map. Hints only: neither changes a result. */
+uint64_t strmap_hash(const char *key);
+void strmap_prefetch(const strmap *m, uint64_t h);
+void strmap_prefetch_key(const strmap *m, uint64_t h);
+void *strmap_get_hashed(const strmap *m, const char *key, uint64_t h);
 /* Sets key to val (val must not be NULL); returns the previous value or NULL. */
 void *strmap_put(strmap *m, const char *key, void *val);
 /* Removes key; returns its value or NULL. */

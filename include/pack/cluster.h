@@ -251,6 +251,14 @@ int cluster_claim_get(gp_cluster *c, const char *uid, gp_claim *out);
  * cluster_rdlock; NULL when the node is unknown. */
 const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const gp_pod_req *req,
                                    gp_node *scratch);
+/* The same in steps, for a filter's loop over hundreds of names (strmap.h):
+ * h = cluster_node_hash(name); cluster_rd_prefetch(c, h, 0) some names ahead
+ * (the map's slot), cluster_rd_prefetch(c, h, 1) a few names later (the
+ * node's first line), then cluster_rd_node_for_hashed. Under cluster_rdlock. */
+uint64_t cluster_node_hash(const char *name);
+void cluster_rd_prefetch(const gp_cluster *c, uint64_t h, int step);
+const gp_node *cluster_rd_node_for_hashed(const gp_cluster *c, const char *name, uint64_t h,
+                                          const gp_pod_req *req, gp_node *scratch);
 
 /* One pod the store counts on a node, as preemption reads it. Pointers are
  * valid during the callback only. */

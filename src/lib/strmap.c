@@ -103,6 +103,29 @@ void *strmap_get(const strmap *m, const char *key)
     return s ? s->val : NULL;
 }
 
+uint64_t strmap_hash(const char *key)
+{
+    return hash_str(key);
+}
+
+void *strmap_get_hashed(const strmap *m, const char *key, uint64_t h)
+{
+    slot *s = find(m, key, h);
+    return s ? s->val : NULL;
+}
+
+void strmap_prefetch(const strmap *m, uint64_t h)
+{
+    __builtin_prefetch(&m->slots[h & (m->cap - 1)]);
+}
+
+void strmap_prefetch_key(const strmap *m, uint64_t h)
+{
+    const slot *s = &m->slots[h & (m->cap - 1)];
+    if (s->key && s->key != TOMB && s->hash == h)
+        __builtin_prefetch(s->key);
+}
+
 void *strmap_put(strmap *m, const char *key, void *val)
 {
     uint64_t h = hash_str(key);

@@ -694,7 +694,26 @@ static const gp_node *node_view(const gp_cluster *c, const node_ent *e, const gp
 const gp_node *cluster_rd_node_for(const gp_cluster *c, const char *name, const gp_pod_req *req,
                                    gp_node *scratch)
 {
-    node_ent *e = strmap_get(c->nodes, name);
+    return cluster_rd_node_for_hashed(c, name, strmap_hash(name), req, scratch);
+}
+
+uint64_t cluster_node_hash(const char *name)
+{
+    return strmap_hash(name);
+}
+
+void cluster_rd_prefetch(const gp_cluster *c, uint64_t h, int step)
+{
+    if (step == 0)
+        strmap_prefetch(c->nodes, h);
+    else
+        strmap_prefetch_key(c->nodes, h);   /* the key is node.name, on the entry's first line */
+}
+
+const gp_node *cluster_rd_node_for_hashed(const gp_cluster *c, const char *name, uint64_t h,
+                                          const gp_pod_req *req, gp_node *scratch)
+{
+    node_ent *e = strmap_get_hashed(c->nodes, name, h);
     return e ? node_view(c, e, req, scratch) : NULL;
 }
 
